@@ -1,0 +1,1 @@
+//! Yee FDTD engine.

@@ -1,0 +1,314 @@
+//! The simulation job: one design, with its parameter values applied, voxelised
+//! onto a grid. This is the seam between the design layer (which builds jobs)
+//! and the engine backends (which turn a batch of jobs into port signals).
+//!
+//! Everything here is in SI units and grid indices; nothing refers back to the
+//! design file, so CPU and CUDA, FDTD and TLM all read the same description.
+
+use serde::{Deserialize, Serialize};
+
+/// A Cartesian axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Axis {
+    X,
+    Y,
+    Z,
+}
+
+impl Axis {
+    pub const ALL: [Axis; 3] = [Axis::X, Axis::Y, Axis::Z];
+    pub fn index(self) -> usize {
+        match self {
+            Axis::X => 0,
+            Axis::Y => 1,
+            Axis::Z => 2,
+        }
+    }
+    pub fn from_index(i: usize) -> Axis {
+        Axis::ALL[i % 3]
+    }
+    /// The two other axes, in cyclic order (X -> (Y, Z), Y -> (Z, X), Z -> (X, Y)).
+    pub fn others(self) -> (Axis, Axis) {
+        let i = self.index();
+        (Axis::from_index(i + 1), Axis::from_index(i + 2))
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Axis::X => "x",
+            Axis::Y => "y",
+            Axis::Z => "z",
+        }
+    }
+}
+
+/// What sits on one face of the simulation domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Boundary {
+    /// Perfect electric conductor: tangential E is zero.
+    Pec,
+    /// Perfect magnetic conductor: tangential H is zero.
+    Pmc,
+    /// Open: a convolutional PML (FDTD) or a matched termination (TLM).
+    Absorbing,
+}
+
+/// A uniform rectilinear grid of `n[0] x n[1] x n[2]` cells of size `d` (metres).
+/// Cell `(i, j, k)` spans `origin + (i, j, k) * d` to `origin + (i+1, j+1, k+1) * d`.
+/// The grid includes any absorbing padding (see [`SimJob::pml`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grid {
+    pub n: [usize; 3],
+    pub d: [f64; 3],
+    pub origin: [f64; 3],
+}
+
+impl Grid {
+    pub fn cells(&self) -> usize {
+        self.n[0] * self.n[1] * self.n[2]
+    }
+    /// Linear index of cell (i, j, k); x varies fastest.
+    #[inline]
+    pub fn idx(&self, i: usize, j: usize, k: usize) -> usize {
+        (k * self.n[1] + j) * self.n[0] + i
+    }
+    /// Coordinate (metres) of grid plane `p` along `axis` (p = 0..=n).
+    pub fn plane(&self, axis: Axis, p: usize) -> f64 {
+        self.origin[axis.index()] + p as f64 * self.d[axis.index()]
+    }
+}
+
+/// A medium of the coefficient table. Index 0 of [`SimJob::materials`] is the background.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Material {
+    pub name: String,
+    /// Relative permittivity (>= 1).
+    pub eps_r: f64,
+    /// Electric conductivity in S/m (dielectric loss).
+    pub sigma: f64,
+    /// Relative permeability (>= 1); FDTD and TLM stubs both honour it.
+    pub mu_r: f64,
+    /// A perfect conductor: every E edge touching it is forced to zero.
+    pub pec: bool,
+}
+
+impl Material {
+    pub fn vacuum() -> Self {
+        Material { name: "vacuum".into(), eps_r: 1.0, sigma: 0.0, mu_r: 1.0, pec: false }
+    }
+    pub fn pec() -> Self {
+        Material { name: "pec".into(), eps_r: 1.0, sigma: 0.0, mu_r: 1.0, pec: true }
+    }
+}
+
+/// A zero-thickness perfectly conducting rectangle lying on grid plane `plane`
+/// normal to `normal`. It covers node indices `lo..=hi` along the two other
+/// axes (in the order of [`Axis::others`]). FDTD zeroes the tangential E edges
+/// lying in it; TLM shorts the links that cross it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sheet {
+    pub normal: Axis,
+    pub plane: usize,
+    pub lo: [usize; 2],
+    pub hi: [usize; 2],
+}
+
+/// Where and how a port couples to the fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PortKind {
+    /// A resistor `r_ohm` in series with the source, spread over `len` E edges
+    /// along `axis`, starting at grid node `start` (edge m spans node
+    /// `start + m` to `start + m + 1` along `axis`). The port voltage is
+    /// `V = -sum E dl` (positive terminal at the upper end), the current `I`
+    /// flows along +axis through the port into the structure.
+    Lumped { axis: Axis, start: [usize; 3], len: usize, r_ohm: f64 },
+    /// TE10 port of a rectangular guide whose walls are the domain's
+    /// transverse faces. The reference plane is grid plane `plane` normal to
+    /// `normal`; `inward` (+1/-1) is the direction of travel into the device.
+    /// The mode's E field lies along `e_axis`, its sine profile spans the
+    /// domain along `width_axis` (width `a` metres). The source plane sits
+    /// `source_offset` cells behind the reference plane (outside the device).
+    /// `shift_m` moves the reported reference plane towards the device.
+    Waveguide {
+        normal: Axis,
+        plane: usize,
+        inward: i8,
+        e_axis: Axis,
+        width_axis: Axis,
+        a: f64,
+        source_offset: usize,
+        shift_m: f64,
+    },
+}
+
+/// A named port. Port numbers in S-parameters are positions in [`SimJob::ports`] + 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Port {
+    pub name: String,
+    pub kind: PortKind,
+}
+
+impl Port {
+    /// Reference impedance in ohms at frequency `f` (TE10 wave impedance for guides).
+    pub fn z_ref(&self, f: f64) -> num_complex::Complex64 {
+        use num_complex::Complex64;
+        match &self.kind {
+            PortKind::Lumped { r_ohm, .. } => Complex64::new(*r_ohm, 0.0),
+            PortKind::Waveguide { a, .. } => {
+                let fc = crate::consts::C0 / (2.0 * a);
+                let x = 1.0 - (fc / f).powi(2);
+                if x > 0.0 {
+                    Complex64::new(crate::consts::ETA0 / x.sqrt(), 0.0)
+                } else {
+                    // Below cutoff the wave impedance is imaginary (inductive).
+                    Complex64::new(0.0, crate::consts::ETA0 / (-x).sqrt())
+                }
+            }
+        }
+    }
+}
+
+/// Excitation waveform: `exp(-((t - t0)/tau)^2) * sin(2 pi f0 (t - t0))`, or a
+/// plain Gaussian when `f0 == 0` (bands that reach down towards DC).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Pulse {
+    pub f0: f64,
+    pub tau: f64,
+    pub t0: f64,
+}
+
+impl Pulse {
+    /// A pulse whose spectrum stays within 20 dB of its peak over `[f_lo, f_hi]`.
+    pub fn covering(f_lo: f64, f_hi: f64) -> Pulse {
+        // |G(f)| ~ exp(-(pi tau (f - f0))^2); -20 dB at the band edge.
+        let k = (10f64).ln().sqrt() / std::f64::consts::PI;
+        let half = 0.5 * (f_hi - f_lo);
+        if f_lo < half {
+            // Low-pass band: a baseband Gaussian, -20 dB at f_hi.
+            let tau = k / f_hi;
+            Pulse { f0: 0.0, tau, t0: 4.0 * tau }
+        } else {
+            let tau = k / half;
+            Pulse { f0: 0.5 * (f_lo + f_hi), tau, t0: 4.0 * tau }
+        }
+    }
+    #[inline]
+    pub fn value(&self, t: f64) -> f64 {
+        let u = (t - self.t0) / self.tau;
+        let g = (-u * u).exp();
+        if self.f0 > 0.0 {
+            g * (2.0 * std::f64::consts::PI * self.f0 * (t - self.t0)).sin()
+        } else {
+            g
+        }
+    }
+    /// Time after which the source is negligible (below 1e-12 of its peak).
+    pub fn end_time(&self) -> f64 {
+        self.t0 + 5.3 * self.tau
+    }
+}
+
+/// When a simulation ends.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StopRule {
+    /// Stop once the field energy is this many dB below its peak (e.g. -40),
+    /// and the source has finished.
+    pub decay_db: f64,
+    /// Hard cap on time steps.
+    pub max_steps: usize,
+    /// Check the energy every this many steps.
+    pub check_every: usize,
+}
+
+impl Default for StopRule {
+    fn default() -> Self {
+        StopRule { decay_db: -40.0, max_steps: 200_000, check_every: 64 }
+    }
+}
+
+/// Which time-domain method simulates the job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EngineKind {
+    Fdtd,
+    Tlm,
+    Tlm2d,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Fdtd => "fdtd",
+            EngineKind::Tlm => "tlm",
+            EngineKind::Tlm2d => "tlm2d",
+        }
+    }
+}
+
+/// One simulation: a voxelised structure, its ports, and which port is driven.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimJob {
+    /// A short label for messages ("design 12, port 1 driven").
+    pub label: String,
+    pub engine: EngineKind,
+    pub grid: Grid,
+    /// `boundaries[axis][0]` is the low face, `[1]` the high face.
+    pub boundaries: [[Boundary; 2]; 3],
+    /// Absorbing padding in cells on each face (0 where not absorbing). The
+    /// padding is part of `grid`; materials are extruded into it.
+    pub pml: [[usize; 2]; 3],
+    pub materials: Vec<Material>,
+    /// Material index per cell (`grid.idx`).
+    pub cell_mat: Vec<u8>,
+    pub sheets: Vec<Sheet>,
+    pub ports: Vec<Port>,
+    /// Index into `ports` of the excited port.
+    pub drive: usize,
+    pub pulse: Pulse,
+    /// Frequencies (Hz) at which results are wanted.
+    pub freqs: Vec<f64>,
+    pub stop: StopRule,
+    /// Courant number S (FDTD: fraction of the 3D stability limit).
+    pub courant: f64,
+}
+
+/// Why a simulation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum EndReason {
+    /// Field energy fell below the threshold (dB relative to its peak).
+    EnergyDecay { db: f64 },
+    /// The step cap was reached first; `db` is the decay reached by then.
+    MaxSteps { db: f64 },
+}
+
+/// Port signals of one port over the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PortTrace {
+    /// Voltage samples, sample n taken at `t = (n + v_offset) * dt`.
+    pub v: Vec<f64>,
+    /// Current samples, sample n taken at `t = (n + i_offset) * dt`.
+    pub i: Vec<f64>,
+}
+
+/// What an engine returns for one job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimOutput {
+    pub dt: f64,
+    pub steps: usize,
+    /// Time offsets (in steps) of the voltage and current samples.
+    pub v_offset: f64,
+    pub i_offset: f64,
+    /// One trace per port, same order as `SimJob::ports`.
+    pub traces: Vec<PortTrace>,
+    pub ended: EndReason,
+    /// Cells (or nodes) updated per step.
+    pub cells: usize,
+}
+
+/// Why one design's simulation produced no result. The run goes on; the GA
+/// penalises the design and records the reason.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+pub enum SimFailure {
+    #[error("fields became non-finite at step {step} ({location})")]
+    NonFinite { step: usize, location: String },
+    #[error("invalid job: {0}")]
+    Invalid(String),
+}
