@@ -5,6 +5,7 @@
 
 use crate::job::{SimFailure, SimJob, SimOutput};
 
+pub mod cpu;
 pub mod fdtd;
 
 /// Errors that stop a whole batch.
@@ -28,4 +29,9 @@ pub trait Backend: Send + Sync {
     fn name(&self) -> String;
     /// Simulate every job of the batch.
     fn run_batch(&self, jobs: &[SimJob]) -> BatchResult;
+}
+
+/// TLM on the CPU: provided by the TLM engine module once merged.
+pub(crate) fn run_tlm_cpu(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    Err(SimFailure::Invalid(format!("engine {} is not available in this build", job.engine.name())))
 }

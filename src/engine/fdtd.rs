@@ -1,1 +1,0 @@
-//! Yee FDTD engine.

@@ -1,0 +1,286 @@
+//! CPU Yee FDTD engine (the reference every other backend is compared with).
+//! Each function named `fdtd_*` is the CPU twin of the CUDA kernel of the
+//! same name in `kernels/fdtd.cu`, with the arithmetic written in the same
+//! order so that the two agree to float rounding. Planes along z are updated
+//! in parallel with rayon.
+
+use rayon::prelude::*;
+
+use super::operator::{Cpml1d, Operator};
+use crate::consts::{EPS0, MU0};
+use crate::job::{Axis, EndReason, PortTrace, SimFailure, SimJob, SimOutput};
+
+/// Field and CPML auxiliary arrays of one job.
+pub struct Fields {
+    pub e: [Vec<f32>; 3],
+    pub h: [Vec<f32>; 3],
+    /// `psi_e[c][a]`: CPML memory of dH/da in the E_c update (empty when axis a has no PML).
+    pub psi_e: [[Vec<f32>; 3]; 3],
+    pub psi_h: [[Vec<f32>; 3]; 3],
+}
+
+impl Fields {
+    pub fn new(op: &Operator) -> Fields {
+        let z = || vec![0.0f32; op.len];
+        let psi = |c: usize, a: usize| if a != c && op.pml[a].is_some() { vec![0.0f32; op.len] } else { vec![] };
+        Fields {
+            e: [z(), z(), z()],
+            h: [z(), z(), z()],
+            psi_e: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
+            psi_h: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
+        }
+    }
+}
+
+/// A raw pointer that may cross threads; each thread writes a disjoint z-plane.
+#[derive(Clone, Copy)]
+struct Shared(*mut f32);
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+impl Shared {
+    fn of(v: &mut Vec<f32>) -> Shared {
+        Shared(if v.is_empty() { std::ptr::null_mut() } else { v.as_mut_ptr() })
+    }
+}
+
+/// Logical ranges of component c: half-integer along c (0..n_c), nodes elsewhere (0..=n).
+fn e_range(op: &Operator, c: usize) -> [usize; 3] {
+    let mut r = [op.n[0] + 1, op.n[1] + 1, op.n[2] + 1];
+    r[c] = op.n[c];
+    r
+}
+fn h_range(op: &Operator, c: usize) -> [usize; 3] {
+    let mut r = [op.n[0], op.n[1], op.n[2]];
+    r[c] = op.n[c] + 1;
+    r
+}
+
+/// One CPML-stretched derivative: returns `t * kinv + psi` and updates psi.
+#[inline(always)]
+fn stretch(t: f32, pos: usize, cp: Option<&Cpml1d>, e_side: bool, psi: *mut f32, p: usize) -> f32 {
+    match cp {
+        None => t,
+        Some(cp) => {
+            let (b, c, kinv) = if e_side { (cp.e_b[pos], cp.e_c[pos], cp.e_kinv[pos]) } else { (cp.h_b[pos], cp.h_c[pos], cp.h_kinv[pos]) };
+            if b > 0.0 {
+                // SAFETY: psi has op.len entries whenever cp is Some; p is in range.
+                unsafe {
+                    let s = psi.add(p);
+                    *s = b * *s + c * t;
+                    t * kinv + *s
+                }
+            } else {
+                t
+            }
+        }
+    }
+}
+
+/// H half-step: `H_c -= db * (dE_b/da - dE_a/db)`, (a, b) cyclic after c.
+pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
+    for c in 0..3 {
+        let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
+        let r = h_range(op, c);
+        let (sa, sb) = (op.stride[a], op.stride[b]);
+        let (ea, eb) = (&f.e[a], &f.e[b]);
+        let hc = Shared::of(&mut f.h[c]);
+        let (pa, pb) = (Shared::of(&mut f.psi_h[c][a]), Shared::of(&mut f.psi_h[c][b]));
+        let (cpa, cpb) = (op.pml[a].as_ref(), op.pml[b].as_ref());
+        let (ida, idb, db) = (op.inv_d[a], op.inv_d[b], op.db);
+        (0..r[2]).into_par_iter().for_each(|k| {
+            let (hc, pa, pb) = (hc, pa, pb);
+            for j in 0..r[1] {
+                let mut p = op.at(0, j as isize, k as isize);
+                for i in 0..r[0] {
+                    let pos = [i, j, k];
+                    let t1 = (eb[p + sa] - eb[p]) * ida;
+                    let t2 = (ea[p + sb] - ea[p]) * idb;
+                    let t1 = stretch(t1, pos[a], cpa, false, pa.0, p);
+                    let t2 = stretch(t2, pos[b], cpb, false, pb.0, p);
+                    // SAFETY: plane k of hc is written by this thread only.
+                    unsafe { *hc.0.add(p) -= db * (t1 - t2) };
+                    p += 1;
+                }
+            }
+        });
+    }
+}
+
+/// PMC faces: ghost H tangential to the face mirrors (negates) its neighbour,
+/// so the E update sees zero tangential H on the face.
+pub fn fdtd_pmc_ghosts(op: &Operator, f: &mut Fields) {
+    for ax in 0..3 {
+        for side in 0..2 {
+            if !op.pmc[ax][side] {
+                continue;
+            }
+            for c in 0..3 {
+                if c == ax {
+                    continue;
+                }
+                let r = h_range(op, c);
+                let (ghost, inner) = if side == 0 { (-1isize, 0isize) } else { (op.n[ax] as isize, op.n[ax] as isize - 1) };
+                let (u, v) = ((ax + 1) % 3, (ax + 2) % 3);
+                for iu in 0..r[u] {
+                    for iv in 0..r[v] {
+                        let mut p = [0isize; 3];
+                        p[u] = iu as isize;
+                        p[v] = iv as isize;
+                        p[ax] = inner;
+                        let src = op.at3(p);
+                        p[ax] = ghost;
+                        let dst = op.at3(p);
+                        f.h[c][dst] = -f.h[c][src];
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// E full step: `E_c = ca E_c + cb (dH_b/da - dH_a/db)` through the material table.
+pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
+    for c in 0..3 {
+        let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
+        let r = e_range(op, c);
+        let (sa, sb) = (op.stride[a], op.stride[b]);
+        let (ha, hb) = (&f.h[a], &f.h[b]);
+        let ec = Shared::of(&mut f.e[c]);
+        let (pa, pb) = (Shared::of(&mut f.psi_e[c][a]), Shared::of(&mut f.psi_e[c][b]));
+        let (cpa, cpb) = (op.pml[a].as_ref(), op.pml[b].as_ref());
+        let (ida, idb) = (op.inv_d[a], op.inv_d[b]);
+        let mat = &op.mat[c];
+        let (ca, cb) = (&op.ca, &op.cb);
+        (0..r[2]).into_par_iter().for_each(|k| {
+            let (ec, pa, pb) = (ec, pa, pb);
+            for j in 0..r[1] {
+                let mut p = op.at(0, j as isize, k as isize);
+                for i in 0..r[0] {
+                    let pos = [i, j, k];
+                    let t1 = (hb[p] - hb[p - sa]) * ida;
+                    let t2 = (ha[p] - ha[p - sb]) * idb;
+                    let t1 = stretch(t1, pos[a], cpa, true, pa.0, p);
+                    let t2 = stretch(t2, pos[b], cpb, true, pb.0, p);
+                    let m = mat[p] as usize;
+                    // SAFETY: plane k of ec is written by this thread only.
+                    unsafe {
+                        let e = ec.0.add(p);
+                        *e = ca[m] * *e + cb[m] * (t1 - t2);
+                    }
+                    p += 1;
+                }
+            }
+        });
+    }
+}
+
+/// Add the driven port's source at time t (the middle of the E step).
+pub fn fdtd_inject(op: &Operator, f: &mut Fields, g: f64) {
+    let d = op.drive;
+    if d >= op.lumped.len() {
+        return;
+    }
+    if let Some(l) = &op.lumped[d] {
+        // Resistive voltage source of 1 V peak spread over the edges in series.
+        let vs = (g / l.len as f64) as f32;
+        for &p in &l.edges {
+            f.e[l.comp][p] -= l.src * vs;
+        }
+    }
+    if let Some(w) = &op.guides[d] {
+        let g = g as f32;
+        for (&p, &amp) in w.src_idx.iter().zip(&w.src_amp) {
+            f.e[w.comp_e][p] += amp * g;
+        }
+    }
+}
+
+/// Port voltage (E at the current full step) and current (H half a step earlier).
+pub fn fdtd_sample_ports(op: &Operator, f: &Fields, traces: &mut [PortTrace]) {
+    for (pi, tr) in traces.iter_mut().enumerate() {
+        if let Some(l) = &op.lumped[pi] {
+            let v: f64 = -l.edges.iter().map(|&p| f.e[l.comp][p] as f64).sum::<f64>() * l.dl;
+            let c = l.comp;
+            let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+            let p = l.mid;
+            let i = (f.h[b][p] as f64 - f.h[b][p - op.stride[a]] as f64) * op.d[b]
+                - (f.h[a][p] as f64 - f.h[a][p - op.stride[b]] as f64) * op.d[a];
+            tr.v.push(v);
+            tr.i.push(i);
+        } else if let Some(w) = &op.guides[pi] {
+            let (ee, hh) = (&f.e[w.comp_e], &f.h[w.comp_h]);
+            let mut v = 0.0;
+            let mut i = 0.0;
+            for m in 0..w.v_idx.len() {
+                v += w.weight[m] * ee[w.v_idx[m]] as f64;
+                i += w.weight[m] * 0.5 * (hh[w.h_lo[m]] as f64 + hh[w.h_hi[m]] as f64);
+            }
+            tr.v.push(v);
+            tr.i.push(w.i_sign * i);
+        }
+    }
+}
+
+/// Electromagnetic energy (up to the cell volume), in f64.
+pub fn fdtd_energy(op: &Operator, f: &Fields) -> f64 {
+    let mut tot = 0.0;
+    for c in 0..3 {
+        let (e, m) = (&f.e[c], &op.mat[c]);
+        tot += e
+            .par_chunks(op.stride[2])
+            .zip(m.par_chunks(op.stride[2]))
+            .map(|(ee, mm)| ee.iter().zip(mm).map(|(&x, &k)| op.eps[k as usize] as f64 * (x as f64) * (x as f64)).sum::<f64>())
+            .sum::<f64>()
+            * EPS0;
+        tot += f.h[c].par_chunks(op.stride[2]).map(|hh| hh.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>()).sum::<f64>() * MU0;
+    }
+    tot
+}
+
+/// Where the first non-finite value is, for the error message.
+fn locate_non_finite(op: &Operator, f: &Fields) -> String {
+    for (name, arrs) in [("E", &f.e), ("H", &f.h)] {
+        for c in 0..3 {
+            if let Some(p) = arrs[c].iter().position(|x| !x.is_finite()) {
+                let (i, j, k) = (p % op.dims[0], (p / op.dims[0]) % op.dims[1], p / op.stride[2]);
+                return format!("{name}{} at cell ({}, {}, {})", Axis::from_index(c).name(), i as isize - 1, j as isize - 1, k as isize - 1);
+            }
+        }
+    }
+    "port signals".into()
+}
+
+/// Run one job to its end criterion on the CPU.
+pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    let op = Operator::new(job)?;
+    let mut f = Fields::new(&op);
+    let mut traces = vec![PortTrace::default(); job.ports.len()];
+    let stop = job.stop;
+    let t_end_src = job.pulse.end_time();
+    let threshold = 10f64.powf(stop.decay_db / 10.0);
+    let mut peak = 0.0f64;
+    let mut ended = EndReason::MaxSteps { db: 0.0 };
+    let mut steps = 0;
+    for n in 0..stop.max_steps {
+        fdtd_update_h(&op, &mut f);
+        fdtd_pmc_ghosts(&op, &mut f);
+        fdtd_update_e(&op, &mut f);
+        fdtd_inject(&op, &mut f, job.pulse.value((n as f64 + 0.5) * op.dt));
+        fdtd_sample_ports(&op, &f, &mut traces);
+        steps = n + 1;
+        if steps % stop.check_every.max(1) == 0 || steps == stop.max_steps {
+            let w = fdtd_energy(&op, &f);
+            if !w.is_finite() || traces.iter().any(|t| !t.v.last().unwrap_or(&0.0).is_finite()) {
+                return Err(SimFailure::NonFinite { step: steps, location: locate_non_finite(&op, &f) });
+            }
+            peak = peak.max(w);
+            let db = if peak > 0.0 { 10.0 * (w / peak).max(1e-300).log10() } else { 0.0 };
+            ended = EndReason::MaxSteps { db };
+            if steps as f64 * op.dt > t_end_src && peak > 0.0 && w <= threshold * peak {
+                ended = EndReason::EnergyDecay { db };
+                break;
+            }
+        }
+    }
+    Ok(SimOutput { dt: op.dt, steps, v_offset: 1.0, i_offset: 0.5, traces, ended, cells: job.grid.cells() })
+}

@@ -1,0 +1,10 @@
+//! 3D Yee FDTD engine: the host-side operator (shared with CUDA) and the CPU
+//! reference implementation.
+
+pub mod cpu;
+pub mod operator;
+
+#[cfg(test)]
+mod tests;
+
+pub use operator::Operator;

@@ -1,0 +1,464 @@
+//! The FDTD operator: everything about a job that does not change while it
+//! runs — time step, per-edge material indices into a small coefficient
+//! table, CPML profiles, port geometry — computed once on the host and shared
+//! by the CPU engine and the CUDA backend (openEMS's Operator/Engine split).
+//!
+//! Field layout (both backends): each component is a flat f32 array over
+//! `(nx+2) x (ny+2) x (nz+2)` positions, x fastest, with one ghost layer on
+//! every side. Logical index `(i, j, k)` lives at `(i+1) + (j+1) NX + (k+1) NX NY`.
+//! `E_c(i,j,k)` sits at the edge centre (half-integer along c), `H_c(i,j,k)`
+//! at the face centre (half-integer along the two other axes), as in Yee's
+//! cell (seed 000, eqs 2.15-2.20). Ghost H values are zero, or the mirror
+//! image for PMC faces, so the E update needs no boundary branches; E edges
+//! on PEC (and PML-backing) faces get the PEC coefficients `ca = cb = 0`.
+
+use crate::consts::{C0, EPS0, ETA0, MU0};
+use crate::job::{Axis, Boundary, PortKind, SimFailure, SimJob};
+
+/// Coefficient-table index reserved for perfect conductors (ca = cb = 0).
+pub const PEC_INDEX: u8 = 0;
+
+/// CPML stretching along one axis, tabulated at E positions (nodes
+/// `0..=n`) and H positions (half nodes `0..n`). `b`, `c` per Roden & Gedney;
+/// `kinv = 1/kappa`. Outside the PML `b = c = 0`, `kinv = 1`.
+#[derive(Debug, Clone)]
+pub struct Cpml1d {
+    pub e_b: Vec<f32>,
+    pub e_c: Vec<f32>,
+    pub e_kinv: Vec<f32>,
+    pub h_b: Vec<f32>,
+    pub h_c: Vec<f32>,
+    pub h_kinv: Vec<f32>,
+}
+
+/// A lumped port as the engine sees it.
+#[derive(Debug, Clone)]
+pub struct LumpedOp {
+    /// E component (axis index) of the port edges.
+    pub comp: usize,
+    /// Flat indices of the port edges.
+    pub edges: Vec<usize>,
+    /// Flat index of the edge whose H loop gives the port current.
+    pub mid: usize,
+    /// Edge length (m): V = -sum E dl.
+    pub dl: f64,
+    /// Source coefficient per edge: E -= src * Vs(t) / len (already / (1+beta)).
+    pub src: f32,
+    /// Number of edges in series.
+    pub len: usize,
+}
+
+/// A TE10 waveguide port as the engine sees it.
+#[derive(Debug, Clone)]
+pub struct GuideOp {
+    /// E component along the mode's polarisation, H component along its width.
+    pub comp_e: usize,
+    pub comp_h: usize,
+    /// Flat E indices on the reference plane and their weights (profile x area).
+    pub v_idx: Vec<usize>,
+    /// Flat H indices half a cell below / above the reference plane.
+    pub h_lo: Vec<usize>,
+    pub h_hi: Vec<usize>,
+    pub weight: Vec<f64>,
+    /// Sign that makes I positive for a wave travelling into the device.
+    pub i_sign: f64,
+    /// Flat E indices on the source plane and the source amplitude per index.
+    pub src_idx: Vec<usize>,
+    pub src_amp: Vec<f32>,
+}
+
+/// The host-side operator of one job.
+#[derive(Debug, Clone)]
+pub struct Operator {
+    /// Cells per axis.
+    pub n: [usize; 3],
+    /// Array extents per axis including ghosts (n + 2).
+    pub dims: [usize; 3],
+    /// Flat strides per axis.
+    pub stride: [usize; 3],
+    /// Array length per component.
+    pub len: usize,
+    pub d: [f64; 3],
+    pub dt: f64,
+    /// Per-E-component coefficient index per flat position.
+    pub mat: [Vec<u8>; 3],
+    /// Coefficient table: E = ca E + cb (curl H) ; eps for the energy.
+    pub ca: Vec<f32>,
+    pub cb: Vec<f32>,
+    pub eps: Vec<f32>,
+    /// H = H - db (curl E), uniform (non-magnetic media).
+    pub db: f32,
+    pub inv_d: [f32; 3],
+    /// CPML per axis (None where that axis has no absorbing face).
+    pub pml: [Option<Cpml1d>; 3],
+    pub pmc: [[bool; 2]; 3],
+    pub lumped: Vec<Option<LumpedOp>>,
+    pub guides: Vec<Option<GuideOp>>,
+    /// Index into `lumped`/`guides` (by port order) of the driven port.
+    pub drive: usize,
+}
+
+impl Operator {
+    /// Flat index of logical position (i, j, k); each may be -1 or n (ghosts).
+    #[inline]
+    pub fn at(&self, i: isize, j: isize, k: isize) -> usize {
+        ((i + 1) as usize) + ((j + 1) as usize) * self.stride[1] + ((k + 1) as usize) * self.stride[2]
+    }
+
+    /// Flat index from a logical position given per axis.
+    #[inline]
+    pub fn at3(&self, p: [isize; 3]) -> usize {
+        self.at(p[0], p[1], p[2])
+    }
+
+    /// Build the operator of `job`.
+    pub fn new(job: &SimJob) -> Result<Operator, SimFailure> {
+        let g = &job.grid;
+        if g.cells() == 0 {
+            return Err(SimFailure::Invalid("empty grid".into()));
+        }
+        if job.cell_mat.len() != g.cells() {
+            return Err(SimFailure::Invalid(format!(
+                "cell_mat has {} entries for {} cells",
+                job.cell_mat.len(),
+                g.cells()
+            )));
+        }
+        if let Some(m) = job.materials.iter().find(|m| m.mu_r != 1.0 && !m.pec) {
+            return Err(SimFailure::Invalid(format!(
+                "material '{}' has mu_r = {}: the FDTD engine models non-magnetic media only (use the TLM engine)",
+                m.name, m.mu_r
+            )));
+        }
+        if !(job.courant > 0.0 && job.courant <= 1.0) {
+            return Err(SimFailure::Invalid(format!("Courant number {} is outside (0, 1]: unstable", job.courant)));
+        }
+        let n = g.n;
+        let dims = [n[0] + 2, n[1] + 2, n[2] + 2];
+        let stride = [1, dims[0], dims[0] * dims[1]];
+        let len = dims[0] * dims[1] * dims[2];
+        let d = g.d;
+        let dt = job.courant / (C0 * (1.0 / (d[0] * d[0]) + 1.0 / (d[1] * d[1]) + 1.0 / (d[2] * d[2])).sqrt());
+        let pmc = job.boundaries.map(|b| b.map(|f| f == Boundary::Pmc));
+
+        let mut op = Operator {
+            n,
+            dims,
+            stride,
+            len,
+            d,
+            dt,
+            mat: [vec![PEC_INDEX; len], vec![PEC_INDEX; len], vec![PEC_INDEX; len]],
+            ca: vec![0.0],
+            cb: vec![0.0],
+            eps: vec![1.0],
+            db: (dt / MU0) as f32,
+            inv_d: [(1.0 / d[0]) as f32, (1.0 / d[1]) as f32, (1.0 / d[2]) as f32],
+            pml: [None, None, None],
+            pmc,
+            lumped: vec![],
+            guides: vec![],
+            drive: job.drive,
+        };
+        let mut table = CoefTable::default();
+        op.fill_materials(job, &mut table)?;
+        op.apply_sheets(job);
+        op.build_ports(job, &mut table)?;
+        op.ca = table.ca;
+        op.cb = table.cb;
+        op.eps = table.eps;
+        for a in 0..3 {
+            op.pml[a] = cpml_axis(job, a, dt);
+        }
+        Ok(op)
+    }
+
+    /// Per-edge material: the average eps and sigma of the (up to four) cells
+    /// sharing the edge; PEC if any of them is PEC. Edges on a PEC or
+    /// absorbing (PEC-backed PML) face stay PEC; on a PMC face they are free.
+    fn fill_materials(&mut self, job: &SimJob, table: &mut CoefTable) -> Result<(), SimFailure> {
+        let g = &job.grid;
+        let n = self.n;
+        for c in 0..3 {
+            let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
+            let mut mat = vec![PEC_INDEX; self.len];
+            let mut hi = [n[0], n[1], n[2]];
+            hi[c] = n[c] - 1;
+            for k in 0..=hi[2] {
+                for j in 0..=hi[1] {
+                    for i in 0..=hi[0] {
+                        let p = [i, j, k];
+                        // On a face normal to a or b: PEC unless that face is PMC.
+                        let mut on_wall = false;
+                        for &ax in &[a, b] {
+                            if p[ax] == 0 && job.boundaries[ax][0] != Boundary::Pmc {
+                                on_wall = true;
+                            }
+                            if p[ax] == n[ax] && job.boundaries[ax][1] != Boundary::Pmc {
+                                on_wall = true;
+                            }
+                        }
+                        let flat = self.at(i as isize, j as isize, k as isize);
+                        if on_wall {
+                            mat[flat] = PEC_INDEX;
+                            continue;
+                        }
+                        let (mut eps, mut sig, mut cnt, mut pec) = (0.0, 0.0, 0.0, false);
+                        for da in 0..2usize {
+                            for dbb in 0..2usize {
+                                let mut q = p;
+                                if p[a] < da || p[b] < dbb {
+                                    continue;
+                                }
+                                q[a] = p[a] - da;
+                                q[b] = p[b] - dbb;
+                                if q[a] >= n[a] || q[b] >= n[b] {
+                                    continue;
+                                }
+                                let m = &job.materials[job.cell_mat[g.idx(q[0], q[1], q[2])] as usize];
+                                pec |= m.pec;
+                                eps += m.eps_r;
+                                sig += m.sigma;
+                                cnt += 1.0;
+                            }
+                        }
+                        mat[flat] = if pec { PEC_INDEX } else { table.index(eps / cnt, sig / cnt, self.dt)? };
+                    }
+                }
+            }
+            self.mat[c] = mat;
+        }
+        Ok(())
+    }
+
+    /// Zero-thickness PEC sheets: every E edge lying in the rectangle.
+    fn apply_sheets(&mut self, job: &SimJob) {
+        for s in &job.sheets {
+            let nrm = s.normal.index();
+            let (u, v) = (s.normal.others().0.index(), s.normal.others().1.index());
+            for &(c, lo_u, hi_u, lo_v, hi_v) in &[
+                // E along u: half-integer along u, so cells lo..hi-1; nodes lo..=hi along v.
+                (u, s.lo[0], s.hi[0].saturating_sub(1), s.lo[1], s.hi[1]),
+                (v, s.lo[0], s.hi[0], s.lo[1], s.hi[1].saturating_sub(1)),
+            ] {
+                if (c == u && s.hi[0] == s.lo[0]) || (c == v && s.hi[1] == s.lo[1]) {
+                    continue;
+                }
+                for iu in lo_u..=hi_u {
+                    for iv in lo_v..=hi_v {
+                        let mut p = [0isize; 3];
+                        p[nrm] = s.plane as isize;
+                        p[u] = iu as isize;
+                        p[v] = iv as isize;
+                        let flat = self.at3(p);
+                        self.mat[c][flat] = PEC_INDEX;
+                    }
+                }
+            }
+        }
+    }
+
+    fn build_ports(&mut self, job: &SimJob, table: &mut CoefTable) -> Result<(), SimFailure> {
+        for (pi, port) in job.ports.iter().enumerate() {
+            match &port.kind {
+                PortKind::Lumped { axis, start, len, r_ohm } => {
+                    let c = axis.index();
+                    let (a, b) = (axis.others().0.index(), axis.others().1.index());
+                    if *len == 0 || start[c] + len > self.n[c] || start[a] > self.n[a] || start[b] > self.n[b] {
+                        return Err(SimFailure::Invalid(format!("lumped port '{}' lies outside the grid", port.name)));
+                    }
+                    let dl = self.d[c];
+                    let area = self.d[a] * self.d[b];
+                    let r_e = r_ohm / *len as f64;
+                    let mut edges = vec![];
+                    let mut src = 0.0f32;
+                    for m in 0..*len {
+                        let mut p = [start[0] as isize, start[1] as isize, start[2] as isize];
+                        p[c] += m as isize;
+                        let flat = self.at3(p);
+                        // Resistive source (Taflove ch. 15): beta = dt dl / (2 R eps A).
+                        let eps = {
+                            let idx = self.mat[c][flat] as usize;
+                            if idx == PEC_INDEX as usize {
+                                return Err(SimFailure::Invalid(format!(
+                                    "lumped port '{}' edge {m} lies on a conductor: it would be shorted",
+                                    port.name
+                                )));
+                            }
+                            table.eps[idx] as f64 * EPS0
+                        };
+                        let beta = self.dt * dl / (2.0 * r_e * eps * area);
+                        let idx = table.push(
+                            ((1.0 - beta) / (1.0 + beta)) as f32,
+                            ((self.dt / eps) / (1.0 + beta)) as f32,
+                            (eps / EPS0) as f32,
+                        )?;
+                        self.mat[c][flat] = idx;
+                        src = ((self.dt / (eps * r_e * area)) / (1.0 + beta)) as f32;
+                        edges.push(flat);
+                    }
+                    let mid = edges[len / 2];
+                    while self.lumped.len() < pi {
+                        self.lumped.push(None);
+                    }
+                    self.lumped.push(Some(LumpedOp { comp: c, edges, mid, dl, src, len: *len }));
+                }
+                PortKind::Waveguide { normal, plane, inward, e_axis, width_axis, a, source_offset, .. } => {
+                    let r = normal.index();
+                    let pe = e_axis.index();
+                    let q = width_axis.index();
+                    if r == pe || r == q || pe == q {
+                        return Err(SimFailure::Invalid(format!("waveguide port '{}': axes must differ", port.name)));
+                    }
+                    let src_plane = *plane as isize - *inward as isize * *source_offset as isize;
+                    if *plane == 0 || *plane >= self.n[r] || src_plane <= 0 || src_plane as usize >= self.n[r] {
+                        return Err(SimFailure::Invalid(format!("waveguide port '{}': plane outside the grid", port.name)));
+                    }
+                    let w0 = job.grid.plane(*width_axis, 0);
+                    let mut v_idx = vec![];
+                    let mut h_lo = vec![];
+                    let mut h_hi = vec![];
+                    let mut weight = vec![];
+                    let mut src_idx = vec![];
+                    let mut src_amp = vec![];
+                    let area = self.d[q] * self.d[pe];
+                    for iq in 0..=self.n[q] {
+                        let x = job.grid.plane(*width_axis, iq) - w0;
+                        let prof = (std::f64::consts::PI * x / a).sin();
+                        if prof.abs() < 1e-12 {
+                            continue;
+                        }
+                        for ie in 0..self.n[pe] {
+                            let mut p = [0isize; 3];
+                            p[q] = iq as isize;
+                            p[pe] = ie as isize;
+                            p[r] = *plane as isize;
+                            v_idx.push(self.at3(p));
+                            weight.push(prof * area);
+                            p[r] = *plane as isize - 1;
+                            h_lo.push(self.at3(p));
+                            p[r] = *plane as isize;
+                            h_hi.push(self.at3(p));
+                            p[r] = src_plane;
+                            let s = self.at3(p);
+                            src_idx.push(s);
+                            // A current sheet J = profile * g(t) / d_r, scaled by the local cb.
+                            let cb = table.cb[self.mat[pe][s] as usize];
+                            src_amp.push((prof as f32) * cb / self.d[r] as f32);
+                        }
+                    }
+                    // Poynting along the normal: S_r = (e_pe x e_q).e_r E_pe H_q.
+                    let orient = if (pe + 1) % 3 == q { 1.0 } else { -1.0 };
+                    let i_sign = orient * *inward as f64;
+                    while self.guides.len() < pi {
+                        self.guides.push(None);
+                    }
+                    self.guides.push(Some(GuideOp { comp_e: pe, comp_h: q, v_idx, h_lo, h_hi, weight, i_sign, src_idx, src_amp }));
+                }
+            }
+        }
+        let np = job.ports.len();
+        self.lumped.resize(np, None);
+        self.guides.resize(np, None);
+        if np > 0 && job.drive >= np {
+            return Err(SimFailure::Invalid(format!("driven port {} does not exist ({} ports)", job.drive + 1, np)));
+        }
+        Ok(())
+    }
+}
+
+/// Deduplicating coefficient table (index 0 = PEC). Indices are u8: the
+/// material index is what every cell carries, so it is kept to one byte.
+#[derive(Debug)]
+struct CoefTable {
+    ca: Vec<f32>,
+    cb: Vec<f32>,
+    eps: Vec<f32>,
+    keys: Vec<(u64, u64)>,
+}
+
+impl Default for CoefTable {
+    fn default() -> Self {
+        CoefTable { ca: vec![0.0], cb: vec![0.0], eps: vec![1.0], keys: vec![(u64::MAX, u64::MAX)] }
+    }
+}
+
+impl CoefTable {
+    fn index(&mut self, eps_r: f64, sigma: f64, dt: f64) -> Result<u8, SimFailure> {
+        let key = (eps_r.to_bits(), sigma.to_bits());
+        if let Some(i) = self.keys.iter().position(|k| *k == key) {
+            return Ok(i as u8);
+        }
+        let eps = eps_r * EPS0;
+        let s = sigma * dt / (2.0 * eps);
+        let i = self.push(((1.0 - s) / (1.0 + s)) as f32, ((dt / eps) / (1.0 + s)) as f32, eps_r as f32)?;
+        self.keys[i as usize] = key;
+        Ok(i)
+    }
+    fn push(&mut self, ca: f32, cb: f32, eps_r: f32) -> Result<u8, SimFailure> {
+        if self.ca.len() >= 256 {
+            return Err(SimFailure::Invalid("more than 255 distinct edge materials".into()));
+        }
+        self.ca.push(ca);
+        self.cb.push(cb);
+        self.eps.push(eps_r);
+        // Port entries are never shared: a key that matches nothing.
+        self.keys.push((u64::MAX - 1, self.ca.len() as u64));
+        Ok((self.ca.len() - 1) as u8)
+    }
+}
+
+/// CPML profile along axis `a` (Roden & Gedney 2000; Taflove ch. 7):
+/// polynomial grading of order 3 for sigma and kappa, linear alpha.
+fn cpml_axis(job: &SimJob, a: usize, dt: f64) -> Option<Cpml1d> {
+    let [lo, hi] = job.pml[a];
+    if lo == 0 && hi == 0 {
+        return None;
+    }
+    let n = job.grid.n[a];
+    let d = job.grid.d[a];
+    let m = 3.0;
+    let sigma_max = 0.8 * (m + 1.0) / (ETA0 * d);
+    let kappa_max = 3.0;
+    // alpha keeps the CPML from absorbing near-DC/evanescent fields badly; ~ f_lo.
+    let f_ref = if job.pulse.f0 > 0.0 { (job.pulse.f0 - 1.5 / job.pulse.tau).max(0.1 * job.pulse.f0) } else { 0.1 / job.pulse.tau };
+    let alpha_max = 2.0 * std::f64::consts::PI * EPS0 * f_ref * 0.5;
+    // Depth into the PML (in cells) of a position x (in cells from the low face).
+    let depth = |x: f64| -> f64 {
+        let l = lo as f64;
+        let h = (n - hi) as f64;
+        if lo > 0 && x < l {
+            (l - x) / lo as f64
+        } else if hi > 0 && x > h {
+            (x - h) / hi as f64
+        } else {
+            0.0
+        }
+    };
+    let coefs = |x: f64| -> (f32, f32, f32) {
+        let r = depth(x);
+        if r <= 0.0 {
+            return (0.0, 0.0, 1.0);
+        }
+        let sigma = sigma_max * r.powf(m);
+        let kappa = 1.0 + (kappa_max - 1.0) * r.powf(m);
+        let alpha = alpha_max * (1.0 - r);
+        let b = (-(sigma / kappa + alpha) * dt / EPS0).exp();
+        let c = if sigma > 0.0 { sigma / (sigma * kappa + kappa * kappa * alpha) * (b - 1.0) } else { 0.0 };
+        (b as f32, c as f32, (1.0 / kappa) as f32)
+    };
+    let mut p = Cpml1d { e_b: vec![], e_c: vec![], e_kinv: vec![], h_b: vec![], h_c: vec![], h_kinv: vec![] };
+    for x in 0..=n {
+        let (b, c, k) = coefs(x as f64);
+        p.e_b.push(b);
+        p.e_c.push(c);
+        p.e_kinv.push(k);
+    }
+    for x in 0..n {
+        let (b, c, k) = coefs(x as f64 + 0.5);
+        p.h_b.push(b);
+        p.h_c.push(c);
+        p.h_kinv.push(k);
+    }
+    Some(p)
+}

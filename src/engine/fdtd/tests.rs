@@ -1,0 +1,264 @@
+//! Validation of the CPU FDTD engine against known answers (physics.md's table).
+
+use super::cpu::{self, fdtd_pmc_ghosts, fdtd_update_e, fdtd_update_h, Fields};
+use super::operator::Operator;
+use crate::analysis::SParams;
+use crate::consts::C0;
+use crate::job::*;
+
+/// A job with an empty domain of `n` cells of size `d`, no ports unless added.
+pub(crate) fn empty_job(n: [usize; 3], d: [f64; 3], bnd: [[Boundary; 2]; 3], pml: [[usize; 2]; 3], band: (f64, f64)) -> SimJob {
+    let grid = Grid { n, d, origin: [0.0; 3] };
+    let cells = grid.cells();
+    SimJob {
+        label: "test".into(),
+        engine: EngineKind::Fdtd,
+        grid,
+        boundaries: bnd,
+        pml,
+        materials: vec![Material::vacuum(), Material::pec()],
+        cell_mat: vec![0; cells],
+        sheets: vec![],
+        ports: vec![],
+        drive: 0,
+        pulse: Pulse::covering(band.0, band.1),
+        freqs: (0..81).map(|i| band.0 + (band.1 - band.0) * i as f64 / 80.0).collect(),
+        stop: StopRule::default(),
+        courant: 0.99,
+    }
+}
+
+/// Frequency of the strongest peak of `x` (sampled every dt) within [lo, hi]:
+/// the maximum of the Hann-windowed DTFT, located by golden-section search
+/// after a coarse scan, so the estimate is not tied to any frequency grid.
+pub(crate) fn peak_frequency(x: &[f64], dt: f64, lo: f64, hi: f64) -> f64 {
+    let n = x.len();
+    let w: Vec<f64> = (0..n).map(|i| x[i] * (0.5 - 0.5 * (2.0 * std::f64::consts::PI * i as f64 / n as f64).cos())).collect();
+    let mag = |f: f64| {
+        let (mut re, mut im) = (0.0, 0.0);
+        let wdt = 2.0 * std::f64::consts::PI * f * dt;
+        for (i, v) in w.iter().enumerate() {
+            let ph = wdt * i as f64;
+            re += v * ph.cos();
+            im -= v * ph.sin();
+        }
+        re * re + im * im
+    };
+    let steps = 400;
+    let (mut best, mut bf) = (0.0, lo);
+    for s in 0..=steps {
+        let f = lo + (hi - lo) * s as f64 / steps as f64;
+        let m = mag(f);
+        if m > best {
+            best = m;
+            bf = f;
+        }
+    }
+    let h = (hi - lo) / steps as f64;
+    let (mut a, mut b) = (bf - h, bf + h);
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    for _ in 0..80 {
+        let c = b - g * (b - a);
+        let d = a + g * (b - a);
+        if mag(c) > mag(d) {
+            b = d;
+        } else {
+            a = c;
+        }
+    }
+    0.5 * (a + b)
+}
+
+/// Analytic resonance of mode (m, n, p) of an a x b x d PEC box.
+fn analytic(dim: [f64; 3], mnp: [f64; 3]) -> f64 {
+    0.5 * C0 * ((mnp[0] / dim[0]).powi(2) + (mnp[1] / dim[1]).powi(2) + (mnp[2] / dim[2]).powi(2)).sqrt()
+}
+
+/// The Yee scheme's own resonance: sin^2(w dt/2)/(c dt)^2 = sum sin^2(k_i d_i/2)/d_i^2.
+fn discrete(dim: [f64; 3], mnp: [f64; 3], d: [f64; 3], dt: f64) -> f64 {
+    let s: f64 = (0..3).map(|i| ((mnp[i] * std::f64::consts::PI / dim[i]) * d[i] / 2.0).sin().powi(2) / (d[i] * d[i])).sum();
+    let x = (C0 * dt) * s.sqrt();
+    2.0 * x.asin() / dt / (2.0 * std::f64::consts::PI)
+}
+
+#[test]
+fn pec_cavity_resonances_match_analytic_and_discrete_dispersion() {
+    // 20 x 15 x 10 mm box, 0.5 mm cells: 33 cells per wavelength at 18 GHz.
+    let dim = [20e-3, 15e-3, 10e-3];
+    let d = [0.5e-3; 3];
+    let n = [40, 30, 20];
+    let pec = [[Boundary::Pec; 2]; 3];
+    let job = empty_job(n, d, pec, [[0; 2]; 3], (10e9, 20e9));
+    let op = Operator::new(&job).unwrap();
+    let mut f = Fields::new(&op);
+    // Random-looking initial E excites every mode; PEC edges stay zero.
+    let mut seed = 12345u64;
+    for c in 0..3 {
+        for p in 0..op.len {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = ((seed >> 33) as f64 / (1u64 << 31) as f64) - 0.5;
+            if op.mat[c][p] != super::operator::PEC_INDEX {
+                f.e[c][p] = r as f32;
+            }
+        }
+    }
+    // Probes off every symmetry plane of the low modes.
+    let probe = |_c: usize| op.at(13, 11, 7);
+    let steps = 16000;
+    let mut sig = [vec![], vec![], vec![]];
+    for _ in 0..steps {
+        fdtd_update_h(&op, &mut f);
+        fdtd_pmc_ghosts(&op, &mut f);
+        fdtd_update_e(&op, &mut f);
+        for c in 0..3 {
+            sig[c].push(f.e[c][probe(c)] as f64);
+        }
+    }
+    // (mode, field component that carries it alone near that frequency)
+    let cases = [([1.0, 1.0, 0.0], 2), ([1.0, 0.0, 1.0], 1), ([0.0, 1.0, 1.0], 0), ([2.0, 1.0, 0.0], 2)];
+    for (mnp, c) in cases {
+        let fa = analytic(dim, mnp);
+        let fd = discrete(dim, mnp, d, op.dt);
+        let got = peak_frequency(&sig[c], op.dt, fd * 0.985, fd * 1.015);
+        let rel_a = (got - fa).abs() / fa;
+        let rel_d = (got - fd).abs() / fd;
+        eprintln!("mode {mnp:?}: analytic {fa:.6e} discrete {fd:.6e} got {got:.6e} (err {rel_a:.2e} / {rel_d:.2e})");
+        assert!(rel_a < 5e-3, "mode {mnp:?}: {got} vs analytic {fa} ({rel_a:.2e})");
+        assert!(rel_d < 1e-6, "mode {mnp:?}: {got} vs Yee discrete {fd} ({rel_d:.2e})");
+    }
+}
+
+/// A WR-28 guide (a = 7.112 mm, b = 3.556 mm) along z with two TE10 ports.
+pub(crate) fn wr28_job(len_mm: f64, band: (f64, f64)) -> SimJob {
+    let a = 7.112e-3;
+    let b = 3.556e-3;
+    let dz = a / 28.0;
+    let pml = 10;
+    let nz_dom = (len_mm * 1e-3 / dz).round() as usize;
+    let n = [28, 14, nz_dom + 2 * pml];
+    let bnd = [[Boundary::Pec; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]];
+    let mut job = empty_job(n, [a / 28.0, b / 14.0, dz], bnd, [[0, 0], [0, 0], [pml, pml]], band);
+    let port = |name: &str, plane: usize, inward: i8| Port {
+        name: name.into(),
+        kind: PortKind::Waveguide { normal: Axis::Z, plane, inward, e_axis: Axis::Y, width_axis: Axis::X, a, source_offset: 3, shift_m: 0.0 },
+    };
+    job.ports = vec![port("in", pml + 6, 1), port("out", n[2] - pml - 6, -1)];
+    job.stop.max_steps = 30000;
+    job
+}
+
+#[test]
+fn empty_wr28_guide_is_transparent_and_has_te10_cutoff() {
+    let job = wr28_job(16.0, (22e9, 40e9));
+    let out = cpu::run(&job).unwrap();
+    let sp = SParams::from_runs(&[&job], &[&out]);
+    let s21 = sp.get(2, 1).unwrap();
+    let s11 = sp.get(1, 1).unwrap();
+    let mut worst21: f64 = 0.0;
+    let mut worst11: f64 = -300.0;
+    for (k, f) in sp.freqs.iter().enumerate() {
+        if *f >= 30e9 && *f <= 38e9 {
+            worst21 = worst21.min(20.0 * s21[k].norm().log10());
+            worst11 = worst11.max(20.0 * s11[k].norm().log10());
+        }
+    }
+    eprintln!("30-38 GHz: worst |S21| {worst21:.4} dB, worst |S11| {worst11:.2} dB, {} steps, {:?}", out.steps, out.ended);
+    assert!(worst21 > -0.1, "|S21| = {worst21} dB");
+    assert!(worst11 < -30.0, "|S11| = {worst11} dB");
+    // Cutoff from the propagation constant: beta^2 = k0^2 - kc^2, beta from S21's phase over the port spacing.
+    let (PortKind::Waveguide { plane: p1, .. }, PortKind::Waveguide { plane: p2, .. }) = (&job.ports[0].kind, &job.ports[1].kind) else { unreachable!() };
+    let l = (*p2 - *p1) as f64 * job.grid.d[2];
+    let mut phase: Vec<f64> = s21.iter().map(|z| -z.arg()).collect();
+    for k in 1..phase.len() {
+        while phase[k] < phase[k - 1] {
+            phase[k] += 2.0 * std::f64::consts::PI;
+        }
+    }
+    // Fix the 2 pi ambiguity with the analytic beta at the top frequency (a 2 pi error would be a 25% kc error).
+    let ftop = *sp.freqs.last().unwrap();
+    let beta_top = ((2.0 * std::f64::consts::PI * ftop / C0).powi(2) - (std::f64::consts::PI / 7.112e-3).powi(2)).sqrt();
+    let turns = ((beta_top * l - phase.last().unwrap()) / (2.0 * std::f64::consts::PI)).round();
+    let mut kc2 = vec![];
+    for (k, f) in sp.freqs.iter().enumerate() {
+        if *f >= 28e9 {
+            let beta = (phase[k] + turns * 2.0 * std::f64::consts::PI) / l;
+            kc2.push((2.0 * std::f64::consts::PI * f / C0).powi(2) - beta * beta);
+        }
+    }
+    let kc = (kc2.iter().sum::<f64>() / kc2.len() as f64).sqrt();
+    let fc = kc * C0 / (2.0 * std::f64::consts::PI);
+    eprintln!("TE10 cutoff {fc:.4e} Hz");
+    assert!((fc - 21.08e9).abs() / 21.08e9 < 0.01, "cutoff {fc}");
+}
+
+#[test]
+fn cpml_reflects_less_than_minus_40_db_at_normal_incidence() {
+    // A TEM wave between PEC (y) and PMC (x) walls is a plane wave at normal incidence.
+    let d = [0.5e-3; 3];
+    let bnd = [[Boundary::Pmc; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]];
+    let band = (5e9, 15e9);
+    let run = |nz: usize| -> (Vec<f64>, f64) {
+        let job = empty_job([2, 2, nz], d, bnd, [[0, 0], [0, 0], [10, 10]], band);
+        let op = Operator::new(&job).unwrap();
+        let mut f = Fields::new(&op);
+        let mut probe = vec![];
+        for n in 0..1400 {
+            fdtd_update_h(&op, &mut f);
+            fdtd_pmc_ghosts(&op, &mut f);
+            fdtd_update_e(&op, &mut f);
+            let g = job.pulse.value((n as f64 + 0.5) * op.dt) as f32;
+            for i in 0..=2 {
+                for j in 0..2 {
+                    let p = op.at(i, j, 20);
+                    f.e[1][p] += g;
+                }
+            }
+            probe.push(f.e[1][op.at(1, 0, 30)] as f64);
+        }
+        (probe, op.dt)
+    };
+    let (near, dt) = run(60);
+    let (far, _) = run(600);
+    let freqs: Vec<f64> = (0..=20).map(|i| band.0 + (band.1 - band.0) * i as f64 / 20.0).collect();
+    let diff: Vec<f64> = near.iter().zip(&far).map(|(a, b)| a - b).collect();
+    let r = crate::analysis::dft::dft(&diff, dt, 0.0, &freqs);
+    let inc = crate::analysis::dft::dft(&far, dt, 0.0, &freqs);
+    let worst = r.iter().zip(&inc).map(|(a, b)| 20.0 * (a.norm() / b.norm()).log10()).fold(-400.0, f64::max);
+    eprintln!("worst CPML reflection {worst:.1} dB");
+    assert!(worst < -40.0, "CPML reflection {worst} dB");
+}
+
+#[test]
+fn lumped_port_into_its_own_impedance_is_matched() {
+    // Port edge and a 50 ohm load edge side by side, joined by short PEC strips.
+    let d = [0.1e-3; 3];
+    let mut job = empty_job([16, 16, 16], d, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (0.05e9, 1e9));
+    let lumped = |name: &str, x: usize| Port { name: name.into(), kind: PortKind::Lumped { axis: Axis::Z, start: [x, 8, 7], len: 2, r_ohm: 50.0 } };
+    job.ports = vec![lumped("src", 7), lumped("load", 8)];
+    for z in [7, 9] {
+        job.sheets.push(Sheet { normal: Axis::Z, plane: z, lo: [7, 8], hi: [8, 8] });
+    }
+    let out = cpu::run(&job).unwrap();
+    let sp = SParams::from_runs(&[&job], &[&out]);
+    let worst = sp.db(1, 1).unwrap().into_iter().fold(-400.0, f64::max);
+    let zin = sp.zin[0].as_ref().unwrap();
+    eprintln!("worst |S11| {worst:.1} dB; Zin at 0.5 GHz {:?}; {:?} after {} steps", zin[40], out.ended, out.steps);
+    assert!(worst < -25.0, "|S11| = {worst} dB");
+    // Source and load share their terminals: a zero-length through, |S21| = 0 dB.
+    let s21 = sp.db(2, 1).unwrap();
+    assert!(s21.iter().all(|x| x.abs() < 0.1), "S21 {:?} dB", s21);
+}
+
+#[test]
+fn non_finite_fields_are_an_error_value_not_a_panic() {
+    let mut job = empty_job([8, 8, 8], [1e-3; 3], [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (1e9, 2e9));
+    job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [4, 4, 3], len: 2, r_ohm: 50.0 } }];
+    // A material with negative permittivity makes the update unstable.
+    job.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false });
+    job.cell_mat.iter_mut().for_each(|m| *m = 2);
+    job.stop.max_steps = 4000;
+    match cpu::run(&job) {
+        Err(SimFailure::NonFinite { step, location }) => assert!(step > 0 && !location.is_empty()),
+        other => panic!("expected NonFinite, got {other:?}"),
+    }
+}
