@@ -6,6 +6,8 @@
 //! owns files, checkpoints, progress and plots.
 
 pub mod analysis;
+pub mod bench;
+pub mod cli;
 pub mod consts;
 pub mod engine;
 pub mod job;

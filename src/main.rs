@@ -1,1 +1,5 @@
-fn main(){}
+//! The `emvolve` command line: a thin layer over the library.
+
+fn main() {
+    std::process::exit(emvolve::cli::main());
+}

@@ -1,0 +1,89 @@
+//! Benchmark workloads shared by `emvolve bench` on every backend: one large
+//! box with CPML on all faces and a dielectric block, and a population of
+//! small waveguide designs with ports (the GA's real workload).
+
+use crate::job::*;
+
+/// An `n^3`-cell box of 1 mm cells, 10-cell CPML on every face, a dielectric
+/// block (eps_r 4.4, lossy) in the middle and a lumped port driving it.
+pub fn box_job(n: usize, steps: usize) -> SimJob {
+    let d = 1e-3;
+    let grid = Grid { n: [n; 3], d: [d; 3], origin: [0.0; 3] };
+    let mut cell_mat = vec![0u8; grid.cells()];
+    let (lo, hi) = (n / 3, 2 * n / 3);
+    for k in lo..hi {
+        for j in lo..hi {
+            for i in lo..hi {
+                cell_mat[grid.idx(i, j, k)] = 1;
+            }
+        }
+    }
+    let pml = if n >= 40 { 10 } else { n / 4 };
+    SimJob {
+        label: format!("box {n}^3"),
+        engine: EngineKind::Fdtd,
+        grid,
+        boundaries: [[Boundary::Absorbing; 2]; 3],
+        pml: [[pml; 2]; 3],
+        materials: vec![Material::vacuum(), Material { name: "fr4".into(), eps_r: 4.4, sigma: 0.01, mu_r: 1.0, pec: false }],
+        cell_mat,
+        sheets: vec![],
+        ports: vec![Port { name: "p1".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [n / 4, n / 2, n / 2 - 1], len: 2, r_ohm: 50.0 } }],
+        drive: 0,
+        pulse: Pulse::covering(1e9, 10e9),
+        freqs: vec![5e9],
+        // A fixed number of steps: the energy criterion would end runs at different times.
+        stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30 },
+        courant: 0.99,
+    }
+}
+
+/// `count` WR-28 iris sections of about `cells` cells each (3D, CPML at both
+/// ends, two TE10 ports), with the iris aperture varied across the batch as
+/// a GA generation would.
+pub fn population_jobs(count: usize, cells: usize, steps: usize) -> Vec<SimJob> {
+    let a = 7.112e-3;
+    let b = 3.556e-3;
+    let (nx, ny) = (28usize, 14usize);
+    let d = [a / nx as f64, b / ny as f64, a / nx as f64];
+    let nz = (cells / (nx * ny)).max(60);
+    let pml = 10;
+    (0..count)
+        .map(|m| {
+            let grid = Grid { n: [nx, ny, nz], d, origin: [0.0; 3] };
+            let mut cell_mat = vec![0u8; grid.cells()];
+            // An iris of 2 cells at mid-length, aperture 10..22 cells varying with m.
+            let ap = 10 + (m * 7) % 13;
+            let x0 = (nx - ap) / 2;
+            for k in nz / 2..nz / 2 + 2 {
+                for j in 0..ny {
+                    for i in 0..nx {
+                        if i < x0 || i >= x0 + ap {
+                            cell_mat[grid.idx(i, j, k)] = 1;
+                        }
+                    }
+                }
+            }
+            let port = |name: &str, plane: usize, inward: i8| Port {
+                name: name.into(),
+                kind: PortKind::Waveguide { normal: Axis::Z, plane, inward, e_axis: Axis::Y, width_axis: Axis::X, a, source_offset: 3, shift_m: 0.0 },
+            };
+            SimJob {
+                label: format!("iris section {m}"),
+                engine: EngineKind::Fdtd,
+                grid,
+                boundaries: [[Boundary::Pec; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]],
+                pml: [[0, 0], [0, 0], [pml, pml]],
+                materials: vec![Material::vacuum(), Material::pec()],
+                cell_mat,
+                sheets: vec![],
+                ports: vec![port("in", pml + 6, 1), port("out", nz - pml - 6, -1)],
+                drive: 0,
+                pulse: Pulse::covering(26e9, 38e9),
+                freqs: (0..41).map(|i| 26e9 + 0.3e9 * i as f64).collect(),
+                stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 64 },
+                courant: 0.99,
+            }
+        })
+        .collect()
+}
