@@ -11,3 +11,4 @@ pub mod cli;
 pub mod consts;
 pub mod engine;
 pub mod job;
+pub mod plot;

@@ -43,6 +43,19 @@ impl Shared {
     }
 }
 
+/// Grids smaller than this run their planes on one thread: for small designs
+/// the parallelism comes from running the batch's jobs side by side instead.
+const PAR_MIN_CELLS: usize = 100_000;
+
+/// Run `f(k)` for every plane k, in parallel for large grids.
+fn for_planes<F: Fn(usize) + Sync + Send>(op: &Operator, planes: usize, f: F) {
+    if op.len >= PAR_MIN_CELLS {
+        (0..planes).into_par_iter().for_each(f);
+    } else {
+        (0..planes).for_each(f);
+    }
+}
+
 /// Logical ranges of component c: half-integer along c (0..n_c), nodes elsewhere (0..=n).
 fn e_range(op: &Operator, c: usize) -> [usize; 3] {
     let mut r = [op.n[0] + 1, op.n[1] + 1, op.n[2] + 1];
@@ -87,7 +100,7 @@ pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
         let (pa, pb) = (Shared::of(&mut f.psi_h[c][a]), Shared::of(&mut f.psi_h[c][b]));
         let (cpa, cpb) = (op.pml[a].as_ref(), op.pml[b].as_ref());
         let (ida, idb, db) = (op.inv_d[a], op.inv_d[b], op.db);
-        (0..r[2]).into_par_iter().for_each(|k| {
+        for_planes(op, r[2], |k| {
             let (hc, pa, pb) = (hc, pa, pb);
             for j in 0..r[1] {
                 let mut p = op.at(0, j as isize, k as isize);
@@ -151,7 +164,7 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
         let (ida, idb) = (op.inv_d[a], op.inv_d[b]);
         let mat = &op.mat[c];
         let (ca, cb) = (&op.ca, &op.cb);
-        (0..r[2]).into_par_iter().for_each(|k| {
+        for_planes(op, r[2], |k| {
             let (ec, pa, pb) = (ec, pa, pb);
             for j in 0..r[1] {
                 let mut p = op.at(0, j as isize, k as isize);
