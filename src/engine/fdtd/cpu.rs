@@ -68,6 +68,32 @@ fn h_range(op: &Operator, c: usize) -> [usize; 3] {
     r
 }
 
+/// The span `ilo..ihi` of row (j, k) where neither derivative axis is inside
+/// a CPML, so the plain update applies; empty when the row itself is in one.
+fn plain_span(op: &Operator, axes: [usize; 2], j: usize, k: usize, len: usize, e_side: bool) -> (usize, usize) {
+    let inside = |cp: &Cpml1d, pos: usize| if e_side { cp.e_b[pos] > 0.0 } else { cp.h_b[pos] > 0.0 };
+    let (mut lo, mut hi) = (0, len);
+    for ax in axes {
+        if let Some(cp) = &op.pml[ax] {
+            match ax {
+                1 if inside(cp, j) => return (0, 0),
+                2 if inside(cp, k) => return (0, 0),
+                0 => {
+                    let n = if e_side { cp.e_b.len() } else { cp.h_b.len() };
+                    while lo < len.min(n) && inside(cp, lo) {
+                        lo += 1;
+                    }
+                    while hi > lo && hi <= n && inside(cp, hi - 1) {
+                        hi -= 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (lo, hi)
+}
+
 /// One CPML-stretched derivative: returns `t * kinv + psi` and updates psi.
 #[inline(always)]
 fn stretch(t: f32, pos: usize, cp: Option<&Cpml1d>, e_side: bool, psi: *mut f32, p: usize) -> f32 {
@@ -103,8 +129,10 @@ pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
         for_planes(op, r[2], |k| {
             let (hc, pa, pb) = (hc, pa, pb);
             for j in 0..r[1] {
-                let mut p = op.at(0, j as isize, k as isize);
-                for i in 0..r[0] {
+                let p0 = op.at(0, j as isize, k as isize);
+                let (ilo, ihi) = plain_span(op, [a, b], j, k, r[0], false);
+                for i in (0..ilo).chain(ihi..r[0]) {
+                    let p = p0 + i;
                     let pos = [i, j, k];
                     let t1 = (eb[p + sa] - eb[p]) * ida;
                     let t2 = (ea[p + sb] - ea[p]) * idb;
@@ -112,7 +140,12 @@ pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
                     let t2 = stretch(t2, pos[b], cpb, false, pb.0, p);
                     // SAFETY: plane k of hc is written by this thread only.
                     unsafe { *hc.0.add(p) -= db * (t1 - t2) };
-                    p += 1;
+                }
+                // Outside the CPML: the same arithmetic without the stretching.
+                for p in p0 + ilo..p0 + ihi {
+                    let t1 = (eb[p + sa] - eb[p]) * ida;
+                    let t2 = (ea[p + sb] - ea[p]) * idb;
+                    unsafe { *hc.0.add(p) -= db * (t1 - t2) };
                 }
             }
         });
@@ -167,8 +200,10 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
         for_planes(op, r[2], |k| {
             let (ec, pa, pb) = (ec, pa, pb);
             for j in 0..r[1] {
-                let mut p = op.at(0, j as isize, k as isize);
-                for i in 0..r[0] {
+                let p0 = op.at(0, j as isize, k as isize);
+                let (ilo, ihi) = plain_span(op, [a, b], j, k, r[0], true);
+                for i in (0..ilo).chain(ihi..r[0]) {
+                    let p = p0 + i;
                     let pos = [i, j, k];
                     let t1 = (hb[p] - hb[p - sa]) * ida;
                     let t2 = (ha[p] - ha[p - sb]) * idb;
@@ -180,7 +215,16 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
                         let e = ec.0.add(p);
                         *e = ca[m] * *e + cb[m] * (t1 - t2);
                     }
-                    p += 1;
+                }
+                // Outside the CPML: the same arithmetic without the stretching.
+                for p in p0 + ilo..p0 + ihi {
+                    let t1 = (hb[p] - hb[p - sa]) * ida;
+                    let t2 = (ha[p] - ha[p - sb]) * idb;
+                    let m = mat[p] as usize;
+                    unsafe {
+                        let e = ec.0.add(p);
+                        *e = ca[m] * *e + cb[m] * (t1 - t2);
+                    }
                 }
             }
         });
