@@ -22,7 +22,15 @@ impl Backend for CpuBackend {
     fn name(&self) -> String {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
-    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult {
-        Ok(jobs.par_iter().map(run_job).collect())
+    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        Ok(jobs
+            .par_iter()
+            .map(|j| {
+                let r = run_job(j);
+                done(count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
+                r
+            })
+            .collect())
     }
 }

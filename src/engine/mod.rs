@@ -28,7 +28,12 @@ pub trait Backend: Send + Sync {
     /// "cpu", "cuda:0", ...
     fn name(&self) -> String;
     /// Simulate every job of the batch.
-    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult;
+    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult {
+        self.run_batch_progress(jobs, &|_| {})
+    }
+    /// Simulate every job of the batch, calling `done(n)` as jobs finish
+    /// (n = jobs finished so far), for progress bars.
+    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult;
 }
 
 /// TLM on the CPU: provided by the TLM engine module once merged.
