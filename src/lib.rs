@@ -7,5 +7,7 @@
 
 pub mod analysis;
 pub mod consts;
+pub mod design;
 pub mod engine;
+pub mod fitness;
 pub mod job;
