@@ -9,6 +9,8 @@ pub mod analysis;
 pub mod bench;
 pub mod cli;
 pub mod consts;
+pub mod design;
 pub mod engine;
+pub mod fitness;
 pub mod job;
 pub mod plot;

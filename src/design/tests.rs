@@ -1,0 +1,1 @@
+//! Unit tests of the design layer on small inline designs.
