@@ -11,6 +11,7 @@ pub mod cli;
 pub mod consts;
 pub mod design;
 pub mod engine;
+pub mod evaluate;
 pub mod fitness;
 pub mod job;
 pub mod plot;

@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod simulate;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -14,6 +15,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Simulate one design at given parameter values.
+    Simulate(simulate::SimulateArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
 }
@@ -22,6 +25,7 @@ pub enum Command {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let res = match cli.command {
+        Command::Simulate(a) => simulate::run(a),
         Command::Bench(a) => bench::run(a),
     };
     match res {

@@ -7,6 +7,7 @@ use crate::job::{SimFailure, SimJob, SimOutput};
 
 pub mod cpu;
 pub mod fdtd;
+pub mod select;
 
 /// Errors that stop a whole batch.
 #[derive(Debug, thiserror::Error)]
@@ -39,4 +40,14 @@ pub trait Backend: Send + Sync {
 /// TLM on the CPU: provided by the TLM engine module once merged.
 pub(crate) fn run_tlm_cpu(job: &SimJob) -> Result<SimOutput, SimFailure> {
     Err(SimFailure::Invalid(format!("engine {} is not available in this build", job.engine.name())))
+}
+
+/// Whether the CUDA backend can run here (libraries and a device present).
+pub fn cuda_available() -> bool {
+    false
+}
+
+/// The CUDA backend over the given devices (`None`: all).
+pub fn cuda_backend(_gpus: Option<Vec<usize>>) -> anyhow::Result<Box<dyn Backend>> {
+    Err(anyhow::anyhow!("the CUDA backend is not part of this build"))
 }

@@ -130,6 +130,9 @@ pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
             let (hc, pa, pb) = (hc, pa, pb);
             for j in 0..r[1] {
                 let p0 = op.at(0, j as isize, k as isize);
+                if !op.h_rows[c][p0 / op.stride[1]] {
+                    continue;
+                }
                 let (ilo, ihi) = plain_span(op, [a, b], j, k, r[0], false);
                 for i in (0..ilo).chain(ihi..r[0]) {
                     let p = p0 + i;
@@ -201,6 +204,9 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
             let (ec, pa, pb) = (ec, pa, pb);
             for j in 0..r[1] {
                 let p0 = op.at(0, j as isize, k as isize);
+                if !op.e_rows[c][p0 / op.stride[1]] {
+                    continue;
+                }
                 let (ilo, ihi) = plain_span(op, [a, b], j, k, r[0], true);
                 for i in (0..ilo).chain(ihi..r[0]) {
                     let p = p0 + i;
