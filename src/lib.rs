@@ -8,4 +8,5 @@
 pub mod analysis;
 pub mod consts;
 pub mod engine;
+pub mod ga;
 pub mod job;
