@@ -10,3 +10,4 @@ pub mod consts;
 pub mod engine;
 pub mod ga;
 pub mod job;
+pub mod run;

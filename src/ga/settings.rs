@@ -116,7 +116,7 @@ impl GaSettings {
 
     /// Resolved settings as RON, for `settings.ron` in the run directory.
     pub fn to_ron_string(&self) -> String {
-        ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default())
+        ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().struct_names(true))
             .expect("GaSettings holds only plain numbers")
     }
 
@@ -307,8 +307,10 @@ mod tests {
         assert_eq!(g.mutation, Mutation::Polynomial { probability: Some(0.25), eta: 20.0 });
         assert_eq!(g.stop, Stop { target: Some(0.0), max_evaluations: Some(4000), stagnation: Some(12), wall_seconds: None });
         g.validate().unwrap();
-        // What we write is what we read.
-        assert_eq!(GaSettings::from_ron_str(&g.to_ron_string()).unwrap(), g);
+        // What we write is what we read, in the form users write.
+        let text = g.to_ron_string();
+        assert!(text.starts_with("Ga("), "{text}");
+        assert_eq!(GaSettings::from_ron_str(&text).unwrap(), g);
     }
 
     #[test]
