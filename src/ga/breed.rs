@@ -34,7 +34,9 @@ pub fn breed(
     for mut rng in seeds {
         let (a, b) = (pick(&mut rng), pick(&mut rng));
         let (mut c1, mut c2) = crossover::sbx(parents[a], parents[b], &bounds, px, eta_c, &mut rng);
+        // Repair after each operator, so mutation starts from a legal design.
         for c in [&mut c1, &mut c2] {
+            repair::repair_genome(genes, c);
             mutate::polynomial(c, &bounds, pm, eta_m, &mut rng);
             repair::repair_genome(genes, c);
         }
@@ -44,4 +46,28 @@ pub fn breed(
         }
     }
     children
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ga::genome::random_genome;
+
+    #[test]
+    fn each_pair_depends_only_on_its_own_stream() {
+        let genes: Vec<GeneSpec> = (0..4).map(|i| GeneSpec::Real { name: format!("x{i}"), min: 0.0, max: 1.0 }).collect();
+        let mut r = Xoshiro256PlusPlus::seed_from_u64(1);
+        let parents: Vec<Vec<f64>> = (0..8).map(|_| random_genome(&genes, &mut r)).collect();
+        let refs: Vec<&[f64]> = parents.iter().map(|p| p.as_slice()).collect();
+        let s = GaSettings::default();
+        let pick = |rng: &mut Xoshiro256PlusPlus| crate::ga::ops::select::tournament(8, 2, rng, |a, b| a < b);
+        let many = breed(&refs, 10, &genes, &s, &mut Xoshiro256PlusPlus::seed_from_u64(7), pick);
+        let few = breed(&refs, 4, &genes, &s, &mut Xoshiro256PlusPlus::seed_from_u64(7), pick);
+        // Breeding more children, or breeding them in another order or on other
+        // threads, cannot change the children of a given pair.
+        assert_eq!(&many[..4], &few[..]);
+        // Another master seed gives other children.
+        let other = breed(&refs, 4, &genes, &s, &mut Xoshiro256PlusPlus::seed_from_u64(8), pick);
+        assert_ne!(other, few);
+    }
 }

@@ -59,12 +59,17 @@ pub fn save(dir: &Path, state: &GaState) -> Result<(), CheckpointError> {
     {
         let mut f = fs::File::create(&tmp).map_err(werr(&tmp))?;
         f.write_all(body.as_bytes()).map_err(werr(&tmp))?;
-        write!(f, "{DIGEST_PREFIX}{digest}\n").map_err(werr(&tmp))?;
+        writeln!(f, "{DIGEST_PREFIX}{digest}").map_err(werr(&tmp))?;
         f.sync_all().map_err(werr(&tmp))?;
     }
-    // Between these renames only the previous checkpoint exists; `load` falls back to it.
+    // The current checkpoint becomes the previous one through a link (a copy
+    // where links are not supported), so `checkpoint.ron` never disappears:
+    // an `inspect` during a run always finds it.
     if path.exists() {
-        fs::rename(&path, &prev).map_err(werr(&prev))?;
+        let prev_tmp = tmp_path(&prev);
+        let _ = fs::remove_file(&prev_tmp);
+        fs::hard_link(&path, &prev_tmp).or_else(|_| fs::copy(&path, &prev_tmp).map(|_| ())).map_err(werr(&prev_tmp))?;
+        fs::rename(&prev_tmp, &prev).map_err(werr(&prev))?;
     }
     fs::rename(&tmp, &path).map_err(werr(&path))?;
     sync_dir(&path).map_err(werr(dir))
@@ -153,15 +158,19 @@ mod tests {
     }
 
     #[test]
-    fn round_trip_is_exact() {
+    fn round_trip_is_exact_and_the_previous_is_kept() {
         let tmp = tempfile::tempdir().unwrap();
         let st = state_after(4);
+        let s3 = state_after(3);
+        save(tmp.path(), &s3).unwrap();
         save(tmp.path(), &st).unwrap();
+        assert!(read_file(&tmp.path().join(RunDir::CHECKPOINT_PREV)).unwrap() == s3);
         let back = load(tmp.path()).unwrap();
         assert!(back.warning.is_none());
         // Every f64 (genomes, objectives, the json extras) and the RNG come back bit for bit.
         assert!(back.state == st, "the state changed through the checkpoint");
-        assert!(!tmp.path().join("checkpoint.ron.tmp").exists());
+        let names: Vec<_> = fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 2, "temporaries left behind: {names:?}");
     }
 
     #[test]
@@ -204,7 +213,7 @@ mod tests {
         assert!(matches!(err, CheckpointError::Missing { .. }), "{err}");
         save(tmp.path(), &state_after(1)).unwrap();
         save(tmp.path(), &state_after(2)).unwrap();
-        // As if the process died between the two renames of `save`.
+        // As if someone deleted it.
         fs::remove_file(tmp.path().join(RunDir::CHECKPOINT)).unwrap();
         let l = load(tmp.path()).unwrap();
         assert_eq!(l.state.generation, 0);

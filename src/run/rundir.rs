@@ -26,7 +26,7 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RunDirError + '_ {
 
 /// The files a run writes itself; `force` removes these and nothing else.
 pub const OWNED_FILES: &[&str] =
-    &["checkpoint.ron", "checkpoint.prev.ron", "checkpoint.ron.tmp", "history.csv", "history.csv.tmp"];
+    &["checkpoint.ron", "checkpoint.prev.ron", "checkpoint.ron.tmp", "checkpoint.prev.ron.tmp", "history.csv", "history.csv.tmp"];
 
 /// A run's directory.
 #[derive(Debug, Clone)]

@@ -10,11 +10,14 @@ use crate::ga::state::GaState;
 
 const COLOURS: [RGBColor; 4] = [RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(148, 103, 189)];
 
+/// (label, colour, drawn light, points)
+type Series = (String, RGBColor, bool, Vec<(f64, f64)>);
+
 pub fn draw(dir: &Path, state: &GaState) -> anyhow::Result<()> {
     let m = state.n_objectives;
     let name = |stat: &str, k: usize| if m == 1 { stat.to_string() } else { format!("{stat} f{}", k + 1) };
-    // (label, colour, light, points): penalties and missing values are left out.
-    let mut series: Vec<(String, RGBColor, bool, Vec<(f64, f64)>)> = Vec::new();
+    // Penalties and missing values are left out.
+    let mut series: Vec<Series> = Vec::new();
     for k in 0..m {
         let c = COLOURS[k % COLOURS.len()];
         let best = state.history.iter().filter(|h| h.best[k] < PENALTY).map(|h| (h.generation as f64, h.best[k])).collect();
