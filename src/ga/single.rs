@@ -4,17 +4,20 @@
 use super::ops::select::compare_constrained;
 use super::problem::Evaluation;
 
-/// Indices of the `k` best members with distinct keys, best first (ties keep population order).
+/// Indices of the `k` best members, best first (ties keep population order).
+/// Distinct designs are preferred (two copies of one design would waste an
+/// elite slot); copies fill the remaining slots only when too few distinct designs exist.
 pub fn elites(evals: &[&Evaluation], keys: &[&str], k: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..evals.len()).collect();
     order.sort_by(|&a, &b| compare_constrained(evals[a], evals[b]));
     let mut chosen: Vec<usize> = Vec::with_capacity(k);
-    for i in order {
-        if chosen.len() == k {
-            break;
+    for &i in &order {
+        if chosen.len() < k && chosen.iter().all(|&c| keys[c] != keys[i]) {
+            chosen.push(i);
         }
-        // Two copies of one design would waste an elite slot.
-        if chosen.iter().all(|&c| keys[c] != keys[i]) {
+    }
+    for &i in &order {
+        if chosen.len() < k && !chosen.contains(&i) {
             chosen.push(i);
         }
     }
@@ -36,6 +39,8 @@ mod tests {
         let r: Vec<&Evaluation> = e.iter().collect();
         assert_eq!(elites(&r, &["a", "b", "b", "c"], 2), vec![1, 3]);
         assert_eq!(elites(&r, &["a", "b", "d", "c"], 2), vec![1, 2]);
+        // Too few distinct designs: copies keep the population at full size.
+        assert_eq!(elites(&r, &["a", "a", "a", "a"], 3), vec![1, 2, 3]);
         assert_eq!(best(&r), Some(1));
     }
 }

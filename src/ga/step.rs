@@ -446,6 +446,18 @@ mod tests {
     }
 
     #[test]
+    fn population_keeps_its_size_in_a_tiny_gene_space() {
+        // Two integer values only: the population must fill up with copies.
+        let mut p = recording();
+        p.inner.genes = vec![GeneSpec::Int { name: "n".into(), min: 0, max: 1 }];
+        p.inner.sum_limit = None;
+        let st = run(&mut p, GaSettings { population: 8, elitism: 3, ..Default::default() }, 5);
+        assert_eq!(st.population.len(), 8);
+        assert_eq!(st.evaluations, 2);
+        assert_eq!(st.best_evaluation().unwrap().fitness(), 0.0);
+    }
+
+    #[test]
     fn progress_reports_the_whole_batch() {
         let mut p = recording();
         let mut st = new_state(p.genes(), 1, GaSettings { population: 12, ..Default::default() }, "t").unwrap();
