@@ -13,5 +13,7 @@ pub mod design;
 pub mod engine;
 pub mod evaluate;
 pub mod fitness;
+pub mod ga;
 pub mod job;
 pub mod plot;
+pub mod run;
