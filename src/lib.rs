@@ -15,5 +15,6 @@ pub mod evaluate;
 pub mod fitness;
 pub mod ga;
 pub mod job;
+pub mod optimise;
 pub mod plot;
 pub mod run;

@@ -2,7 +2,6 @@
 //! `fitness.png`, `parameters.png` and, for NSGA-II, `pareto.png`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Once;
 
 use anyhow::Context;
 use plotters::prelude::*;
@@ -15,19 +14,9 @@ mod fitness;
 mod parameters;
 mod pareto;
 
-static FONT: Once = Once::new();
-
-/// Register the shipped DejaVu Sans as "sans-serif" (once per process): plots
-/// render on machines without fontconfig. Call it before drawing any text with plotters.
+/// Register the shipped font (see [`crate::plot::init_font`]); call before drawing text.
 pub fn ensure_font() {
-    FONT.call_once(|| {
-        plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            include_bytes!("../../../../assets/DejaVuSans.ttf"),
-        )
-        .unwrap_or_else(|_| panic!("the shipped assets/DejaVuSans.ttf is not a valid font"));
-    });
+    crate::plot::init_font();
 }
 
 /// Draw into `dir/name` through a temporary file, so a viewer never sees half a PNG.
