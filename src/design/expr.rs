@@ -208,7 +208,10 @@ impl Scope {
         let x = match v {
             Value::Float(x) => x,
             Value::Int(i) => i as f64,
-            other => return Err(self.bad(at, text, format!("is not a number (it gives {other:?})"))),
+            Value::Boolean(b) => return Err(self.bad(at, text, format!("is not a number (it gives the truth value {b})"))),
+            Value::String(s) => return Err(self.bad(at, text, format!("is not a number (it gives the string {s:?})"))),
+            Value::Tuple(_) => return Err(self.bad(at, text, "is not a number (it gives a tuple)".into())),
+            Value::Empty => return Err(self.bad(at, text, "is not a number (it gives nothing)".into())),
         };
         if !x.is_finite() {
             return Err(self.bad(at, text, format!("is not a finite number (it gives {x})")));

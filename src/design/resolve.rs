@@ -111,6 +111,10 @@ impl Ctx<'_> {
     fn show(&self, m: f64) -> String {
         format!("{} {}", round_sig(m / self.u), self.d.units.symbol())
     }
+    /// "0..25 mm".
+    fn range(&self, lo: f64, hi: f64) -> String {
+        format!("{}..{} {}", round_sig(lo / self.u), round_sig(hi / self.u), self.d.units.symbol())
+    }
 }
 
 /// Round for display (6 significant digits, no float noise).
@@ -199,10 +203,10 @@ pub(crate) fn resolve(
         ports: vec![],
     };
 
+    check_mesh(&cx, &r)?;
     for (i, p) in d.geometry.iter().enumerate() {
         primitive(&cx, &mut r, p, &format!("geometry[{i}] ({})", p.kind()))?;
     }
-    check_mesh(&cx, &r)?;
     for (i, p) in d.ports.iter().enumerate() {
         let port = port(&cx, &r, p, &format!("ports[{i}]"))?;
         r.ports.push(port);
@@ -339,7 +343,7 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
             if z0 < lo - cx.tol || z0 + t > hi + cx.tol {
                 return Err(cx.err(
                     at,
-                    format!("spans {}..{} along {}, outside the domain {}..{}", cx.show(z0), cx.show(z0 + t), axis.name(), cx.show(lo), cx.show(hi)),
+                    format!("spans {} along {}, outside the domain {}", cx.range(z0, z0 + t), axis.name(), cx.range(lo, hi)),
                 ));
             }
             if let Some(a) = inv {
@@ -392,7 +396,7 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
                 return Err(cx.err(format!("{at}.thickness"), format!("must be positive (got {})", cx.show(t))));
             }
             if z0 < lo - cx.tol || z0 >= hi {
-                return Err(cx.err(format!("{at}.z0"), format!("{} lies outside the domain {}..{} along z", cx.show(z0), cx.show(lo), cx.show(hi))));
+                return Err(cx.err(format!("{at}.z0"), format!("{} lies outside the domain {} along z", cx.show(z0), cx.range(lo, hi))));
             }
             if r.cells_in(2, z0, z0 + t).is_empty() {
                 return Err(cx.err(
@@ -434,7 +438,7 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     }
     let [dlo, dhi] = r.domain[ni];
     if lo[ni] < dlo - cx.tol || lo[ni] > dhi + cx.tol {
-        return Err(cx.err(at, format!("lies at {} = {}, outside the domain {}..{}", normal.name(), cx.show(lo[ni]), cx.show(dlo), cx.show(dhi))));
+        return Err(cx.err(at, format!("lies at {} = {}, outside the domain {}", normal.name(), cx.show(lo[ni]), cx.range(dlo, dhi))));
     }
     let (p, q) = normal.others();
     let mut nlo = [0usize; 2];
@@ -466,15 +470,23 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     Ok(Sheet { normal, plane: r.node(ni, lo[ni]), lo: nlo, hi: nhi })
 }
 
+/// Checked before the primitives, whose own errors (a layer rounding to 0 cells)
+/// would otherwise hide the cause.
 fn check_mesh(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
-    // The shortest wavelength is at the top frequency in the densest dielectric.
-    let densest = r
-        .materials
-        .iter()
-        .filter(|m| !m.pec)
-        .max_by(|a, b| (a.eps_r * a.mu_r).total_cmp(&(b.eps_r * b.mu_r)))
-        .expect("vacuum is always in the table");
-    let index = (densest.eps_r * densest.mu_r).sqrt();
+    // The shortest wavelength is at the top frequency in the densest material used.
+    let (mut name, mut n2) = ("vacuum".to_string(), 1.0);
+    for p in &cx.d.geometry {
+        let (Primitive::Box { material, .. } | Primitive::Post { material, .. } | Primitive::Substrate { material, .. }) = p
+        else {
+            continue;
+        };
+        if let Some(&MaterialSpec::Dielectric { eps_r, mu_r, .. }) = cx.d.materials.get(material) {
+            if eps_r * mu_r.unwrap_or(1.0) > n2 {
+                (name, n2) = (material.clone(), eps_r * mu_r.unwrap_or(1.0));
+            }
+        }
+    }
+    let index: f64 = n2.sqrt();
     let f_top = cx.d.band.stop;
     let lambda = C0 / (f_top * index);
     for a in Axis::ALL {
@@ -486,12 +498,12 @@ fn check_mesh(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
             return Err(cx.err(
                 "engine.cell",
                 format!(
-                    "mesh too coarse: {:.1} cells per wavelength along {} at {:.4} GHz in `{}` (sqrt(eps_r mu_r) = {:.3}); \
+                    "mesh too coarse: {:.1} cells per wavelength along {} at {} GHz in `{}` (sqrt(eps_r mu_r) = {:.3}); \
                      at least {} are needed: use a cell of at most {}",
                     per,
                     a.name(),
-                    f_top / 1e9,
-                    densest.name,
+                    round_sig(f_top / 1e9),
+                    name,
                     index,
                     MIN_CELLS_PER_WAVELENGTH,
                     cx.show(lambda / MIN_CELLS_PER_WAVELENGTH)
@@ -512,7 +524,7 @@ fn outside(cx: &Ctx, r: &Resolved, a: Axis, x: f64) -> Option<String> {
         return None;
     };
     let padding = if r.boundaries[a.index()][side] == Boundary::Absorbing { ", in the absorbing padding" } else { "" };
-    Some(format!("{} = {} lies outside the domain {}..{}{padding}", a.name(), cx.show(x), cx.show(lo), cx.show(hi)))
+    Some(format!("{} = {} lies outside the domain {}{padding}", a.name(), cx.show(x), cx.range(lo, hi)))
 }
 
 fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignError> {
@@ -597,7 +609,7 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
                 ));
             }
             let tops = r.boundaries[e_axis.index()];
-            if tops.iter().any(|b| *b == Boundary::Absorbing) {
+            if tops.contains(&Boundary::Absorbing) {
                 return Err(cx.err(
                     at,
                     format!("port `{name}`: a TE10 port needs Pec or Pmc faces on both {} faces; boundaries.{} is {:?}/{:?}", e_axis.name(), e_axis.name(), tops[0], tops[1]),

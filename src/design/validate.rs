@@ -122,9 +122,6 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         }
     }
 
-    if d.geometry.is_empty() && d.ports.iter().all(|p| matches!(p, PortSpec::Lumped { .. })) {
-        return bad("geometry", "is empty: there is nothing to simulate".into());
-    }
     if d.ports.is_empty() {
         return bad("ports", "must list at least one port".into());
     }
@@ -173,7 +170,7 @@ fn name_problem(name: &str) -> Option<String> {
 fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> {
     let bad = |at: &str, m: String| Err(DesignError::invalid(file, at, m));
     let o = d.engine.options();
-    if !(o.courant > 0.0) {
+    if o.courant.is_nan() || o.courant <= 0.0 {
         return bad("engine.courant", format!("must be positive (got {})", o.courant));
     }
     if o.courant > 1.0 {
@@ -185,7 +182,7 @@ fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> 
     if o.pml < 1 {
         return bad("engine.pml", "must be at least 1 cell (8-10 is usual)".into());
     }
-    if !(o.decay_db < 0.0) {
+    if o.decay_db.is_nan() || o.decay_db >= 0.0 {
         return bad("engine.decay_db", format!("must be negative, in dB below the peak (got {})", o.decay_db));
     }
     if o.max_steps == Some(0) {
@@ -221,7 +218,7 @@ pub(crate) fn boundary_faces(d: &DesignFile) -> [[Boundary; 2]; 3] {
 /// it need mirror faces (PEC or PMC) there, not an absorbing layer.
 pub(crate) fn invariant_faces_problem(faces: &[[Boundary; 2]; 3], inv: Axis) -> Option<String> {
     let f = faces[inv.index()];
-    f.iter().any(|b| *b == Boundary::Absorbing).then(|| {
+    f.contains(&Boundary::Absorbing).then(|| {
         format!(
             "the invariant axis {} must be bounded by Pec or Pmc faces (boundaries.{} is {:?}/{:?})",
             inv.name(),
@@ -266,7 +263,7 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
             return bad(format!("{at}.weight"), format!("must be a finite number >= 0 (got {})", g.weight));
         }
         let (f1, f2) = g.band;
-        if !(f1 < f2) {
+        if f1.is_nan() || f2.is_nan() || f1 >= f2 {
             return bad(format!("{at}.band"), format!("f2 ({f2}) must be above f1 ({f1})"));
         }
         let goal = Goal { s: g.s, band: g.band, limit, weight: g.weight };
