@@ -190,9 +190,12 @@ fn domain_with_hi_not_above_lo() {
 }
 
 #[test]
-fn invariant_axis_needs_pec_or_pmc_faces() {
+fn invariant_axis_not_bounded_by_conducting_faces() {
     let e = err(WG, "wg.ron", "y: Pec,", "y: Faces(Pec, Absorbing),");
-    says(&e, &["wg.ron", "engine.invariant", "invariant axis y must be bounded by Pec or Pmc faces", "Pec/Absorbing"]);
+    says(&e, &["wg.ron", "engine.invariant", "invariant axis y must be bounded by Pec faces", "Pec/Absorbing"]);
+    // PMC would force the kept field (E along y, normal to the faces) to zero.
+    let e = err(WG, "wg.ron", "y: Pec,", "y: Pmc,");
+    says(&e, &["wg.ron", "engine.invariant", "Pmc/Pmc", "only PEC faces support"]);
 }
 
 #[test]

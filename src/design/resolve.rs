@@ -156,6 +156,15 @@ pub(crate) fn resolve(
         return Err(cx.err("engine.cell", format!("must be positive (got {})", cx.show(cell))));
     }
 
+    // The invariant axis (declared, or inferred for Tlm2d) gets one cell spanning
+    // the domain. For an H-plane structure (uniform along y, PEC faces at both y
+    // ends) the TE_m0 fields are Ey, Hx, Hz, uniform in y. On a Yee grid of one
+    // cell along y, Ey sits on edges spanning the full height, Hx and Hz on faces
+    // between them, and the only Ex, Ez edges lie on the PEC faces where they are
+    // zero; every y-difference in the curl equations then vanishes identically and
+    // the update is exactly the 2D TE update: no discretisation error along y, and
+    // the large dy only relaxes the time step limit. TLM's 2D shunt node solves the
+    // same 2D problem.
     let faces = boundary_faces(d);
     let collapse = match opts.invariant {
         Some(a) => Some(a),
@@ -608,11 +617,13 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
                     format!("port `{name}`: a TE10 port needs Pec faces on both {} faces (the guide's broad walls' ends); boundaries.{} is {:?}/{:?}", width_axis.name(), width_axis.name(), walls[0], walls[1]),
                 ));
             }
+            // TE10's E runs across the guide from one e_axis face to the other: normal
+            // to those faces, which a PEC face allows and a PMC face forbids.
             let tops = r.boundaries[e_axis.index()];
-            if tops.contains(&Boundary::Absorbing) {
+            if tops.iter().any(|b| *b != Boundary::Pec) {
                 return Err(cx.err(
                     at,
-                    format!("port `{name}`: a TE10 port needs Pec or Pmc faces on both {} faces; boundaries.{} is {:?}/{:?}", e_axis.name(), e_axis.name(), tops[0], tops[1]),
+                    format!("port `{name}`: a TE10 port needs Pec faces on both {} faces (its E field ends on them); boundaries.{} is {:?}/{:?}", e_axis.name(), e_axis.name(), tops[0], tops[1]),
                 ));
             }
             if let Some(inv) = r.collapse {

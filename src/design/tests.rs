@@ -225,7 +225,7 @@ fn tlm2d_collapses_the_guides_narrow_side_and_override_keeps_options() {
         name: "c", units: Millimetre,
         geometry: [Iris(z: 5, thickness: 0.5, aperture: 3)],
         domain: (x: (0, 7), y: (0, 3.5), z: (0, 12)),
-        boundaries: (x: Pec, y: Pmc, z: Absorbing),
+        boundaries: (x: Pec, y: Pec, z: Absorbing),
         ports: [Waveguide(name: "l", plane: Z(2)), Waveguide(name: "r", plane: Z(10))],
         band: (start: 26e9, stop: 38e9, points: 13),
         engine: Tlm2d(cell: 0.25, pml: 6, courant: 0.5, decay_db: -50, max_steps: 1234),

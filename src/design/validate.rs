@@ -214,14 +214,21 @@ pub(crate) fn boundary_faces(d: &DesignFile) -> [[Boundary; 2]; 3] {
     [d.boundaries.x.faces(), d.boundaries.y.faces(), d.boundaries.z.faces()]
 }
 
-/// Why `inv` cannot be an invariant axis, if it cannot: fields that do not vary along
-/// it need mirror faces (PEC or PMC) there, not an absorbing layer.
+/// Why `inv` cannot be an invariant axis, if it cannot.
+///
+/// Collapsing an axis to one cell is exact when neither the structure nor the
+/// fields vary along it. The fields kept are those with E along the axis (TE_m0
+/// of an H-plane guide whose narrow side is the axis, or a lumped port running
+/// face to face along it), with H across it. PEC faces hold exactly those fields:
+/// they ask for zero tangential E, and with one cell the only tangential E edges
+/// lie on the faces themselves. A PMC face would instead force E normal to it, the
+/// very component kept, to zero, and an absorbing face has nothing to absorb.
 pub(crate) fn invariant_faces_problem(faces: &[[Boundary; 2]; 3], inv: Axis) -> Option<String> {
     let f = faces[inv.index()];
-    f.contains(&Boundary::Absorbing).then(|| {
+    f.iter().any(|b| *b != Boundary::Pec).then(|| {
         format!(
-            "the invariant axis {} must be bounded by Pec or Pmc faces (boundaries.{} is {:?}/{:?})",
-            inv.name(),
+            "the invariant axis {0} must be bounded by Pec faces (boundaries.{0} is {1:?}/{2:?}): the fields kept uniform \
+             along it have E along {0}, which only PEC faces support",
             inv.name(),
             f[0],
             f[1]
