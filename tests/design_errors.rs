@@ -120,8 +120,12 @@ fn bounds_with_min_not_below_max() {
 #[test]
 fn port_outside_the_domain() {
     let e = err(WG, "wg.ron", "plane: Z(20)", "plane: Z(27)");
-    says(&e, &["wg.ron", "ports[1].plane", "port `out`", "z = 27 mm lies outside the domain 0..25 mm", "absorbing padding"]);
-    let e = err(MS, "ms.ron", r#"from: ("len", 0, 0), to: ("len", 0, "h")"#, r#"from: ("len", 9, 0), to: ("len", 9, "h")"#);
+    says(
+        &e,
+        &["wg.ron", "ports[1].plane", "port `out`", "z = 27 mm lies outside the domain 0..25 mm", "absorbing padding"],
+    );
+    let e =
+        err(MS, "ms.ron", r#"from: ("len", 0, 0), to: ("len", 0, "h")"#, r#"from: ("len", 9, 0), to: ("len", 9, "h")"#);
     says(&e, &["ms.ron", "ports[1].from", "y = 9 mm lies outside the domain -8..8 mm"]);
 }
 
@@ -129,7 +133,12 @@ fn port_outside_the_domain() {
 fn ports_at_the_same_place() {
     let e = err(WG, "wg.ron", "plane: Z(20)", "plane: Z(5)");
     says(&e, &["wg.ron", "ports[1]", "port `out` lies on the same grid plane", "port `in`"]);
-    let e = err(MS, "ms.ron", r#"from: ("len", 0, 0), to: ("len", 0, "h")"#, r#"from: ("-len", 0, 0), to: ("-len", 0, "h")"#);
+    let e = err(
+        MS,
+        "ms.ron",
+        r#"from: ("len", 0, 0), to: ("len", 0, "h")"#,
+        r#"from: ("-len", 0, 0), to: ("-len", 0, "h")"#,
+    );
     says(&e, &["ms.ron", "ports[1]", "port `p2` shares grid node", "port `p1`"]);
 }
 
@@ -137,20 +146,42 @@ fn ports_at_the_same_place() {
 fn port_too_close_to_the_absorbing_padding() {
     // Cells are 0.254 mm: z = 1 mm is 4 cells from the PML; the source needs 5.
     let e = err(WG, "wg.ron", "plane: Z(5)", "plane: Z(1)");
-    says(&e, &["wg.ron", "ports[0].plane", "port `in` is 4 cells from the absorbing padding on the z-low face", "at least 5"]);
+    says(
+        &e,
+        &[
+            "wg.ron",
+            "ports[0].plane",
+            "port `in` is 4 cells from the absorbing padding on the z-low face",
+            "at least 5",
+        ],
+    );
     // A probe 0.8 mm (2 cells) from the x-low padding.
-    let e = err(MS, "ms.ron", r#"from: ("-len", 0, 0), to: ("-len", 0, "h")"#, r#"from: (-23.2, 0, 0), to: (-23.2, 0, "h")"#);
-    says(&e, &["ms.ron", "ports[0]", "port `p1` is 2 cells from the absorbing padding on the x-low face", "at least 3"]);
+    let e = err(
+        MS,
+        "ms.ron",
+        r#"from: ("-len", 0, 0), to: ("-len", 0, "h")"#,
+        r#"from: (-23.2, 0, 0), to: (-23.2, 0, "h")"#,
+    );
+    says(
+        &e,
+        &["ms.ron", "ports[0]", "port `p1` is 2 cells from the absorbing padding on the x-low face", "at least 3"],
+    );
 }
 
 #[test]
 fn mesh_coarser_than_15_cells_per_wavelength() {
     // 38 GHz in vacuum: 7.9 mm; a/8 = 0.89 mm gives 8.9 cells per wavelength.
     let e = err(WG, "wg.ron", r#"cell: "a/28""#, r#"cell: "a/8""#);
-    says(&e, &["wg.ron", "engine.cell", "mesh too coarse: 8.9 cells per wavelength along x", "`vacuum`", "at least 15"]);
+    says(
+        &e,
+        &["wg.ron", "engine.cell", "mesh too coarse: 8.9 cells per wavelength along x", "`vacuum`", "at least 15"],
+    );
     // 6 GHz in eps_r 3.55: 26.5 mm; 2 mm cells give 13.3 (along x; z has 3 cells of 2 mm).
     let e = err(MS, "ms.ron", "cell: 0.4", "cell: 2.0");
-    says(&e, &["ms.ron", "engine.cell", "13.3 cells per wavelength", "`sub`", "sqrt(eps_r mu_r) = 1.884", "at most 1.76"]);
+    says(
+        &e,
+        &["ms.ron", "engine.cell", "13.3 cells per wavelength", "`sub`", "sqrt(eps_r mu_r) = 1.884", "at most 1.76"],
+    );
 }
 
 #[test]

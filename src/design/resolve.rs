@@ -321,7 +321,13 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
                     return Err(not_invariant(cx, at, a, "a Box must reach both faces"));
                 }
                 if r.cells_in(i, lo[i], hi[i]).is_empty() {
-                    return Err(cx.err(at, format!("covers no cell centre along {}: it is thinner than a cell there or outside the domain", a.name())));
+                    return Err(cx.err(
+                        at,
+                        format!(
+                            "covers no cell centre along {}: it is thinner than a cell there or outside the domain",
+                            a.name()
+                        ),
+                    ));
                 }
             }
             let mat = material(cx, r, name, &format!("{at}.material"))?;
@@ -346,25 +352,45 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
             if w < 0.0 || w > whi - wlo + cx.tol {
                 return Err(cx.err(
                     format!("{at}.aperture"),
-                    format!("{} must lie between 0 and the guide width along {} ({})", cx.show(w), wide.name(), cx.show(whi - wlo)),
+                    format!(
+                        "{} must lie between 0 and the guide width along {} ({})",
+                        cx.show(w),
+                        wide.name(),
+                        cx.show(whi - wlo)
+                    ),
                 ));
             }
             if z0 < lo - cx.tol || z0 + t > hi + cx.tol {
                 return Err(cx.err(
                     at,
-                    format!("spans {} along {}, outside the domain {}", cx.range(z0, z0 + t), axis.name(), cx.range(lo, hi)),
+                    format!(
+                        "spans {} along {}, outside the domain {}",
+                        cx.range(z0, z0 + t),
+                        axis.name(),
+                        cx.range(lo, hi)
+                    ),
                 ));
             }
             if let Some(a) = inv {
                 if a == *axis || a == wide {
-                    return Err(not_invariant(cx, at, a, "an iris's wall and aperture vary along its axis and its wide side"));
+                    return Err(not_invariant(
+                        cx,
+                        at,
+                        a,
+                        "an iris's wall and aperture vary along its axis and its wide side",
+                    ));
                 }
                 debug_assert_eq!(a, narrow);
             }
             if r.cells_in(axis.index(), z0, z0 + t).is_empty() {
                 return Err(cx.err(
                     format!("{at}.thickness"),
-                    format!("{} rounds to 0 cells (cell {} along {}): refine the mesh or thicken the iris", cx.show(t), cx.show(r.grid.d[axis.index()]), axis.name()),
+                    format!(
+                        "{} rounds to 0 cells (cell {} along {}): refine the mesh or thicken the iris",
+                        cx.show(t),
+                        cx.show(r.grid.d[axis.index()]),
+                        axis.name()
+                    ),
                 ));
             }
             let mat = material(cx, r, "Pec", at)?;
@@ -389,7 +415,9 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
                     .any(|j| (r.centre(pi, i) - c[pi]).hypot(r.centre(qi, j) - c[qi]) <= rad)
             });
             if !covers {
-                return Err(cx.err(at, "covers no cell centre: its radius is below half a cell, or it lies outside the domain"));
+                return Err(
+                    cx.err(at, "covers no cell centre: its radius is below half a cell, or it lies outside the domain")
+                );
             }
             let mat = material(cx, r, name, &format!("{at}.material"))?;
             r.shapes.push(Shape::Post { mat, axis: *axis, centre: c, radius: rad });
@@ -405,7 +433,10 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
                 return Err(cx.err(format!("{at}.thickness"), format!("must be positive (got {})", cx.show(t))));
             }
             if z0 < lo - cx.tol || z0 >= hi {
-                return Err(cx.err(format!("{at}.z0"), format!("{} lies outside the domain {} along z", cx.show(z0), cx.range(lo, hi))));
+                return Err(cx.err(
+                    format!("{at}.z0"),
+                    format!("{} lies outside the domain {} along z", cx.show(z0), cx.range(lo, hi)),
+                ));
             }
             if r.cells_in(2, z0, z0 + t).is_empty() {
                 return Err(cx.err(
@@ -447,7 +478,10 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     }
     let [dlo, dhi] = r.domain[ni];
     if lo[ni] < dlo - cx.tol || lo[ni] > dhi + cx.tol {
-        return Err(cx.err(at, format!("lies at {} = {}, outside the domain {}", normal.name(), cx.show(lo[ni]), cx.range(dlo, dhi))));
+        return Err(cx.err(
+            at,
+            format!("lies at {} = {}, outside the domain {}", normal.name(), cx.show(lo[ni]), cx.range(dlo, dhi)),
+        ));
     }
     let (p, q) = normal.others();
     let mut nlo = [0usize; 2];
@@ -455,7 +489,9 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     for (k, a) in [p, q].into_iter().enumerate() {
         let i = a.index();
         if lo[i] > hi[i] {
-            return Err(cx.err(at, format!("min.{0} ({1}) exceeds max.{0} ({2})", a.name(), cx.show(lo[i]), cx.show(hi[i]))));
+            return Err(
+                cx.err(at, format!("min.{0} ({1}) exceeds max.{0} ({2})", a.name(), cx.show(lo[i]), cx.show(hi[i])))
+            );
         }
         if r.collapse == Some(a) && !spans(cx, r, a, lo[i], hi[i]) {
             return Err(not_invariant(cx, at, a, "a Sheet must reach both faces"));
@@ -469,7 +505,12 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
         if n0 == n1 {
             return Err(cx.err(
                 at,
-                format!("is narrower than half a cell along {} ({} wide, cell {}): it vanishes on this mesh", a.name(), cx.show(a1 - a0), cx.show(r.grid.d[i])),
+                format!(
+                    "is narrower than half a cell along {} ({} wide, cell {}): it vanishes on this mesh",
+                    a.name(),
+                    cx.show(a1 - a0),
+                    cx.show(r.grid.d[i])
+                ),
             ));
         }
         let pad_lo = r.pml[i][0];
@@ -485,7 +526,9 @@ fn check_mesh(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
     // The shortest wavelength is at the top frequency in the densest material used.
     let (mut name, mut n2) = ("vacuum".to_string(), 1.0);
     for p in &cx.d.geometry {
-        let (Primitive::Box { material, .. } | Primitive::Post { material, .. } | Primitive::Substrate { material, .. }) = p
+        let (Primitive::Box { material, .. }
+        | Primitive::Post { material, .. }
+        | Primitive::Substrate { material, .. }) = p
         else {
             continue;
         };
@@ -546,14 +589,20 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             if r_ohm <= 0.0 {
                 return Err(cx.err(format!("{at}.r"), format!("must be positive (got {r_ohm})")));
             }
-            let differ: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
+            let differ: Vec<Axis> =
+                Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
             if differ.len() != 1 {
                 let which = if differ.is_empty() {
                     "none".into()
                 } else {
                     differ.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
                 };
-                return Err(cx.err(at, format!("port `{name}`: from and to must differ along exactly one axis (they differ along {which})")));
+                return Err(cx.err(
+                    at,
+                    format!(
+                        "port `{name}`: from and to must differ along exactly one axis (they differ along {which})"
+                    ),
+                ));
             }
             let axis = differ[0];
             for (end, pt) in [("from", f), ("to", t)] {
@@ -579,7 +628,11 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             if len == 0 {
                 return Err(cx.err(
                     at,
-                    format!("port `{name}`: both ends snap to the same grid node (length {}, cell {})", cx.show((t[ai] - f[ai]).abs()), cx.show(r.grid.d[ai])),
+                    format!(
+                        "port `{name}`: both ends snap to the same grid node (length {}, cell {})",
+                        cx.show((t[ai] - f[ai]).abs()),
+                        cx.show(r.grid.d[ai])
+                    ),
                 ));
             }
             let start = if nf[ai] <= nt[ai] { nf } else { nt };
@@ -608,7 +661,9 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             let (e_axis, width_axis) = guide_axes(&r.domain, normal);
             let ext = |a: Axis| r.domain[a.index()][1] - r.domain[a.index()][0];
             if (ext(e_axis) - ext(width_axis)).abs() <= cx.tol {
-                return Err(cx.err(at, format!("port `{name}`: the guide's cross-section is square, so TE10 is ambiguous")));
+                return Err(
+                    cx.err(at, format!("port `{name}`: the guide's cross-section is square, so TE10 is ambiguous"))
+                );
             }
             let walls = r.boundaries[width_axis.index()];
             if walls.iter().any(|b| *b != Boundary::Pec) {
@@ -640,7 +695,12 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             if r.boundaries[i][side] != Boundary::Absorbing {
                 return Err(cx.err(
                     at_plane,
-                    format!("port `{name}` needs an Absorbing face behind it; the {}-{} face is {:?}", normal.name(), ["low", "high"][side], r.boundaries[i][side]),
+                    format!(
+                        "port `{name}` needs an Absorbing face behind it; the {}-{} face is {:?}",
+                        normal.name(),
+                        ["low", "high"][side],
+                        r.boundaries[i][side]
+                    ),
                 ));
             }
             let room = if inward > 0 { p - r.pml[i][0] } else { r.pml[i][0] + r.n_dom[i] - p };
@@ -694,7 +754,8 @@ fn check_port_overlaps(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
                 (
                     PortKind::Waveguide { normal: na, plane: pa, .. },
                     PortKind::Waveguide { normal: nb, plane: pb, .. },
-                ) => (na == nb && pa == pb).then(|| format!("lies on the same grid plane ({} = {pa}) as port `{}`", na.name(), a.name)),
+                ) => (na == nb && pa == pb)
+                    .then(|| format!("lies on the same grid plane ({} = {pa}) as port `{}`", na.name(), a.name)),
                 (PortKind::Lumped { .. }, PortKind::Lumped { .. }) => {
                     let na = port_nodes(&a.kind);
                     port_nodes(&b.kind)

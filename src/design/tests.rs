@@ -119,7 +119,10 @@ fn solids_touching_a_face_continue_through_the_padding() {
         assert_eq!(mat_at(&job, 4 + 7, 0, k), "pec");
     }
     // The ground sheet covers the whole padded plane z = 0.
-    assert_eq!((job.sheets[0].normal, job.sheets[0].plane, job.sheets[0].lo, job.sheets[0].hi), (Axis::Z, 0, [0, 0], [nx, 12]));
+    assert_eq!(
+        (job.sheets[0].normal, job.sheets[0].plane, job.sheets[0].lo, job.sheets[0].hi),
+        (Axis::Z, 0, [0, 0], [nx, 12])
+    );
 }
 
 #[test]
@@ -209,7 +212,10 @@ fn invariant_axis_has_one_cell_and_the_iris_aperture_is_centred() {
     // Iris: z 5..5.5 -> cells 20, 21 (+10). Aperture 3 mm centred on x = 3.5: cells 8..19 open.
     for k in [30, 31] {
         let row: Vec<bool> = (0..28).map(|i| pec(i, k)).collect();
-        assert!(row[..8].iter().all(|&p| p) && row[8..20].iter().all(|&p| !p) && row[20..].iter().all(|&p| p), "{row:?}");
+        assert!(
+            row[..8].iter().all(|&p| p) && row[8..20].iter().all(|&p| !p) && row[20..].iter().all(|&p| p),
+            "{row:?}"
+        );
     }
     assert!(!(0..28).any(|i| pec(i, 29) || pec(i, 32)));
     // Post of radius 0.5 at (x 2, z 8): cells 6..=9 along x and 40..=43 along z have
@@ -238,7 +244,10 @@ fn tlm2d_collapses_the_guides_narrow_side_and_override_keeps_options() {
     assert_eq!((tlm2d.engine, tlm2d.grid.n), (EngineKind::Tlm2d, [28, 1, 48 + 12]));
     let fdtd = d.jobs(&v, &[0], Some(EngineKind::Fdtd)).unwrap().remove(0);
     assert_eq!(fdtd.engine, EngineKind::Fdtd);
-    assert_eq!((fdtd.grid.clone(), fdtd.pml, fdtd.courant, fdtd.stop), (tlm2d.grid.clone(), tlm2d.pml, 0.5, tlm2d.stop));
+    assert_eq!(
+        (fdtd.grid.clone(), fdtd.pml, fdtd.courant, fdtd.stop),
+        (tlm2d.grid.clone(), tlm2d.pml, 0.5, tlm2d.stop)
+    );
     assert_eq!((fdtd.stop.decay_db, fdtd.stop.max_steps), (-50.0, 1234));
     assert_eq!(fdtd.cell_mat, tlm2d.cell_mat);
     // An Fdtd design overridden to Tlm2d collapses too.
@@ -249,7 +258,8 @@ fn tlm2d_collapses_the_guides_narrow_side_and_override_keeps_options() {
 
 #[test]
 fn jobs_differ_only_in_drive_and_label() {
-    let ports = r#"Lumped(name: "a", from: (3, 3, 0), to: (3, 3, 1)), Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#;
+    let ports =
+        r#"Lumped(name: "a", from: (3, 3, 0), to: (3, 3, 1)), Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#;
     let d = design("", ports, FDTD, "");
     let v = d.midpoint_values();
     let jobs = d.jobs(&v, &[1, 0], None).unwrap();
@@ -268,7 +278,8 @@ fn jobs_differ_only_in_drive_and_label() {
 
 #[test]
 fn drives_follow_the_goal_columns() {
-    let ports = r#"Lumped(name: "a", from: (3, 3, 0), to: (3, 3, 1)), Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#;
+    let ports =
+        r#"Lumped(name: "a", from: (3, 3, 0), to: (3, 3, 1)), Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#;
     let d = design("", ports, FDTD, "");
     assert_eq!(d.drives_needed(), [0]);
     let text = d.text().replace("goals: [", "goals: [Goal(s: (1, 2), band: (2e9, 3e9), below_db: -20), ");
@@ -286,7 +297,7 @@ fn constraints_objectives_and_lattices() {
     let v = |p: f64, q: f64| BTreeMap::from([("p".to_string(), p), ("q".to_string(), q)]);
     assert_eq!(d.constraint_violation(&v(2.5, 1.0)), 0.0);
     assert_eq!(d.constraint_violation(&v(3.0, 1.5)), 0.0); // "<=" holds at equality
-    // q <= p - 1.5 misses by 0.25; p > 2 fails at equality (0 + epsilon).
+                                                           // q <= p - 1.5 misses by 0.25; p > 2 fails at equality (0 + epsilon).
     let c = d.constraint_violation(&v(2.0, 0.75));
     assert!(c > 0.25 && c < 0.25 + 1e-6, "{c}");
     assert!(d.check_values(&v(2.0, 0.75)).unwrap_err().to_string().contains("\"q <= p - 1.5\" is violated"));
@@ -295,7 +306,10 @@ fn constraints_objectives_and_lattices() {
     // Without `objectives`, the goals are the only objective.
     assert_eq!(design("", PROBE, FDTD, "").extra_objectives(&v(2.5, 0.5)).unwrap(), Vec::<f64>::new());
 
-    let text = d.text().replace(r#""q": Real(min: 0.0, max: 1.0)"#, r#""q": Stepped(min: 0.0, max: 1.0, step: 0.25), "n": Int(min: 1, max: 4)"#);
+    let text = d.text().replace(
+        r#""q": Real(min: 0.0, max: 1.0)"#,
+        r#""q": Stepped(min: 0.0, max: 1.0, step: 0.25), "n": Int(min: 1, max: 4)"#,
+    );
     let d = Design::parse(&text, "t.ron").unwrap();
     assert_eq!(d.parameter_names(), ["n", "p", "q"]);
     assert_eq!(d.midpoint_values(), BTreeMap::from([("n".into(), 3.0), ("p".into(), 2.0), ("q".into(), 0.5)]));
@@ -311,7 +325,11 @@ fn midpoint_probe_is_skipped_when_the_midpoint_is_infeasible() {
     // At the midpoint (p = 2) the box is inverted, but the midpoint violates p > 2.5.
     let geometry = r#"Box(material: "d4", min: (2, 0, 0), max: ("p", 6, 1))"#;
     let d = design(geometry, PROBE, FDTD, r#"constraints: ["p > 2.5"],"#);
-    assert!(d.jobs(&d.midpoint_values(), &[0], None).unwrap_err().to_string().contains("min.x (2 mm) must be below max.x (2 mm)"));
+    assert!(d
+        .jobs(&d.midpoint_values(), &[0], None)
+        .unwrap_err()
+        .to_string()
+        .contains("min.x (2 mm) must be below max.x (2 mm)"));
     assert!(d.jobs(&BTreeMap::from([("p".into(), 2.8), ("q".into(), 0.0)]), &[0], None).is_ok());
 }
 
@@ -332,7 +350,12 @@ fn optimiser_settings_default_field_by_field() {
     let g = GaSettings::default();
     assert_eq!((g.population, g.tournament, g.stop.target, g.stop.stagnation), (64, 2, Some(0.0), Some(20)));
     assert_eq!(g.mutation.gene_probability(4), 0.25);
-    let d = design("", PROBE, FDTD, "optimiser: Ga(population: 10, mutation: Polynomial(probability: 0.5), stop: (wall_seconds: 60)),");
+    let d = design(
+        "",
+        PROBE,
+        FDTD,
+        "optimiser: Ga(population: 10, mutation: Polynomial(probability: 0.5), stop: (wall_seconds: 60)),",
+    );
     let o = d.optimiser();
     assert_eq!((o.population, o.generations, o.elitism), (10, 50, 2));
     assert_eq!(o.mutation, optimiser::Mutation::Polynomial { probability: Some(0.5), eta: 20.0 });
@@ -348,14 +371,18 @@ fn optimiser_settings_default_field_by_field() {
 fn ports_touching_conductors_are_refused() {
     // A probe whose edges run along a PEC block's face is shorted.
     let d = Design::parse(
-        &design("", PROBE, FDTD, "").text().replace("geometry: [", r#"geometry: [Box(material: "Pec", min: (5, 0, 0), max: (6, 6, 8)), "#),
+        &design("", PROBE, FDTD, "")
+            .text()
+            .replace("geometry: [", r#"geometry: [Box(material: "Pec", min: (5, 0, 0), max: (6, 6, 8)), "#),
         "t.ron",
     );
     let e = d.unwrap_err().to_string();
     assert!(e.contains("ports[0]") && e.contains("touches the PEC cell"), "{e}");
     // A port lying on the PEC z-low face is shorted.
     let d = Design::parse(
-        &design("", PROBE, FDTD, "").text().replace(r#"from: (5, 3, 0), to: (5, 3, 1)"#, r#"from: (4, 3, 0), to: (6, 3, 0)"#),
+        &design("", PROBE, FDTD, "")
+            .text()
+            .replace(r#"from: (5, 3, 0), to: (5, 3, 1)"#, r#"from: (4, 3, 0), to: (6, 3, 0)"#),
         "t.ron",
     );
     let e = d.unwrap_err().to_string();

@@ -84,9 +84,9 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
 
     for (i, p) in d.geometry.iter().enumerate() {
         let material = match p {
-            Primitive::Box { material, .. } | Primitive::Post { material, .. } | Primitive::Substrate { material, .. } => {
-                material
-            }
+            Primitive::Box { material, .. }
+            | Primitive::Post { material, .. }
+            | Primitive::Substrate { material, .. } => material,
             _ => continue,
         };
         let builtin = BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(material));
@@ -176,7 +176,10 @@ fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> 
     if o.courant > 1.0 {
         return bad(
             "engine.courant",
-            format!("{} is above 1: the time step would exceed the stability limit and the fields would blow up", o.courant),
+            format!(
+                "{} is above 1: the time step would exceed the stability limit and the fields would blow up",
+                o.courant
+            ),
         );
     }
     if o.pml < 1 {
