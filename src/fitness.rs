@@ -179,10 +179,8 @@ mod tests {
     #[test]
     fn met_goals_score_zero() {
         let sp = sparams(|_| -0.5, |_| -20.0, false);
-        let goals = [
-            goal((2, 1), (31e9, 32e9), Limit::Above(-1.0), 1.0),
-            goal((1, 1), (31e9, 32e9), Limit::Below(-15.0), 1.0),
-        ];
+        let goals =
+            [goal((2, 1), (31e9, 32e9), Limit::Above(-1.0), 1.0), goal((1, 1), (31e9, 32e9), Limit::Below(-15.0), 1.0)];
         let fit = evaluate(&goals, &sp).unwrap();
         assert_eq!(fit.total, 0.0);
         assert_eq!(fit.per_goal[0].label, "|S21| > -1 dB over 31.0-32.0 GHz");

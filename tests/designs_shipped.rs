@@ -126,3 +126,32 @@ fn microstrip_lowpass() {
     assert_eq!(job.sheets[1].hi[0], job.sheets[3].lo[0]);
     assert_eq!(job.sheets[9].hi[0], job.sheets[2].lo[0]);
 }
+
+/// Every corner of each design's parameter box that satisfies the constraints
+/// builds: the optimiser will visit the extremes.
+#[test]
+fn every_feasible_corner_builds() {
+    for name in ["wr28_iris_filter.ron", "patch_2g4.ron", "microstrip_lowpass.ron"] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("designs").join(name);
+        let d = Design::load(&path).unwrap();
+        let genes = d.genes();
+        let mut built = 0;
+        for mask in 0..(1u32 << genes.len()) {
+            let values = genes
+                .iter()
+                .enumerate()
+                .map(|(k, g)| {
+                    let (lo, hi) = g.bounds();
+                    (g.name().to_string(), if mask >> k & 1 == 1 { hi } else { lo })
+                })
+                .collect();
+            if d.constraint_violation(&values) > 0.0 {
+                continue;
+            }
+            d.check_values(&values).unwrap_or_else(|e| panic!("{e}"));
+            d.jobs(&values, &[0], None).unwrap_or_else(|e| panic!("{name} at {values:?}: {e}"));
+            built += 1;
+        }
+        assert!(built >= 1 << (genes.len() - 1), "{name}: only {built} feasible corners");
+    }
+}

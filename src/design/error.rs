@@ -54,10 +54,9 @@ impl DesignError {
                 outer.as_ref().map(|o| format!(" of `{o}`")).unwrap_or_default(),
                 expected.join(", ")
             ),
-            E::MissingStructField { field, outer } => format!(
-                "missing field `{field}`{}",
-                outer.as_ref().map(|o| format!(" in `{o}`")).unwrap_or_default()
-            ),
+            E::MissingStructField { field, outer } => {
+                format!("missing field `{field}`{}", outer.as_ref().map(|o| format!(" in `{o}`")).unwrap_or_default())
+            }
             other => other.to_string(),
         };
         DesignError::Syntax { file: file.to_string(), line: e.position.line, col: e.position.col, message }

@@ -78,10 +78,36 @@ impl<'de> Deserialize<'de> for Expr {
 
 /// Functions an expression may call (evalexpr built-ins that return numbers).
 const FUNCTIONS: &[&str] = &[
-    "min", "max", "floor", "round", "ceil", "if", "math::ln", "math::log", "math::log2", "math::log10",
-    "math::exp", "math::exp2", "math::pow", "math::cos", "math::acos", "math::cosh", "math::acosh",
-    "math::sin", "math::asin", "math::sinh", "math::asinh", "math::tan", "math::atan", "math::tanh",
-    "math::atanh", "math::atan2", "math::sqrt", "math::cbrt", "math::hypot", "math::abs",
+    "min",
+    "max",
+    "floor",
+    "round",
+    "ceil",
+    "if",
+    "math::ln",
+    "math::log",
+    "math::log2",
+    "math::log10",
+    "math::exp",
+    "math::exp2",
+    "math::pow",
+    "math::cos",
+    "math::acos",
+    "math::cosh",
+    "math::acosh",
+    "math::sin",
+    "math::asin",
+    "math::sinh",
+    "math::asinh",
+    "math::tan",
+    "math::atan",
+    "math::tanh",
+    "math::atanh",
+    "math::atan2",
+    "math::sqrt",
+    "math::cbrt",
+    "math::hypot",
+    "math::abs",
 ];
 
 /// Names every expression can use without declaring them.
@@ -204,11 +230,17 @@ impl Scope {
     }
 
     pub fn eval_node(&self, node: &Node<DefaultNumericTypes>, text: &str, at: &str) -> Result<f64, DesignError> {
-        let v = node.eval_with_context(&self.ctx).map_err(|e| self.bad(at, text, format!("cannot be evaluated: {e}")))?;
+        let v =
+            node.eval_with_context(&self.ctx).map_err(|e| self.bad(at, text, format!("cannot be evaluated: {e}")))?;
         let x = match v {
             Value::Float(x) => x,
             Value::Int(i) => i as f64,
-            other => return Err(self.bad(at, text, format!("is not a number (it gives {other:?})"))),
+            Value::Boolean(b) => {
+                return Err(self.bad(at, text, format!("is not a number (it gives the truth value {b})")))
+            }
+            Value::String(s) => return Err(self.bad(at, text, format!("is not a number (it gives the string {s:?})"))),
+            Value::Tuple(_) => return Err(self.bad(at, text, "is not a number (it gives a tuple)".into())),
+            Value::Empty => return Err(self.bad(at, text, "is not a number (it gives nothing)".into())),
         };
         if !x.is_finite() {
             return Err(self.bad(at, text, format!("is not a finite number (it gives {x})")));

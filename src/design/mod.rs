@@ -58,8 +58,13 @@ impl Design {
     pub fn parse(text: &str, origin: &str) -> Result<Design, DesignError> {
         let file: DesignFile = ron_options().from_str(text).map_err(|e| DesignError::from_ron(origin, e))?;
         let checked = validate::check_static(&file, origin)?;
-        let design =
-            Design { origin: origin.to_string(), text: text.to_string(), file, goals: checked.goals, notes: checked.notes };
+        let design = Design {
+            origin: origin.to_string(),
+            text: text.to_string(),
+            file,
+            goals: checked.goals,
+            notes: checked.notes,
+        };
         let mid = design.midpoint_values();
         if design.constraint_violation(&mid) == 0.0 {
             design.job(&mid, None)?;
@@ -141,7 +146,11 @@ impl Design {
     ) -> Result<Vec<SimJob>, DesignError> {
         let n = self.file.ports.len();
         if let Some(&j) = drives.iter().find(|&&j| j >= n) {
-            return Err(DesignError::invalid(&self.origin, "ports", format!("cannot drive port index {j}: there are {n} ports (0-based)")));
+            return Err(DesignError::invalid(
+                &self.origin,
+                "ports",
+                format!("cannot drive port index {j}: there are {n} ports (0-based)"),
+            ));
         }
         let job = self.job(values, engine_override)?;
         let values_text = values.iter().map(|(k, v)| format!("{k}={}", short(*v))).collect::<Vec<_>>().join(",");

@@ -138,7 +138,7 @@ impl GaSettings {
         if !(0.0..=1.0).contains(&probability) {
             return bad("crossover.probability", format!("({probability}) must lie in [0, 1]"));
         }
-        if !(eta > 0.0) {
+        if eta.is_nan() || eta <= 0.0 {
             return bad("crossover.eta", format!("({eta}) must be positive"));
         }
         let Mutation::Polynomial { probability, eta } = self.mutation;
@@ -147,11 +147,11 @@ impl GaSettings {
                 return bad("mutation.probability", format!("({p}) must lie in [0, 1]"));
             }
         }
-        if !(eta > 0.0) {
+        if eta.is_nan() || eta <= 0.0 {
             return bad("mutation.eta", format!("({eta}) must be positive"));
         }
         if let Some(w) = self.stop.wall_seconds {
-            if !(w > 0.0) {
+            if w.is_nan() || w <= 0.0 {
                 return bad("stop.wall_seconds", format!("({w}) must be positive"));
             }
         }

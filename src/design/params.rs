@@ -126,7 +126,9 @@ mod tests {
 
     #[test]
     fn bad_declarations_are_named() {
-        assert!(spec_problem(&ParamSpec::Real { min: 5.0, max: 2.0 }).unwrap().contains("min (5) must be below max (2)"));
+        assert!(spec_problem(&ParamSpec::Real { min: 5.0, max: 2.0 })
+            .unwrap()
+            .contains("min (5) must be below max (2)"));
         assert!(spec_problem(&ParamSpec::Stepped { min: 0.0, max: 1.0, step: 0.0 }).unwrap().contains("step"));
         assert!(spec_problem(&ParamSpec::Int { min: 1, max: 3 }).is_none());
     }

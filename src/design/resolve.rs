@@ -111,6 +111,10 @@ impl Ctx<'_> {
     fn show(&self, m: f64) -> String {
         format!("{} {}", round_sig(m / self.u), self.d.units.symbol())
     }
+    /// "0..25 mm".
+    fn range(&self, lo: f64, hi: f64) -> String {
+        format!("{}..{} {}", round_sig(lo / self.u), round_sig(hi / self.u), self.d.units.symbol())
+    }
 }
 
 /// Round for display (6 significant digits, no float noise).
@@ -152,6 +156,15 @@ pub(crate) fn resolve(
         return Err(cx.err("engine.cell", format!("must be positive (got {})", cx.show(cell))));
     }
 
+    // The invariant axis (declared, or inferred for Tlm2d) gets one cell spanning
+    // the domain. For an H-plane structure (uniform along y, PEC faces at both y
+    // ends) the TE_m0 fields are Ey, Hx, Hz, uniform in y. On a Yee grid of one
+    // cell along y, Ey sits on edges spanning the full height, Hx and Hz on faces
+    // between them, and the only Ex, Ez edges lie on the PEC faces where they are
+    // zero; every y-difference in the curl equations then vanishes identically and
+    // the update is exactly the 2D TE update: no discretisation error along y, and
+    // the large dy only relaxes the time step limit. TLM's 2D shunt node solves the
+    // same 2D problem.
     let faces = boundary_faces(d);
     let collapse = match opts.invariant {
         Some(a) => Some(a),
@@ -199,10 +212,10 @@ pub(crate) fn resolve(
         ports: vec![],
     };
 
+    check_mesh(&cx, &r)?;
     for (i, p) in d.geometry.iter().enumerate() {
         primitive(&cx, &mut r, p, &format!("geometry[{i}] ({})", p.kind()))?;
     }
-    check_mesh(&cx, &r)?;
     for (i, p) in d.ports.iter().enumerate() {
         let port = port(&cx, &r, p, &format!("ports[{i}]"))?;
         r.ports.push(port);
@@ -308,7 +321,13 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
                     return Err(not_invariant(cx, at, a, "a Box must reach both faces"));
                 }
                 if r.cells_in(i, lo[i], hi[i]).is_empty() {
-                    return Err(cx.err(at, format!("covers no cell centre along {}: it is thinner than a cell there or outside the domain", a.name())));
+                    return Err(cx.err(
+                        at,
+                        format!(
+                            "covers no cell centre along {}: it is thinner than a cell there or outside the domain",
+                            a.name()
+                        ),
+                    ));
                 }
             }
             let mat = material(cx, r, name, &format!("{at}.material"))?;
@@ -333,25 +352,45 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
             if w < 0.0 || w > whi - wlo + cx.tol {
                 return Err(cx.err(
                     format!("{at}.aperture"),
-                    format!("{} must lie between 0 and the guide width along {} ({})", cx.show(w), wide.name(), cx.show(whi - wlo)),
+                    format!(
+                        "{} must lie between 0 and the guide width along {} ({})",
+                        cx.show(w),
+                        wide.name(),
+                        cx.show(whi - wlo)
+                    ),
                 ));
             }
             if z0 < lo - cx.tol || z0 + t > hi + cx.tol {
                 return Err(cx.err(
                     at,
-                    format!("spans {}..{} along {}, outside the domain {}..{}", cx.show(z0), cx.show(z0 + t), axis.name(), cx.show(lo), cx.show(hi)),
+                    format!(
+                        "spans {} along {}, outside the domain {}",
+                        cx.range(z0, z0 + t),
+                        axis.name(),
+                        cx.range(lo, hi)
+                    ),
                 ));
             }
             if let Some(a) = inv {
                 if a == *axis || a == wide {
-                    return Err(not_invariant(cx, at, a, "an iris's wall and aperture vary along its axis and its wide side"));
+                    return Err(not_invariant(
+                        cx,
+                        at,
+                        a,
+                        "an iris's wall and aperture vary along its axis and its wide side",
+                    ));
                 }
                 debug_assert_eq!(a, narrow);
             }
             if r.cells_in(axis.index(), z0, z0 + t).is_empty() {
                 return Err(cx.err(
                     format!("{at}.thickness"),
-                    format!("{} rounds to 0 cells (cell {} along {}): refine the mesh or thicken the iris", cx.show(t), cx.show(r.grid.d[axis.index()]), axis.name()),
+                    format!(
+                        "{} rounds to 0 cells (cell {} along {}): refine the mesh or thicken the iris",
+                        cx.show(t),
+                        cx.show(r.grid.d[axis.index()]),
+                        axis.name()
+                    ),
                 ));
             }
             let mat = material(cx, r, "Pec", at)?;
@@ -376,7 +415,9 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
                     .any(|j| (r.centre(pi, i) - c[pi]).hypot(r.centre(qi, j) - c[qi]) <= rad)
             });
             if !covers {
-                return Err(cx.err(at, "covers no cell centre: its radius is below half a cell, or it lies outside the domain"));
+                return Err(
+                    cx.err(at, "covers no cell centre: its radius is below half a cell, or it lies outside the domain")
+                );
             }
             let mat = material(cx, r, name, &format!("{at}.material"))?;
             r.shapes.push(Shape::Post { mat, axis: *axis, centre: c, radius: rad });
@@ -392,7 +433,10 @@ fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), 
                 return Err(cx.err(format!("{at}.thickness"), format!("must be positive (got {})", cx.show(t))));
             }
             if z0 < lo - cx.tol || z0 >= hi {
-                return Err(cx.err(format!("{at}.z0"), format!("{} lies outside the domain {}..{} along z", cx.show(z0), cx.show(lo), cx.show(hi))));
+                return Err(cx.err(
+                    format!("{at}.z0"),
+                    format!("{} lies outside the domain {} along z", cx.show(z0), cx.range(lo, hi)),
+                ));
             }
             if r.cells_in(2, z0, z0 + t).is_empty() {
                 return Err(cx.err(
@@ -434,7 +478,10 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     }
     let [dlo, dhi] = r.domain[ni];
     if lo[ni] < dlo - cx.tol || lo[ni] > dhi + cx.tol {
-        return Err(cx.err(at, format!("lies at {} = {}, outside the domain {}..{}", normal.name(), cx.show(lo[ni]), cx.show(dlo), cx.show(dhi))));
+        return Err(cx.err(
+            at,
+            format!("lies at {} = {}, outside the domain {}", normal.name(), cx.show(lo[ni]), cx.range(dlo, dhi)),
+        ));
     }
     let (p, q) = normal.others();
     let mut nlo = [0usize; 2];
@@ -442,7 +489,9 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     for (k, a) in [p, q].into_iter().enumerate() {
         let i = a.index();
         if lo[i] > hi[i] {
-            return Err(cx.err(at, format!("min.{0} ({1}) exceeds max.{0} ({2})", a.name(), cx.show(lo[i]), cx.show(hi[i]))));
+            return Err(
+                cx.err(at, format!("min.{0} ({1}) exceeds max.{0} ({2})", a.name(), cx.show(lo[i]), cx.show(hi[i])))
+            );
         }
         if r.collapse == Some(a) && !spans(cx, r, a, lo[i], hi[i]) {
             return Err(not_invariant(cx, at, a, "a Sheet must reach both faces"));
@@ -456,7 +505,12 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
         if n0 == n1 {
             return Err(cx.err(
                 at,
-                format!("is narrower than half a cell along {} ({} wide, cell {}): it vanishes on this mesh", a.name(), cx.show(a1 - a0), cx.show(r.grid.d[i])),
+                format!(
+                    "is narrower than half a cell along {} ({} wide, cell {}): it vanishes on this mesh",
+                    a.name(),
+                    cx.show(a1 - a0),
+                    cx.show(r.grid.d[i])
+                ),
             ));
         }
         let pad_lo = r.pml[i][0];
@@ -466,15 +520,25 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     Ok(Sheet { normal, plane: r.node(ni, lo[ni]), lo: nlo, hi: nhi })
 }
 
+/// Checked before the primitives, whose own errors (a layer rounding to 0 cells)
+/// would otherwise hide the cause.
 fn check_mesh(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
-    // The shortest wavelength is at the top frequency in the densest dielectric.
-    let densest = r
-        .materials
-        .iter()
-        .filter(|m| !m.pec)
-        .max_by(|a, b| (a.eps_r * a.mu_r).total_cmp(&(b.eps_r * b.mu_r)))
-        .expect("vacuum is always in the table");
-    let index = (densest.eps_r * densest.mu_r).sqrt();
+    // The shortest wavelength is at the top frequency in the densest material used.
+    let (mut name, mut n2) = ("vacuum".to_string(), 1.0);
+    for p in &cx.d.geometry {
+        let (Primitive::Box { material, .. }
+        | Primitive::Post { material, .. }
+        | Primitive::Substrate { material, .. }) = p
+        else {
+            continue;
+        };
+        if let Some(&MaterialSpec::Dielectric { eps_r, mu_r, .. }) = cx.d.materials.get(material) {
+            if eps_r * mu_r.unwrap_or(1.0) > n2 {
+                (name, n2) = (material.clone(), eps_r * mu_r.unwrap_or(1.0));
+            }
+        }
+    }
+    let index: f64 = n2.sqrt();
     let f_top = cx.d.band.stop;
     let lambda = C0 / (f_top * index);
     for a in Axis::ALL {
@@ -486,12 +550,12 @@ fn check_mesh(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
             return Err(cx.err(
                 "engine.cell",
                 format!(
-                    "mesh too coarse: {:.1} cells per wavelength along {} at {:.4} GHz in `{}` (sqrt(eps_r mu_r) = {:.3}); \
+                    "mesh too coarse: {:.1} cells per wavelength along {} at {} GHz in `{}` (sqrt(eps_r mu_r) = {:.3}); \
                      at least {} are needed: use a cell of at most {}",
                     per,
                     a.name(),
-                    f_top / 1e9,
-                    densest.name,
+                    round_sig(f_top / 1e9),
+                    name,
                     index,
                     MIN_CELLS_PER_WAVELENGTH,
                     cx.show(lambda / MIN_CELLS_PER_WAVELENGTH)
@@ -512,7 +576,7 @@ fn outside(cx: &Ctx, r: &Resolved, a: Axis, x: f64) -> Option<String> {
         return None;
     };
     let padding = if r.boundaries[a.index()][side] == Boundary::Absorbing { ", in the absorbing padding" } else { "" };
-    Some(format!("{} = {} lies outside the domain {}..{}{padding}", a.name(), cx.show(x), cx.show(lo), cx.show(hi)))
+    Some(format!("{} = {} lies outside the domain {}{padding}", a.name(), cx.show(x), cx.range(lo, hi)))
 }
 
 fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignError> {
@@ -525,14 +589,20 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             if r_ohm <= 0.0 {
                 return Err(cx.err(format!("{at}.r"), format!("must be positive (got {r_ohm})")));
             }
-            let differ: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
+            let differ: Vec<Axis> =
+                Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
             if differ.len() != 1 {
                 let which = if differ.is_empty() {
                     "none".into()
                 } else {
                     differ.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
                 };
-                return Err(cx.err(at, format!("port `{name}`: from and to must differ along exactly one axis (they differ along {which})")));
+                return Err(cx.err(
+                    at,
+                    format!(
+                        "port `{name}`: from and to must differ along exactly one axis (they differ along {which})"
+                    ),
+                ));
             }
             let axis = differ[0];
             for (end, pt) in [("from", f), ("to", t)] {
@@ -558,7 +628,11 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             if len == 0 {
                 return Err(cx.err(
                     at,
-                    format!("port `{name}`: both ends snap to the same grid node (length {}, cell {})", cx.show((t[ai] - f[ai]).abs()), cx.show(r.grid.d[ai])),
+                    format!(
+                        "port `{name}`: both ends snap to the same grid node (length {}, cell {})",
+                        cx.show((t[ai] - f[ai]).abs()),
+                        cx.show(r.grid.d[ai])
+                    ),
                 ));
             }
             let start = if nf[ai] <= nt[ai] { nf } else { nt };
@@ -587,7 +661,9 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             let (e_axis, width_axis) = guide_axes(&r.domain, normal);
             let ext = |a: Axis| r.domain[a.index()][1] - r.domain[a.index()][0];
             if (ext(e_axis) - ext(width_axis)).abs() <= cx.tol {
-                return Err(cx.err(at, format!("port `{name}`: the guide's cross-section is square, so TE10 is ambiguous")));
+                return Err(
+                    cx.err(at, format!("port `{name}`: the guide's cross-section is square, so TE10 is ambiguous"))
+                );
             }
             let walls = r.boundaries[width_axis.index()];
             if walls.iter().any(|b| *b != Boundary::Pec) {
@@ -596,11 +672,13 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
                     format!("port `{name}`: a TE10 port needs Pec faces on both {} faces (the guide's broad walls' ends); boundaries.{} is {:?}/{:?}", width_axis.name(), width_axis.name(), walls[0], walls[1]),
                 ));
             }
+            // TE10's E runs across the guide from one e_axis face to the other: normal
+            // to those faces, which a PEC face allows and a PMC face forbids.
             let tops = r.boundaries[e_axis.index()];
-            if tops.iter().any(|b| *b == Boundary::Absorbing) {
+            if tops.iter().any(|b| *b != Boundary::Pec) {
                 return Err(cx.err(
                     at,
-                    format!("port `{name}`: a TE10 port needs Pec or Pmc faces on both {} faces; boundaries.{} is {:?}/{:?}", e_axis.name(), e_axis.name(), tops[0], tops[1]),
+                    format!("port `{name}`: a TE10 port needs Pec faces on both {} faces (its E field ends on them); boundaries.{} is {:?}/{:?}", e_axis.name(), e_axis.name(), tops[0], tops[1]),
                 ));
             }
             if let Some(inv) = r.collapse {
@@ -617,7 +695,12 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
             if r.boundaries[i][side] != Boundary::Absorbing {
                 return Err(cx.err(
                     at_plane,
-                    format!("port `{name}` needs an Absorbing face behind it; the {}-{} face is {:?}", normal.name(), ["low", "high"][side], r.boundaries[i][side]),
+                    format!(
+                        "port `{name}` needs an Absorbing face behind it; the {}-{} face is {:?}",
+                        normal.name(),
+                        ["low", "high"][side],
+                        r.boundaries[i][side]
+                    ),
                 ));
             }
             let room = if inward > 0 { p - r.pml[i][0] } else { r.pml[i][0] + r.n_dom[i] - p };
@@ -671,7 +754,8 @@ fn check_port_overlaps(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
                 (
                     PortKind::Waveguide { normal: na, plane: pa, .. },
                     PortKind::Waveguide { normal: nb, plane: pb, .. },
-                ) => (na == nb && pa == pb).then(|| format!("lies on the same grid plane ({} = {pa}) as port `{}`", na.name(), a.name)),
+                ) => (na == nb && pa == pb)
+                    .then(|| format!("lies on the same grid plane ({} = {pa}) as port `{}`", na.name(), a.name)),
                 (PortKind::Lumped { .. }, PortKind::Lumped { .. }) => {
                     let na = port_nodes(&a.kind);
                     port_nodes(&b.kind)

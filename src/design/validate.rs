@@ -84,9 +84,9 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
 
     for (i, p) in d.geometry.iter().enumerate() {
         let material = match p {
-            Primitive::Box { material, .. } | Primitive::Post { material, .. } | Primitive::Substrate { material, .. } => {
-                material
-            }
+            Primitive::Box { material, .. }
+            | Primitive::Post { material, .. }
+            | Primitive::Substrate { material, .. } => material,
             _ => continue,
         };
         let builtin = BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(material));
@@ -122,9 +122,6 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         }
     }
 
-    if d.geometry.is_empty() && d.ports.iter().all(|p| matches!(p, PortSpec::Lumped { .. })) {
-        return bad("geometry", "is empty: there is nothing to simulate".into());
-    }
     if d.ports.is_empty() {
         return bad("ports", "must list at least one port".into());
     }
@@ -173,19 +170,22 @@ fn name_problem(name: &str) -> Option<String> {
 fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> {
     let bad = |at: &str, m: String| Err(DesignError::invalid(file, at, m));
     let o = d.engine.options();
-    if !(o.courant > 0.0) {
+    if o.courant.is_nan() || o.courant <= 0.0 {
         return bad("engine.courant", format!("must be positive (got {})", o.courant));
     }
     if o.courant > 1.0 {
         return bad(
             "engine.courant",
-            format!("{} is above 1: the time step would exceed the stability limit and the fields would blow up", o.courant),
+            format!(
+                "{} is above 1: the time step would exceed the stability limit and the fields would blow up",
+                o.courant
+            ),
         );
     }
     if o.pml < 1 {
         return bad("engine.pml", "must be at least 1 cell (8-10 is usual)".into());
     }
-    if !(o.decay_db < 0.0) {
+    if o.decay_db.is_nan() || o.decay_db >= 0.0 {
         return bad("engine.decay_db", format!("must be negative, in dB below the peak (got {})", o.decay_db));
     }
     if o.max_steps == Some(0) {
@@ -217,14 +217,21 @@ pub(crate) fn boundary_faces(d: &DesignFile) -> [[Boundary; 2]; 3] {
     [d.boundaries.x.faces(), d.boundaries.y.faces(), d.boundaries.z.faces()]
 }
 
-/// Why `inv` cannot be an invariant axis, if it cannot: fields that do not vary along
-/// it need mirror faces (PEC or PMC) there, not an absorbing layer.
+/// Why `inv` cannot be an invariant axis, if it cannot.
+///
+/// Collapsing an axis to one cell is exact when neither the structure nor the
+/// fields vary along it. The fields kept are those with E along the axis (TE_m0
+/// of an H-plane guide whose narrow side is the axis, or a lumped port running
+/// face to face along it), with H across it. PEC faces hold exactly those fields:
+/// they ask for zero tangential E, and with one cell the only tangential E edges
+/// lie on the faces themselves. A PMC face would instead force E normal to it, the
+/// very component kept, to zero, and an absorbing face has nothing to absorb.
 pub(crate) fn invariant_faces_problem(faces: &[[Boundary; 2]; 3], inv: Axis) -> Option<String> {
     let f = faces[inv.index()];
-    f.iter().any(|b| *b == Boundary::Absorbing).then(|| {
+    f.iter().any(|b| *b != Boundary::Pec).then(|| {
         format!(
-            "the invariant axis {} must be bounded by Pec or Pmc faces (boundaries.{} is {:?}/{:?})",
-            inv.name(),
+            "the invariant axis {0} must be bounded by Pec faces (boundaries.{0} is {1:?}/{2:?}): the fields kept uniform \
+             along it have E along {0}, which only PEC faces support",
             inv.name(),
             f[0],
             f[1]
@@ -266,7 +273,7 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
             return bad(format!("{at}.weight"), format!("must be a finite number >= 0 (got {})", g.weight));
         }
         let (f1, f2) = g.band;
-        if !(f1 < f2) {
+        if f1.is_nan() || f2.is_nan() || f1 >= f2 {
             return bad(format!("{at}.band"), format!("f2 ({f2}) must be above f1 ({f1})"));
         }
         let goal = Goal { s: g.s, band: g.band, limit, weight: g.weight };

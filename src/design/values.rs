@@ -36,7 +36,10 @@ impl Design {
             let name = name.trim();
             let v: f64 = v.trim().parse().map_err(|_| bad(format!("`{}` is not a number", v.trim())))?;
             if !values.contains_key(name) {
-                return Err(bad(format!("`{name}` is not a parameter (parameters: {})", self.parameter_names().join(", "))));
+                return Err(bad(format!(
+                    "`{name}` is not a parameter (parameters: {})",
+                    self.parameter_names().join(", ")
+                )));
             }
             values.insert(name.to_string(), v);
         }
@@ -54,7 +57,12 @@ impl Design {
             let (lhs, rhs, v) = self.constraint_sides(&scope, c, &at)?;
             if v > 0.0 {
                 let detail = format!("left side {}, right side {}", fmt(lhs), fmt(rhs));
-                return Err(DesignError::ConstraintViolated { file: self.origin.clone(), at, constraint: c.clone(), detail });
+                return Err(DesignError::ConstraintViolated {
+                    file: self.origin.clone(),
+                    at,
+                    constraint: c.clone(),
+                    detail,
+                });
             }
         }
         Ok(())
@@ -70,7 +78,13 @@ impl Design {
             };
             let (min, max) = g.bounds();
             if !v.is_finite() || v < min || v > max {
-                return Err(DesignError::OutOfBounds { file: self.origin.clone(), name: name.into(), value: v, min, max });
+                return Err(DesignError::OutOfBounds {
+                    file: self.origin.clone(),
+                    name: name.into(),
+                    value: v,
+                    min,
+                    max,
+                });
             }
             if let Some(m) = g.lattice_problem(v) {
                 return Err(DesignError::invalid(&self.origin, at, m));

@@ -96,7 +96,11 @@ fn check_ports_not_shorted(r: &Resolved, cell_mat: &[u8], file: &str) -> Result<
                 DesignError::invalid(
                     file,
                     format!("ports[{pi}]"),
-                    format!("port `{}` is short-circuited: its edge from node {n:?} along {} {why}", port.name, axis.name()),
+                    format!(
+                        "port `{}` is short-circuited: its edge from node {n:?} along {} {why}",
+                        port.name,
+                        axis.name()
+                    ),
                 )
             };
             // The four cells sharing the edge.
@@ -128,7 +132,11 @@ fn check_ports_not_shorted(r: &Resolved, cell_mat: &[u8], file: &str) -> Result<
                     n[oi] >= s.lo[k] && top <= s.hi[k]
                 });
                 if inside {
-                    return Err(shorted_by(format!("lies in sheet {si} (normal {}, plane {})", s.normal.name(), s.plane)));
+                    return Err(shorted_by(format!(
+                        "lies in sheet {si} (normal {}, plane {})",
+                        s.normal.name(),
+                        s.plane
+                    )));
                 }
             }
             for b in [p, q] {
