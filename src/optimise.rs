@@ -67,7 +67,7 @@ pub struct DesignProblem {
 
 impl DesignProblem {
     pub fn new(sim: Arc<Simulator>) -> DesignProblem {
-        let genes = sim.design.genes().iter().map(to_ga_gene).collect();
+        let genes = sim.design.genes();
         let drives = sim.design.drives_needed();
         let n_extra = sim.design.objective_labels().len().saturating_sub(1);
         DesignProblem { sim, genes, drives, n_extra, sparams: Arc::new(Mutex::new(BTreeMap::new())) }
@@ -213,12 +213,3 @@ impl Observer for BestObserver {
     }
 }
 
-/// The design's parameter declaration as a GA gene.
-fn to_ga_gene(g: &crate::design::GeneSpec) -> GeneSpec {
-    use crate::design::GeneSpec as D;
-    match g.clone() {
-        D::Real { name, min, max } => GeneSpec::Real { name, min, max },
-        D::Int { name, min, max } => GeneSpec::Int { name, min, max },
-        D::Stepped { name, min, max, step } => GeneSpec::Stepped { name, min, max, step },
-    }
-}

@@ -4,6 +4,8 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod inspect;
+pub mod run;
 pub mod simulate;
 
 #[derive(Parser, Debug)]
@@ -15,6 +17,12 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Launch an optimisation run of a design (runs/NAME).
+    Run(run::RunArgs),
+    /// Continue a run from its checkpoint.
+    Resume(run::ResumeArgs),
+    /// Show the best designs of a run (while it runs, too) and write their Touchstone files and plots.
+    Inspect(inspect::InspectArgs),
     /// Simulate one design at given parameter values.
     Simulate(simulate::SimulateArgs),
     /// Time the engines and print cells per second.
@@ -25,6 +33,9 @@ pub enum Command {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let res = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Resume(a) => run::resume(a),
+        Command::Inspect(a) => inspect::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Bench(a) => bench::run(a),
     };

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::expr::Expr;
-use super::optimiser::GaSettings;
+use crate::ga::GaSettings;
 use super::params::ParamSpec;
 use crate::job::{Axis, Boundary};
 

@@ -9,7 +9,6 @@
 pub mod error;
 pub mod expr;
 pub mod format;
-pub mod optimiser;
 pub mod params;
 mod resolve;
 mod validate;
@@ -23,8 +22,8 @@ use sha2::{Digest, Sha256};
 
 pub use error::DesignError;
 pub use format::DesignFile;
-pub use optimiser::GaSettings;
-pub use params::GeneSpec;
+pub use crate::ga::GaSettings;
+pub use crate::ga::GeneSpec;
 pub use resolve::{MIN_CELLS_PER_WAVELENGTH, PORT_MARGIN, SOURCE_OFFSET};
 
 use crate::analysis::sparams::SParams;

@@ -13,72 +13,15 @@ pub enum ParamSpec {
     Stepped { min: f64, max: f64, step: f64 },
 }
 
-/// One gene of the search space, in the design's units. The optimiser samples,
-/// crosses and mutates within `[min, max]`; `Int` and `Stepped` genes must be
-/// repaired to their lattice (see [`GeneSpec::snap`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum GeneSpec {
-    Real { name: String, min: f64, max: f64 },
-    Int { name: String, min: i64, max: i64 },
-    Stepped { name: String, min: f64, max: f64, step: f64 },
-}
+pub use crate::ga::GeneSpec;
 
-impl GeneSpec {
-    pub fn from_spec(name: &str, spec: &ParamSpec) -> GeneSpec {
-        let name = name.to_string();
-        match *spec {
-            ParamSpec::Real { min, max } => GeneSpec::Real { name, min, max },
-            ParamSpec::Int { min, max } => GeneSpec::Int { name, min, max },
-            ParamSpec::Stepped { min, max, step } => GeneSpec::Stepped { name, min, max, step },
-        }
-    }
-
-    pub fn name(&self) -> &str {
-        match self {
-            GeneSpec::Real { name, .. } | GeneSpec::Int { name, .. } | GeneSpec::Stepped { name, .. } => name,
-        }
-    }
-
-    /// Lower and upper bound as reals.
-    pub fn bounds(&self) -> (f64, f64) {
-        match *self {
-            GeneSpec::Real { min, max, .. } => (min, max),
-            GeneSpec::Int { min, max, .. } => (min as f64, max as f64),
-            GeneSpec::Stepped { min, .. } => (min, self.snap(f64::INFINITY)),
-        }
-    }
-
-    /// The nearest allowed value to `x`, clamped to the bounds.
-    pub fn snap(&self, x: f64) -> f64 {
-        match *self {
-            GeneSpec::Real { min, max, .. } => x.clamp(min, max),
-            GeneSpec::Int { min, max, .. } => x.round().clamp(min as f64, max as f64),
-            GeneSpec::Stepped { min, max, step, .. } => {
-                let k_max = ((max - min) / step + 1e-9).floor();
-                let k = ((x - min) / step).round().clamp(0.0, k_max);
-                // The clamp keeps float noise (0.4 + 0.8 = 1.2000000000000002) within max.
-                (min + k * step).clamp(min, max)
-            }
-        }
-    }
-
-    /// The value in the middle of the range (snapped to the lattice).
-    pub fn midpoint(&self) -> f64 {
-        let (lo, hi) = self.bounds();
-        self.snap(0.5 * (lo + hi))
-    }
-
-    /// Why `x` is not an allowed value of this gene, if it is not one.
-    /// Bounds are checked by the caller (they have their own error).
-    pub fn lattice_problem(&self, x: f64) -> Option<String> {
-        match *self {
-            GeneSpec::Real { .. } => None,
-            GeneSpec::Int { .. } => (x.fract() != 0.0).then(|| format!("{x} is not an integer")),
-            GeneSpec::Stepped { min, step, .. } => {
-                let k = (x - min) / step;
-                ((k - k.round()).abs() > 1e-6).then(|| format!("{x} is not min + k*step (min {min}, step {step})"))
-            }
-        }
+/// The GA gene of a declared parameter.
+pub fn gene(name: &str, spec: &ParamSpec) -> GeneSpec {
+    let name = name.to_string();
+    match *spec {
+        ParamSpec::Real { min, max } => GeneSpec::Real { name, min, max },
+        ParamSpec::Int { min, max } => GeneSpec::Int { name, min, max },
+        ParamSpec::Stepped { min, max, step } => GeneSpec::Stepped { name, min, max, step },
     }
 }
 

@@ -348,8 +348,8 @@ fn optimiser_settings_default_field_by_field() {
     let d = design("", PROBE, FDTD, "");
     assert_eq!(*d.optimiser(), GaSettings::default());
     let g = GaSettings::default();
-    assert_eq!((g.population, g.tournament, g.stop.target, g.stop.stagnation), (64, 2, Some(0.0), Some(20)));
-    assert_eq!(g.mutation.gene_probability(4), 0.25);
+    assert_eq!((g.population, g.tournament, g.stop.target, g.stop.stagnation), (32, 2, None, None));
+    assert_eq!(g.mutation_probability(4), 0.25);
     let d = design(
         "",
         PROBE,
@@ -357,10 +357,10 @@ fn optimiser_settings_default_field_by_field() {
         "optimiser: Ga(population: 10, mutation: Polynomial(probability: 0.5), stop: (wall_seconds: 60)),",
     );
     let o = d.optimiser();
-    assert_eq!((o.population, o.generations, o.elitism), (10, 50, 2));
-    assert_eq!(o.mutation, optimiser::Mutation::Polynomial { probability: Some(0.5), eta: 20.0 });
-    assert_eq!(o.crossover, optimiser::Crossover::Sbx { probability: 0.9, eta: 15.0 });
-    assert_eq!((o.stop.wall_seconds, o.stop.target), (Some(60.0), Some(0.0)));
+    assert_eq!((o.population, o.generations, o.elitism), (10, 20, 2));
+    assert_eq!(o.mutation, crate::ga::Mutation::Polynomial { probability: Some(0.5), eta: 20.0 });
+    assert_eq!(o.crossover, crate::ga::Crossover::Sbx { probability: 0.9, eta: 15.0 });
+    assert_eq!((o.stop.wall_seconds, o.stop.target), (Some(60.0), None));
     // A bad setting is named.
     let text = d.text().replace("population: 10", "population: 10, elitism: 10");
     let e = Design::parse(&text, "t.ron").unwrap_err().to_string();

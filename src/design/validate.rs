@@ -148,8 +148,10 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
     let notes = check_engine(d, file)?;
     let goals = check_goals(d, file)?;
 
-    if let Some((at, m)) = d.optimiser.problem() {
-        return bad(&at, m);
+    match d.optimiser.validate() {
+        Ok(()) => {}
+        Err(crate::ga::GaError::InvalidSetting { field, why }) => return bad(&format!("optimiser.{field}"), why),
+        Err(e) => return bad("optimiser", e.to_string()),
     }
     Ok(Checked { goals, notes })
 }

@@ -17,7 +17,7 @@ impl Design {
 
     /// The genes, in the order of [`Design::parameter_names`].
     pub fn genes(&self) -> Vec<GeneSpec> {
-        self.file.parameters.iter().map(|(n, s)| GeneSpec::from_spec(n, s)).collect()
+        self.file.parameters.iter().map(|(n, s)| super::params::gene(n, s)).collect()
     }
 
     /// Every parameter at the middle of its range (snapped to its lattice).

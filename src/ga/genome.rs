@@ -57,6 +57,29 @@ impl GeneSpec {
         }
     }
 
+    /// The nearest allowed value to `x` (the repair the operators apply).
+    pub fn snap(&self, x: f64) -> f64 {
+        super::ops::repair::repair_gene(self, x)
+    }
+
+    /// The allowed value nearest the middle of the range.
+    pub fn midpoint(&self) -> f64 {
+        let (lo, hi) = self.bounds();
+        self.snap(0.5 * (lo + hi))
+    }
+
+    /// Why `x` is not on this gene's lattice, if it is not (bounds are checked apart).
+    pub fn lattice_problem(&self, x: f64) -> Option<String> {
+        match *self {
+            GeneSpec::Real { .. } => None,
+            GeneSpec::Int { .. } => (x.fract() != 0.0).then(|| format!("{x} is not an integer")),
+            GeneSpec::Stepped { min, step, .. } => {
+                let k = (x - min) / step;
+                ((k - k.round()).abs() > 1e-6).then(|| format!("{x} is not min + k*step (min {min}, step {step})"))
+            }
+        }
+    }
+
     /// Where `x` sits between the bounds, in [0, 1] (0.5 for a fixed gene).
     pub fn normalise(&self, x: f64) -> f64 {
         let (lo, hi) = self.bounds();
