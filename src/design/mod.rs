@@ -187,7 +187,7 @@ fn ron_options() -> ron::Options {
 }
 
 /// A value for labels: at most 6 significant digits, no trailing zeros.
-fn short(x: f64) -> String {
+pub fn short(x: f64) -> String {
     let s = format!("{:.*}", (5 - x.abs().max(1e-300).log10().floor() as i32).clamp(0, 12) as usize, x);
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
