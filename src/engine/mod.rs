@@ -6,6 +6,7 @@
 use crate::job::{SimFailure, SimJob, SimOutput};
 
 pub mod fdtd;
+pub mod tlm;
 
 /// Errors that stop a whole batch.
 #[derive(Debug, thiserror::Error)]
