@@ -1,5 +1,6 @@
 //! Test helper: hand-built jobs (PEC boxes, WR-28 guides) and small utilities.
 
+use crate::consts::C0;
 use crate::job::*;
 
 /// An empty vacuum box of `n` cubic cells of size `d`, PEC on every face, no ports.
@@ -77,4 +78,32 @@ pub fn two_port_sparams(job: &SimJob) -> (crate::analysis::SParams, Vec<SimOutpu
     let o2 = super::run_cpu(&j2).expect("run 2");
     let s = crate::analysis::SParams::from_runs(&[job, &j2], &[&o1, &o2]);
     (s, vec![o1, o2])
+}
+
+/// Cutoff frequency implied by the phase of S21 over a length `l` of guide.
+pub fn cutoff_from_s21(f: f64, s21: num_complex::Complex64, l: f64) -> f64 {
+    let k0 = 2.0 * std::f64::consts::PI * f / C0;
+    let kc = std::f64::consts::PI / WR28_A;
+    let beta = (k0 * k0 - kc * kc).sqrt();
+    let ph = (s21 * num_complex::Complex64::from_polar(1.0, beta * l)).arg();
+    let bs = beta - ph / l;
+    C0 / (2.0 * std::f64::consts::PI) * (k0 * k0 - bs * bs).sqrt()
+}
+
+/// Empty WR-28 guide, 30-38 GHz: |S21| ~ 0 dB, tiny |S11|, TE10 cutoff from the phase of S21.
+pub fn check_empty_wr28(job: &SimJob, gap: usize) {
+    let (s, outs) = two_port_sparams(job);
+    assert!(outs.iter().all(|o| matches!(o.ended, EndReason::EnergyDecay { .. })));
+    let l = (job.grid.n[2] - 2 * gap) as f64 * job.grid.d[2];
+    let (s11, s21, s12) = (s.db(1, 1).unwrap(), s.db(2, 1).unwrap(), s.get(1, 2).unwrap());
+    for (k, &f) in s.freqs.iter().enumerate() {
+        let fc = cutoff_from_s21(f, s.get(2, 1).unwrap()[k], l);
+        if k % 4 == 0 {
+            println!("{:.1} GHz: |S11| {:.1} dB, |S21| {:+.5} dB, cutoff {:.3} GHz", f / 1e9, s11[k], s21[k], fc / 1e9);
+        }
+        assert!(s21[k].abs() < 0.01, "{f}: |S21| = {} dB", s21[k]);
+        assert!(s11[k] < -45.0, "{f}: |S11| = {} dB", s11[k]);
+        assert!((fc / (C0 / (2.0 * WR28_A)) - 1.0).abs() < 0.01, "{f}: cutoff {fc}");
+        assert!((s12[k] - s.get(2, 1).unwrap()[k]).norm() < 1e-3, "reciprocity at {f}");
+    }
 }
