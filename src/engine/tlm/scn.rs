@@ -664,6 +664,28 @@ mod tests {
     }
 
     #[test]
+    fn lossy_fill_damps_modes_at_sigma_over_2_eps() {
+        // Uniform conductivity: every mode's amplitude decays as exp(-sigma t / (2 eps)).
+        let (eps_r, sigma) = (2.2, 0.015);
+        let mut job = pec_box([40, 30, 20], 0.5e-3);
+        job.materials[0] = Material { name: "lossy".into(), eps_r, sigma, mu_r: 1.0, pec: false };
+        job.ports = vec![probe("src", 7, 9, 5, 1, 1e6), probe("obs", 29, 21, 13, 1, 1e6)];
+        job.pulse = Pulse::covering(1e9, 20e9);
+        job.stop.max_steps = 7_000;
+        let out = run(&job).unwrap();
+        let f = tm_freq(20e-3, 15e-3, 10e-3, [1, 1, 0]) / eps_r.sqrt();
+        let (skip, w, gap) = ((job.pulse.end_time() / out.dt) as usize, 2400, 3000);
+        let v = &out.traces[1].v;
+        let (x1, x2) = (windowed(&v[skip..skip + w]), windowed(&v[skip + gap..skip + gap + w]));
+        let g = peak_in(&x1, out.dt, 0.99 * f, 1.01 * f);
+        let ratio = crate::engine::tlm::spectrum::dtft_mag(&x2, out.dt, g) / crate::engine::tlm::spectrum::dtft_mag(&x1, out.dt, g);
+        let alpha = -ratio.ln() / (gap as f64 * out.dt);
+        let want = sigma / (2.0 * crate::consts::EPS0 * eps_r);
+        println!("decay rate {alpha:.4e} /s, analytic {want:.4e} /s");
+        assert!((alpha / want - 1.0).abs() < 0.02);
+    }
+
+    #[test]
     fn empty_wr28_guide_3d() {
         // 24 x 12 cells across (0.296 mm), ports 5 cells from the modal guide ends.
         check_empty_wr28(&wr28(EngineKind::Tlm, 24, 12, 100, 0, 5, 3), 5);
@@ -678,6 +700,26 @@ mod tests {
         let mesh = Mesh::new(&job).unwrap();
         assert!(mesh.geo.loaded && (mesh.dt - job.grid.d[0] / 1.04 / (2.0 * C0)).abs() < 1e-6 * mesh.dt);
         check_empty_wr28(&job, 15);
+    }
+
+    #[test]
+    fn graded_padding_is_matched_at_normal_incidence() {
+        // The TEM line of the test below, matched port, ends open through 10 padding cells:
+        // what comes back is the padding's own reflection (normal incidence).
+        let mut job = pec_box([1, 4, 240], 0.5e-3);
+        job.boundaries[0] = [Boundary::Pmc; 2];
+        job.boundaries[2] = [Boundary::Absorbing; 2];
+        job.pml[2] = [10, 10];
+        let z = 2.0 * ETA0;
+        job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 120], len: 4, r_ohm: z } }];
+        job.pulse = Pulse::covering(1e9, 20e9);
+        job.stop = crate::job::StopRule { decay_db: -80.0, max_steps: 8000, check_every: 16 };
+        let out = run(&job).unwrap();
+        // Reflections return after 2 * 110 cells = 440 steps; the direct response is over by then.
+        let v = &out.traces[0].v;
+        let (direct, back) = (v[..400].iter().fold(0f64, |m, x| m.max(x.abs())), v[400..].iter().fold(0f64, |m, x| m.max(x.abs())));
+        println!("padding echo {:.1} dB", 20.0 * (back / direct).log10());
+        assert!(back < 1e-3 * direct);
     }
 
     #[test]

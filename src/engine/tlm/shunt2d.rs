@@ -20,6 +20,10 @@
 //! the axis (exact for the guide's mode), else the plane-wave match
 //! `Gamma = (eta d_e/d_w - Z0) / (eta d_e/d_w + Z0)` (-0.17157 for square
 //! vacuum cells, seed eq. 2.17) behind graded matched loss in the padding.
+//!
+//! Sheets normal to the invariant axis (the guide's broad walls, PEC anyway)
+//! are ignored, as are sheets that do not span its single cell (an iris of
+//! partial height is not a 2D structure). Lumped ports must span that cell.
 
 use rayon::prelude::*;
 
