@@ -16,7 +16,7 @@ pub(super) const PAD_G_MAX: f64 = 1.6;
 pub(super) fn check_job(job: &SimJob) -> Result<(), SimFailure> {
     let g = &job.grid;
     let bad = |m: String| Err(SimFailure::Invalid(format!("{}: {m}", job.label)));
-    if g.n.iter().any(|&n| n == 0) || g.d.iter().any(|&d| !(d > 0.0 && d.is_finite())) {
+    if g.n.contains(&0) || g.d.iter().any(|&d| !(d > 0.0 && d.is_finite())) {
         return bad(format!("bad grid {:?} / {:?}", g.n, g.d));
     }
     if job.cell_mat.len() != g.cells() {
@@ -301,7 +301,7 @@ impl Stopper {
         Stopper { rule: job.stop, t_end: job.pulse.end_time(), peak: 0.0, db: 0.0 }
     }
     pub fn is_check_step(&self, step: usize) -> bool {
-        (step + 1) % self.rule.check_every == 0
+        (step + 1).is_multiple_of(self.rule.check_every)
     }
     /// Record the energy after `step` (time `t`); `Some` when the run should end.
     pub fn check(&mut self, t: f64, energy: f64) -> Option<EndReason> {

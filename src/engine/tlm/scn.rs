@@ -185,7 +185,6 @@ impl Mesh {
             ind: std::array::from_fn(|_| vec![0.0; stub_len]),
         })
     }
-
 }
 
 impl Geo {
@@ -204,23 +203,14 @@ impl Geo {
         a
     }
 
+    /// A reflected pulse returning from the wall on `face`.
     #[inline(always)]
     fn wall(&self, b: &[Vec<f32>; 12], idx: usize, f: u16, face: usize, pol: usize, l: usize) -> f32 {
         let g = if f & short_bit(face) != 0 { -1.0 } else { self.coefs[self.kind[idx] as usize].gface[face][pol] };
         g * b[l][idx]
     }
 
-}
-
-impl Mesh {
-    /// One step for every ordinary node: gather from `self.b`, scatter into `self.nb`.
-    fn sweep(&mut self) {
-        let Mesh { geo, b, nb, cap, ind, .. } = self;
-        geo.sweep(b, nb, cap, ind);
-    }
-}
-
-impl Geo {
+    /// One step for every ordinary node: gather from `b`, scatter into `nb`, z-planes in parallel.
     fn sweep(&self, b: &[Vec<f32>; 12], nb: &mut [Vec<f32>; 12], cap: &mut [Vec<f32>; 3], ind: &mut [Vec<f32>; 3]) {
         let plane = self.n[0] * self.n[1];
         let nz = self.n[2];
@@ -267,7 +257,6 @@ impl Geo {
             }
         }
     }
-
 }
 
 /// Per-plane mutable views of three stub arrays (`None` when not allocated).
@@ -280,6 +269,11 @@ fn split3(arr: &mut [Vec<f32>; 3], plane: usize, nz: usize) -> Vec<Option<[&mut 
 }
 
 impl Mesh {
+    fn sweep(&mut self) {
+        let Mesh { geo, b, nb, cap, ind, .. } = self;
+        geo.sweep(b, nb, cap, ind);
+    }
+
     /// Gather (replacing incident link `over.0` by `over.1`), add `add` to the
     /// incident pulses polarised along `e`, scatter with the current `inj` drawn
     /// from E_e: one special node.
@@ -656,7 +650,7 @@ mod tests {
             job.pulse = Pulse::covering(1e9, 20e9);
             job.stop.max_steps = 7_000;
             let modes = [[1, 1, 0], [2, 1, 0], [1, 1, 1], [1, 2, 0]];
-            let errs = resonance_errors(&job, [20e-3, 15e-3, 10e-3], 1.0 / (eps_r * mu_r as f64).sqrt(), &modes);
+            let errs = resonance_errors(&job, [20e-3, 15e-3, 10e-3], 1.0 / (eps_r * mu_r).sqrt(), &modes);
             for (m, e) in modes.iter().zip(errs) {
                 assert!(e.abs() < 5e-3, "eps_r {eps_r} mu_r {mu_r} TM{m:?}: relative error {e:.2e}");
             }

@@ -93,9 +93,9 @@ impl Mesh {
         let g = &job.grid;
         let bad = |m: String| Err(SimFailure::Invalid(format!("{}: {m}", job.label)));
         // The invariant axis: the ports' E axis, else the first single-cell axis.
-        let port_e = job.ports.iter().find_map(|p| match p.kind {
-            PortKind::Waveguide { e_axis, .. } => Some(e_axis.index()),
-            PortKind::Lumped { axis, .. } => Some(axis.index()),
+        let port_e = job.ports.first().map(|p| match p.kind {
+            PortKind::Waveguide { e_axis, .. } => e_axis.index(),
+            PortKind::Lumped { axis, .. } => axis.index(),
         });
         let Some(e) = port_e.or_else(|| (0..3).find(|&a| g.n[a] == 1)) else {
             return bad("a 2D TLM job needs one axis of a single cell".into());
