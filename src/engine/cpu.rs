@@ -14,7 +14,7 @@ pub struct CpuBackend;
 pub fn run_job(job: &SimJob) -> Result<SimOutput, SimFailure> {
     match job.engine {
         EngineKind::Fdtd => super::fdtd::cpu::run(job),
-        EngineKind::Tlm | EngineKind::Tlm2d => super::run_tlm_cpu(job),
+        EngineKind::Tlm | EngineKind::Tlm2d => super::tlm::run_cpu(job),
     }
 }
 

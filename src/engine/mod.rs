@@ -8,6 +8,7 @@ use crate::job::{SimFailure, SimJob, SimOutput};
 pub mod cpu;
 pub mod fdtd;
 pub mod select;
+pub mod tlm;
 
 /// Errors that stop a whole batch.
 #[derive(Debug, thiserror::Error)]
@@ -37,10 +38,6 @@ pub trait Backend: Send + Sync {
     fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult;
 }
 
-/// TLM on the CPU: provided by the TLM engine module once merged.
-pub(crate) fn run_tlm_cpu(job: &SimJob) -> Result<SimOutput, SimFailure> {
-    Err(SimFailure::Invalid(format!("engine {} is not available in this build", job.engine.name())))
-}
 
 /// Whether the CUDA backend can run here (libraries and a device present).
 pub fn cuda_available() -> bool {
