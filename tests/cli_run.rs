@@ -85,3 +85,37 @@ fn resumed_run_equals_uninterrupted_run_and_bad_checkpoints_are_handled() {
     let (ok, text) = emvolve(&["resume", three.to_str().unwrap(), "--more", "1", "--backend", "cpu", "--quiet"]);
     assert!(!ok && text.contains("edited"), "{text}");
 }
+
+#[test]
+fn two_objectives_run_nsga2_and_keep_a_pareto_front() {
+    // The iris filter with a second objective: the filter's length.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(DESIGN).unwrap().replace("constraints: [", "objectives: [Goals, Minimize(\"2*l1 + l2\")],\n    constraints: [");
+    let path = tmp.path().join("short_filter.ron");
+    std::fs::write(&path, &text).unwrap();
+    let root = tmp.path().to_str().unwrap();
+    // A fitness target means nothing with two objectives: refused before any file is written.
+    let (ok, out) = emvolve(&["run", path.to_str().unwrap(), "--name", "mo", "--backend", "cpu", "--runs-dir", root]);
+    assert!(!ok && out.contains("stop.target") && out.contains("short_filter.ron"), "{out}");
+    assert!(!tmp.path().join("mo").exists());
+    std::fs::write(&path, text.replace("target: 0.0, ", "")).unwrap();
+    let (ok, text) = emvolve(&[
+        "run", path.to_str().unwrap(), "--name", "mo", "--generations", "3", "--population", "8", "--backend", "cpu", "--quiet", "--runs-dir", root,
+    ]);
+    assert!(ok, "{text}");
+    assert!(text.contains("NSGA-II"), "{text}");
+    let dir = tmp.path().join("mo");
+    assert!(dir.join("plots/pareto.png").exists());
+    let (ok, text) = emvolve(&["inspect", dir.to_str().unwrap(), "--json", "--no-simulate"]);
+    assert!(ok, "{text}");
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["kind"], "pareto");
+    let front: Vec<(f64, f64)> = v["designs"].as_array().unwrap().iter().map(|d| (d["objectives"][0].as_f64().unwrap(), d["objectives"][1].as_f64().unwrap())).collect();
+    assert!(!front.is_empty());
+    // No member of the reported front dominates another.
+    for a in &front {
+        for b in &front {
+            assert!(!(a.0 <= b.0 && a.1 <= b.1 && (a.0 < b.0 || a.1 < b.1)), "{a:?} dominates {b:?}");
+        }
+    }
+}

@@ -129,6 +129,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         ga.seed = s;
     }
     ga.validate().context("optimiser settings")?;
+    // Check settings against the problem (e.g. a fitness target with two objectives)
+    // before anything is written, so a refused run leaves no directory behind.
+    let n_objectives = design.objective_labels().len().max(1);
+    crate::ga::new_state(design.genes(), n_objectives, ga.clone(), "")
+        .with_context(|| format!("{}: optimiser settings", design.origin()))?;
     let settings = RunSettings { ga: ga.clone(), engine: a.engine.map(Into::into) };
     let backend = select(a.exec.backend, parse_gpus(&a.exec.gpus).map_err(anyhow::Error::msg)?, &mut |s| println!("{s}"))?;
     let name = a.name.clone().unwrap_or_else(|| design.name().to_string());
