@@ -6,6 +6,7 @@
 use crate::job::{SimFailure, SimJob, SimOutput};
 
 pub mod cpu;
+pub mod cuda;
 pub mod fdtd;
 
 /// Errors that stop a whole batch.
