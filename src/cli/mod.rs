@@ -4,6 +4,8 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod device_check;
+pub mod kernel_emu;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -16,6 +18,11 @@ pub struct Cli {
 pub enum Command {
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
+    /// Compare the CUDA backend with the CPU engine (error norms), for the device machine.
+    DeviceCheck(device_check::DeviceCheckArgs),
+    /// Step the CUDA kernels in a CPU emulation and compare with the CPU engine (developers).
+    #[command(hide = true)]
+    KernelEmu(kernel_emu::KernelEmuArgs),
 }
 
 /// Entry point; returns the process exit code.
@@ -23,6 +30,8 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Bench(a) => bench::run(a),
+        Command::DeviceCheck(a) => device_check::run(a),
+        Command::KernelEmu(a) => kernel_emu::run(a),
     };
     match res {
         Ok(code) => code,
