@@ -161,27 +161,27 @@ __device__ __forceinline__ float stretch_e(const FdtdPtrs& P, const Dctx& K, flo
     return t * P.pe_k[i] + s;
 }
 
-// H_c -= db (t1 - t2), t1 = dE_B/dA, t2 = dE_A/dB, (A, B) cyclic after C.
+// H_c -= db (t1 - t2), t1 = dE_B/dA, t2 = dE_A/dB, (A, B) cyclic after C; h = old H_c.
 template <int C>
-__device__ __forceinline__ float h_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, long long p,
+__device__ __forceinline__ float h_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, float h,
                                         float t1, float t2, const float* psi_in, float* psi_out) {
     const int A = (C + 1) % 3;
     const int B = (C + 2) % 3;
     t1 = stretch_h<C, A>(P, K, t1, qx, qy, qz, psi_in, psi_out);
     t2 = stretch_h<C, B>(P, K, t2, qx, qy, qz, psi_in, psi_out);
-    const float h = P.h[C][p];
     return h - K.db * (t1 - t2);
 }
 
-// E_c = ca E_c + cb (t1 - t2), t1 = dH_B/dA, t2 = dH_A/dB, through the material table.
+// E_c = ca E_c + cb (t1 - t2), t1 = dH_B/dA, t2 = dH_A/dB, through the
+// material table; e = old E_c, mat = its material index.
 template <int C>
-__device__ __forceinline__ float e_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, long long p,
+__device__ __forceinline__ float e_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, int mat,
                                         float t1, float t2, float e) {
     const int A = (C + 1) % 3;
     const int B = (C + 2) % 3;
     t1 = stretch_e<C, A>(P, K, t1, qx, qy, qz);
     t2 = stretch_e<C, B>(P, K, t2, qx, qy, qz);
-    const int m = K.coef + P.mat[C][p];
+    const int m = K.coef + mat;
     return P.ca[m] * e + P.cb[m] * (t1 - t2);
 }
 
@@ -198,7 +198,7 @@ __device__ __forceinline__ void split_h(const FdtdPtrs& P, const Dctx& K, int qx
     const float* eb = P.e[B];
     const float t1 = (eb[p + stride_of(K, A)] - eb[p]) * K.id[A];
     const float t2 = (ea[p + stride_of(K, B)] - ea[p]) * K.id[B];
-    P.h[C][p] = h_core<C>(P, K, qx, qy, qz, p, t1, t2, P.psi_h, P.psi_h);
+    P.h[C][p] = h_core<C>(P, K, qx, qy, qz, P.h[C][p], t1, t2, P.psi_h, P.psi_h);
 }
 
 template <int C>
@@ -210,7 +210,7 @@ __device__ __forceinline__ void split_e(const FdtdPtrs& P, const Dctx& K, int qx
     const float* hb = P.h[B];
     const float t1 = (hb[p] - hb[p - stride_of(K, A)]) * K.id[A];
     const float t2 = (ha[p] - ha[p - stride_of(K, B)]) * K.id[B];
-    P.e[C][p] = e_core<C>(P, K, qx, qy, qz, p, t1, t2, P.e[C][p]);
+    P.e[C][p] = e_core<C>(P, K, qx, qy, qz, P.mat[C][p], t1, t2, P.e[C][p]);
 }
 
 // CPU twin: cpu.rs fdtd_update_h. H half step in place, one launch for the batch.
@@ -289,31 +289,84 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
 
 typedef float Ering[EMV_RH][EMV_RW];
 
-__device__ __forceinline__ void load_ring(const FdtdPtrs& P, const Dctx& K, const Blk& B, Ering* buf, int qz, int tid) {
+// Ring elements per thread (the ring has EMV_RH * EMV_RW positions).
+#define EMV_NR ((EMV_RH * EMV_RW + EMV_NT - 1) / EMV_NT)
+
+// E of plane qz on the tile and its one-cell ring, into registers (0 outside the array).
+__device__ __forceinline__ void ring_fetch(const FdtdPtrs& P, const Dctx& K, const Blk& B, int qz, int tid,
+                                           float (&r)[3][EMV_NR]) {
     const bool zok = qz < K.dims[2];
-    for (int i = tid; i < EMV_RH * EMV_RW; i += EMV_NT) {
+#pragma unroll
+    for (int k = 0; k < EMV_NR; ++k) {
+        const int i = tid + k * EMV_NT;
         const int ry = i / EMV_RW;
         const int rx = i - ry * EMV_RW;
         const int gx = B.X0 - 1 + rx;
         const int gy = B.Y0 - 1 + ry;
-        float v0 = 0.f, v1 = 0.f, v2 = 0.f;
-        if (zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1]) {
+        r[0][k] = r[1][k] = r[2][k] = 0.f;
+        if (i < EMV_RH * EMV_RW && zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1]) {
             const long long p = K.off + gx + (long long)gy * K.s1 + (long long)qz * K.s2;
-            v0 = P.e[0][p];
-            v1 = P.e[1][p];
-            v2 = P.e[2][p];
+            r[0][k] = P.e[0][p];
+            r[1][k] = P.e[1][p];
+            r[2][k] = P.e[2][p];
         }
-        buf[0][ry][rx] = v0;
-        buf[1][ry][rx] = v1;
-        buf[2][ry][rx] = v2;
+    }
+}
+
+__device__ __forceinline__ void ring_store(Ering* buf, int tid, const float (&r)[3][EMV_NR]) {
+#pragma unroll
+    for (int k = 0; k < EMV_NR; ++k) {
+        const int i = tid + k * EMV_NT;
+        if (i < EMV_RH * EMV_RW) {
+            const int ry = i / EMV_RW;
+            const int rx = i - ry * EMV_RW;
+            buf[0][ry][rx] = r[0][k];
+            buf[1][ry][rx] = r[1][k];
+            buf[2][ry][rx] = r[2][k];
+        }
+    }
+}
+
+// Old H and material indices a thread needs for plane qz: its own H (3),
+// Hy, Hz of the halo column (lx == 0), Hz, Hx of the halo row (ly == 0), and
+// its own three material indices.
+struct Pre {
+    float h[3];
+    float hxc[2];
+    float hyr[2];
+    unsigned char m[3];
+};
+
+__device__ __forceinline__ void pre_fetch(const FdtdPtrs& P, const Dctx& K, const Blk& B, int qx, int qy, int qz,
+                                          bool inside, Pre& r) {
+    r.h[0] = r.h[1] = r.h[2] = 0.f;
+    r.hxc[0] = r.hxc[1] = r.hyr[0] = r.hyr[1] = 0.f;
+    r.m[0] = r.m[1] = r.m[2] = 0;
+    if (qz >= K.dims[2]) return;
+    const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
+    if (inside) {
+        r.h[0] = P.h[0][p];
+        r.h[1] = P.h[1][p];
+        r.h[2] = P.h[2][p];
+        r.m[0] = P.mat[0][p];
+        r.m[1] = P.mat[1][p];
+        r.m[2] = P.mat[2][p];
+    }
+    if (threadIdx.x == 0 && B.X0 > 0 && qy < K.dims[1]) {
+        r.hxc[0] = P.h[1][p - 1];
+        r.hxc[1] = P.h[2][p - 1];
+    }
+    if (threadIdx.y == 0 && B.Y0 > 0 && qx < K.dims[0]) {
+        r.hyr[0] = P.h[2][p - K.s1];
+        r.hyr[1] = P.h[0][p - K.s1];
     }
 }
 
 // New H_c at padded (qx, qy, qz), ring coordinates (rx, ry) of that position
-// in Ec (plane z) and En (plane z+1). 0 outside H_c's update range.
+// in Ec (plane z) and En (plane z+1); h = old H_c. 0 outside H_c's update range.
 template <int C>
 __device__ __forceinline__ float fused_h(const FdtdPtrs& P, const Dctx& K, const Ering* Ec, const Ering* En,
-                                         int rx, int ry, int qx, int qy, int qz, long long p, float* psi_out) {
+                                         int rx, int ry, int qx, int qy, int qz, float h, float* psi_out) {
     if (!h_in<C>(K, qx, qy, qz)) return 0.f;
     float t1, t2;
     if (C == 0) {
@@ -326,7 +379,7 @@ __device__ __forceinline__ float fused_h(const FdtdPtrs& P, const Dctx& K, const
         t1 = (Ec[1][ry][rx + 1] - Ec[1][ry][rx]) * K.id[0];
         t2 = (Ec[0][ry + 1][rx] - Ec[0][ry][rx]) * K.id[1];
     }
-    return h_core<C>(P, K, qx, qy, qz, p, t1, t2, P.psi_h, psi_out);
+    return h_core<C>(P, K, qx, qy, qz, h, t1, t2, P.psi_h, psi_out);
 }
 
 // Ghost fix of the thread's own H_c (x/y faces from the neighbour in the
@@ -351,8 +404,15 @@ __device__ __forceinline__ float own_ghost(const Dctx& K, float (*sH)[EMV_TY + 1
     return v;
 }
 
+// Minimum resident blocks per SM asked of the compiler (caps registers).
+#ifndef EMV_MINB
+#define EMV_MINB ((EMV_NT >= 512) ? 1 : (512 / EMV_NT))
+#endif
+
 // CPU twin: cpu.rs fdtd_step (fdtd_update_h, fdtd_pmc_ghosts, fdtd_update_e).
-extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_step(FdtdPtrs P) {
+// Software pipelined: while plane z is computed, the E ring of plane z+2 and
+// the old H and materials of plane z+1 are on their way into registers.
+extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtrs P) {
     __shared__ float sE[2][3][EMV_RH][EMV_RW];
     __shared__ float sH[3][EMV_TY + 1][EMV_TX + 1];
     Dctx K;
@@ -367,13 +427,20 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_step(FdtdPtrs P) {
     const int zs = B.z0 > 0 ? B.z0 - 1 : 0;
     const int hx = lx + 1;  // own position in sH; 0 is the halo column/row
     const int hy = ly + 1;
-    load_ring(P, K, B, sE[0], zs, tid);
+    float r[3][EMV_NR];
+    ring_fetch(P, K, B, zs, tid, r);
+    ring_store(sE[0], tid, r);
+    ring_fetch(P, K, B, zs + 1, tid, r);
+    ring_store(sE[1], tid, r);
+    Pre cu, nx;
+    pre_fetch(P, K, B, qx, qy, zs, inside, cu);
     int cur = 0;
     float prev_x = 0.f, prev_y = 0.f;
     for (int qz = zs; qz < B.z1; ++qz) {
         const bool owned = qz >= B.z0;  // block-uniform
-        load_ring(P, K, B, sE[cur ^ 1], qz + 1, tid);
-        __syncthreads();
+        __syncthreads();  // ring of plane z+1 stored; previous plane done with sH
+        ring_fetch(P, K, B, qz + 2, tid, r);
+        pre_fetch(P, K, B, qx, qy, qz + 1, inside, nx);
         const Ering* Ec = sE[cur];
         const Ering* En = sE[cur ^ 1];
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
@@ -383,9 +450,9 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_step(FdtdPtrs P) {
         float h0 = 0.f, h1 = 0.f, h2 = 0.f;
         if (inside) {
             float* pso = owned ? P.psi_h_out : (float*)0;
-            h0 = fused_h<0>(P, K, Ec, En, hx, hy, qx, qy, qz, p, pso);
-            h1 = fused_h<1>(P, K, Ec, En, hx, hy, qx, qy, qz, p, pso);
-            h2 = fused_h<2>(P, K, Ec, En, hx, hy, qx, qy, qz, p, pso);
+            h0 = fused_h<0>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[0], pso);
+            h1 = fused_h<1>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[1], pso);
+            h2 = fused_h<2>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[2], pso);
         }
         sH[0][hy][hx] = h0;
         sH[1][hy][hx] = h1;
@@ -394,8 +461,8 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_step(FdtdPtrs P) {
             if (lx == 0) {  // column x = X0-1: Hy, Hz for E_z, E_y of column X0
                 float a1 = 0.f, a2 = 0.f;
                 if (B.X0 > 0 && qy < K.dims[1]) {
-                    a1 = fused_h<1>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, p - 1, (float*)0);
-                    a2 = fused_h<2>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, p - 1, (float*)0);
+                    a1 = fused_h<1>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, cu.hxc[0], (float*)0);
+                    a2 = fused_h<2>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, cu.hxc[1], (float*)0);
                 }
                 sH[1][hy][0] = a1;
                 sH[2][hy][0] = a2;
@@ -403,20 +470,21 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_step(FdtdPtrs P) {
             if (ly == 0) {  // row y = Y0-1: Hz, Hx for E_x, E_z of row Y0
                 float a2 = 0.f, a0 = 0.f;
                 if (B.Y0 > 0 && qx < K.dims[0]) {
-                    a2 = fused_h<2>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, p - K.s1, (float*)0);
-                    a0 = fused_h<0>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, p - K.s1, (float*)0);
+                    a2 = fused_h<2>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, cu.hyr[0], (float*)0);
+                    a0 = fused_h<0>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, cu.hyr[1], (float*)0);
                 }
                 sH[2][0][hx] = a2;
                 sH[0][0][hx] = a0;
             }
         }
-        __syncthreads();
+        __syncthreads();  // sH complete; nobody reads Ec any more
+        ring_store(sE[cur], tid, r);  // plane z+2 takes the place of plane z
         if (owned && inside) {
             h0 = own_ghost<0>(K, sH, hx, hy, qx, qy, qz, h0, prev_x);
             h1 = own_ghost<1>(K, sH, hx, hy, qx, qy, qz, h1, prev_y);
             h2 = own_ghost<2>(K, sH, hx, hy, qx, qy, qz, h2, 0.f);
         }
-        __syncthreads();
+        __syncthreads();  // ghosts in sH
         if (owned && inside) {
             if (qz == 1 && ((K.pmc >> 4) & 1)) {
                 // Ghost plane 0 of a PMC z-low face mirrors plane 1 (own column only).
@@ -429,17 +497,17 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_step(FdtdPtrs P) {
             if (e_in<0>(K, qx, qy, qz)) {
                 const float t1 = (h2 - sH[2][hy - 1][hx]) * K.id[1];
                 const float t2 = (h1 - prev_y) * K.id[2];
-                e0 = e_core<0>(P, K, qx, qy, qz, p, t1, t2, eo0);
+                e0 = e_core<0>(P, K, qx, qy, qz, cu.m[0], t1, t2, eo0);
             }
             if (e_in<1>(K, qx, qy, qz)) {
                 const float t1 = (h0 - prev_x) * K.id[2];
                 const float t2 = (h2 - sH[2][hy][hx - 1]) * K.id[0];
-                e1 = e_core<1>(P, K, qx, qy, qz, p, t1, t2, eo1);
+                e1 = e_core<1>(P, K, qx, qy, qz, cu.m[1], t1, t2, eo1);
             }
             if (e_in<2>(K, qx, qy, qz)) {
                 const float t1 = (h1 - sH[1][hy][hx - 1]) * K.id[0];
                 const float t2 = (h0 - sH[0][hy - 1][hx]) * K.id[1];
-                e2 = e_core<2>(P, K, qx, qy, qz, p, t1, t2, eo2);
+                e2 = e_core<2>(P, K, qx, qy, qz, cu.m[2], t1, t2, eo2);
             }
             P.e_out[0][p] = e0;
             P.e_out[1][p] = e1;
@@ -450,6 +518,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_step(FdtdPtrs P) {
         }
         prev_x = h0;
         prev_y = h1;
+        cu = nx;
         cur ^= 1;
     }
 }
