@@ -6,6 +6,9 @@ use clap::{Parser, Subcommand};
 pub mod bench;
 pub mod device_check;
 pub mod kernel_emu;
+pub mod inspect;
+pub mod run;
+pub mod simulate;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -16,6 +19,14 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Launch an optimisation run of a design (runs/NAME).
+    Run(run::RunArgs),
+    /// Continue a run from its checkpoint.
+    Resume(run::ResumeArgs),
+    /// Show the best designs of a run (while it runs, too) and write their Touchstone files and plots.
+    Inspect(inspect::InspectArgs),
+    /// Simulate one design at given parameter values.
+    Simulate(simulate::SimulateArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
     /// Compare the CUDA backend with the CPU engine (error norms), for the device machine.
@@ -29,6 +40,10 @@ pub enum Command {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let res = match cli.command {
+        Command::Run(a) => run::run(a),
+        Command::Resume(a) => run::resume(a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Simulate(a) => simulate::run(a),
         Command::Bench(a) => bench::run(a),
         Command::DeviceCheck(a) => device_check::run(a),
         Command::KernelEmu(a) => kernel_emu::run(a),

@@ -14,7 +14,7 @@ pub struct CpuBackend;
 pub fn run_job(job: &SimJob) -> Result<SimOutput, SimFailure> {
     match job.engine {
         EngineKind::Fdtd => super::fdtd::cpu::run(job),
-        EngineKind::Tlm | EngineKind::Tlm2d => super::run_tlm_cpu(job),
+        EngineKind::Tlm | EngineKind::Tlm2d => super::tlm::run_cpu(job),
     }
 }
 
@@ -22,7 +22,15 @@ impl Backend for CpuBackend {
     fn name(&self) -> String {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
-    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult {
-        Ok(jobs.par_iter().map(run_job).collect())
+    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
+        let count = std::sync::atomic::AtomicUsize::new(0);
+        Ok(jobs
+            .par_iter()
+            .map(|j| {
+                let r = run_job(j);
+                done(count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
+                r
+            })
+            .collect())
     }
 }

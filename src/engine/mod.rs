@@ -8,6 +8,8 @@ use crate::job::{SimFailure, SimJob, SimOutput};
 pub mod cpu;
 pub mod cuda;
 pub mod fdtd;
+pub mod select;
+pub mod tlm;
 
 /// Errors that stop a whole batch.
 #[derive(Debug, thiserror::Error)]
@@ -29,10 +31,28 @@ pub trait Backend: Send + Sync {
     /// "cpu", "cuda:0", ...
     fn name(&self) -> String;
     /// Simulate every job of the batch.
-    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult;
+    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult {
+        self.run_batch_progress(jobs, &|_| {})
+    }
+    /// Simulate every job of the batch, calling `done(n)` as jobs finish
+    /// (n = jobs finished so far), for progress bars.
+    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult;
 }
 
-/// TLM on the CPU: provided by the TLM engine module once merged.
-pub(crate) fn run_tlm_cpu(job: &SimJob) -> Result<SimOutput, SimFailure> {
-    Err(SimFailure::Invalid(format!("engine {} is not available in this build", job.engine.name())))
+
+/// Whether the CUDA backend can run here (libraries and a device present).
+pub fn cuda_available() -> bool {
+    cuda::available()
+}
+
+/// The CUDA backend over the given devices (`None`: all).
+pub fn cuda_backend(gpus: Option<Vec<usize>>) -> anyhow::Result<Box<dyn Backend>> {
+    if !cuda::available() {
+        anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
+    }
+    let list = match gpus {
+        Some(l) => l,
+        None => (0..cudarc::driver::CudaContext::device_count().map_err(|e| anyhow::anyhow!("counting CUDA devices: {e:?}"))? as usize).collect(),
+    };
+    Ok(Box::new(cuda::CudaBackend::new(&list)?))
 }

@@ -869,7 +869,10 @@ impl Backend for CudaBackend {
     fn name(&self) -> String {
         format!("cuda:{} [{} {}]", self.devices().join(", "), self.opts.scheme.name(), self.opts.tile)
     }
-    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult {
-        Ok(self.run_jobs(jobs, None, false)?.into_iter().map(|r| r.map(|j| j.out)).collect())
+    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
+        // The whole batch advances together on the device: it finishes at once.
+        let out: Vec<_> = self.run_jobs(jobs, None, false)?.into_iter().map(|r| r.map(|j| j.out)).collect();
+        done(jobs.len());
+        Ok(out)
     }
 }

@@ -43,6 +43,19 @@ impl Shared {
     }
 }
 
+/// Grids smaller than this run their planes on one thread: for small designs
+/// the parallelism comes from running the batch's jobs side by side instead.
+const PAR_MIN_CELLS: usize = 100_000;
+
+/// Run `f(k)` for every plane k, in parallel for large grids.
+fn for_planes<F: Fn(usize) + Sync + Send>(op: &Operator, planes: usize, f: F) {
+    if op.len >= PAR_MIN_CELLS {
+        (0..planes).into_par_iter().for_each(f);
+    } else {
+        (0..planes).for_each(f);
+    }
+}
+
 /// Logical ranges of component c: half-integer along c (0..n_c), nodes elsewhere (0..=n).
 fn e_range(op: &Operator, c: usize) -> [usize; 3] {
     let mut r = [op.n[0] + 1, op.n[1] + 1, op.n[2] + 1];
@@ -53,6 +66,32 @@ fn h_range(op: &Operator, c: usize) -> [usize; 3] {
     let mut r = [op.n[0], op.n[1], op.n[2]];
     r[c] = op.n[c] + 1;
     r
+}
+
+/// The span `ilo..ihi` of row (j, k) where neither derivative axis is inside
+/// a CPML, so the plain update applies; empty when the row itself is in one.
+fn plain_span(op: &Operator, axes: [usize; 2], j: usize, k: usize, len: usize, e_side: bool) -> (usize, usize) {
+    let inside = |cp: &Cpml1d, pos: usize| if e_side { cp.e_b[pos] > 0.0 } else { cp.h_b[pos] > 0.0 };
+    let (mut lo, mut hi) = (0, len);
+    for ax in axes {
+        if let Some(cp) = &op.pml[ax] {
+            match ax {
+                1 if inside(cp, j) => return (0, 0),
+                2 if inside(cp, k) => return (0, 0),
+                0 => {
+                    let n = if e_side { cp.e_b.len() } else { cp.h_b.len() };
+                    while lo < len.min(n) && inside(cp, lo) {
+                        lo += 1;
+                    }
+                    while hi > lo && hi <= n && inside(cp, hi - 1) {
+                        hi -= 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    (lo, hi)
 }
 
 /// One CPML-stretched derivative: returns `t * kinv + psi` and updates psi.
@@ -87,11 +126,16 @@ pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
         let (pa, pb) = (Shared::of(&mut f.psi_h[c][a]), Shared::of(&mut f.psi_h[c][b]));
         let (cpa, cpb) = (op.pml[a].as_ref(), op.pml[b].as_ref());
         let (ida, idb, db) = (op.inv_d[a], op.inv_d[b], op.db);
-        (0..r[2]).into_par_iter().for_each(|k| {
+        for_planes(op, r[2], |k| {
             let (hc, pa, pb) = (hc, pa, pb);
             for j in 0..r[1] {
-                let mut p = op.at(0, j as isize, k as isize);
-                for i in 0..r[0] {
+                let p0 = op.at(0, j as isize, k as isize);
+                if !op.h_rows[c][p0 / op.stride[1]] {
+                    continue;
+                }
+                let (ilo, ihi) = plain_span(op, [a, b], j, k, r[0], false);
+                for i in (0..ilo).chain(ihi..r[0]) {
+                    let p = p0 + i;
                     let pos = [i, j, k];
                     let t1 = (eb[p + sa] - eb[p]) * ida;
                     let t2 = (ea[p + sb] - ea[p]) * idb;
@@ -99,7 +143,12 @@ pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
                     let t2 = stretch(t2, pos[b], cpb, false, pb.0, p);
                     // SAFETY: plane k of hc is written by this thread only.
                     unsafe { *hc.0.add(p) -= db * (t1 - t2) };
-                    p += 1;
+                }
+                // Outside the CPML: the same arithmetic without the stretching.
+                for p in p0 + ilo..p0 + ihi {
+                    let t1 = (eb[p + sa] - eb[p]) * ida;
+                    let t2 = (ea[p + sb] - ea[p]) * idb;
+                    unsafe { *hc.0.add(p) -= db * (t1 - t2) };
                 }
             }
         });
@@ -151,11 +200,16 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
         let (ida, idb) = (op.inv_d[a], op.inv_d[b]);
         let mat = &op.mat[c];
         let (ca, cb) = (&op.ca, &op.cb);
-        (0..r[2]).into_par_iter().for_each(|k| {
+        for_planes(op, r[2], |k| {
             let (ec, pa, pb) = (ec, pa, pb);
             for j in 0..r[1] {
-                let mut p = op.at(0, j as isize, k as isize);
-                for i in 0..r[0] {
+                let p0 = op.at(0, j as isize, k as isize);
+                if !op.e_rows[c][p0 / op.stride[1]] {
+                    continue;
+                }
+                let (ilo, ihi) = plain_span(op, [a, b], j, k, r[0], true);
+                for i in (0..ilo).chain(ihi..r[0]) {
+                    let p = p0 + i;
                     let pos = [i, j, k];
                     let t1 = (hb[p] - hb[p - sa]) * ida;
                     let t2 = (ha[p] - ha[p - sb]) * idb;
@@ -167,7 +221,16 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
                         let e = ec.0.add(p);
                         *e = ca[m] * *e + cb[m] * (t1 - t2);
                     }
-                    p += 1;
+                }
+                // Outside the CPML: the same arithmetic without the stretching.
+                for p in p0 + ilo..p0 + ihi {
+                    let t1 = (hb[p] - hb[p - sa]) * ida;
+                    let t2 = (ha[p] - ha[p - sb]) * idb;
+                    let m = mat[p] as usize;
+                    unsafe {
+                        let e = ec.0.add(p);
+                        *e = ca[m] * *e + cb[m] * (t1 - t2);
+                    }
                 }
             }
         });

@@ -96,6 +96,12 @@ pub struct Operator {
     pub guides: Vec<Option<GuideOp>>,
     /// Index into `lumped`/`guides` (by port order) of the driven port.
     pub drive: usize,
+    /// Per component, per row (flat index / row stride): false when every E
+    /// edge of the row is PEC, or (for H) when every E the row reads is in
+    /// such a row. Those rows stay zero forever, so the CPU skips them: half
+    /// the components of a 2.5D (invariant-axis) job, metal-filled regions.
+    pub e_rows: [Vec<bool>; 3],
+    pub h_rows: [Vec<bool>; 3],
 }
 
 impl Operator {
@@ -159,6 +165,8 @@ impl Operator {
             lumped: vec![],
             guides: vec![],
             drive: job.drive,
+            e_rows: [vec![], vec![], vec![]],
+            h_rows: [vec![], vec![], vec![]],
         };
         let mut table = CoefTable::default();
         op.fill_materials(job, &mut table)?;
@@ -170,7 +178,28 @@ impl Operator {
         for a in 0..3 {
             op.pml[a] = cpml_axis(job, a, dt);
         }
+        op.mark_rows();
         Ok(op)
+    }
+
+    fn mark_rows(&mut self) {
+        let nrows = self.len / self.stride[1];
+        let row = self.stride[1];
+        for c in 0..3 {
+            self.e_rows[c] = (0..nrows).map(|r| self.mat[c][r * row..(r + 1) * row].iter().any(|&m| m != PEC_INDEX)).collect();
+        }
+        let shift = |ax: usize| self.stride[ax] / row; // rows moved by one step along ax (0 along x)
+        for c in 0..3 {
+            let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+            let (sa, sb) = (shift(a), shift(b));
+            let er = &self.e_rows;
+            self.h_rows[c] = (0..nrows)
+                .map(|r| {
+                    let get = |v: &Vec<bool>, i: usize| i < nrows && v[i];
+                    get(&er[b], r) || get(&er[b], r + sa) || get(&er[a], r) || get(&er[a], r + sb)
+                })
+                .collect();
+        }
     }
 
     /// Per-edge material: the average eps and sigma of the (up to four) cells

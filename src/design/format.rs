@@ -1,0 +1,360 @@
+//! Serde types of a design file, one per construct users write in RON
+//! (see docs/DESIGN_FORMAT.md). Nothing here is evaluated or checked; that is
+//! `validate.rs` (on load) and `resolve.rs` (per set of parameter values).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::expr::Expr;
+use crate::ga::GaSettings;
+use super::params::ParamSpec;
+use crate::job::{Axis, Boundary};
+
+/// A point `(x, y, z)` in design units.
+pub type Vec3 = (Expr, Expr, Expr);
+
+/// The whole file: `Design(name: ..., ...)`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename = "Design", deny_unknown_fields)]
+pub struct DesignFile {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub units: Units,
+    #[serde(default)]
+    pub parameters: BTreeMap<String, ParamSpec>,
+    #[serde(default)]
+    pub constants: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub materials: BTreeMap<String, MaterialSpec>,
+    /// Comparisons that every design must satisfy, e.g. `"w2 < w1"`.
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    /// Absent: one objective, the goal violation.
+    #[serde(default)]
+    pub objectives: Option<Vec<Objective>>,
+    pub geometry: Vec<Primitive>,
+    pub domain: Domain,
+    pub boundaries: Boundaries,
+    pub ports: Vec<PortSpec>,
+    pub band: Band,
+    pub engine: EngineSpec,
+    pub goals: Vec<GoalSpec>,
+    #[serde(default)]
+    pub optimiser: GaSettings,
+}
+
+/// Length unit of every geometric number (not of frequencies, always Hz).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Units {
+    #[serde(alias = "Millimeter")]
+    Millimetre,
+    #[serde(alias = "Micrometer")]
+    Micrometre,
+    #[serde(alias = "Meter")]
+    Metre,
+}
+
+impl Units {
+    /// Metres per design unit.
+    pub fn metres(self) -> f64 {
+        match self {
+            Units::Millimetre => 1e-3,
+            Units::Micrometre => 1e-6,
+            Units::Metre => 1.0,
+        }
+    }
+    /// Short name for messages.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Units::Millimetre => "mm",
+            Units::Micrometre => "um",
+            Units::Metre => "m",
+        }
+    }
+}
+
+/// A named material of the `materials` map.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum MaterialSpec {
+    /// Loss as `tan_delta` (converted at the band centre) or as `sigma` in S/m, not both.
+    Dielectric {
+        eps_r: f64,
+        #[serde(default)]
+        tan_delta: Option<f64>,
+        #[serde(default)]
+        sigma: Option<f64>,
+        #[serde(default)]
+        mu_r: Option<f64>,
+    },
+    Pec,
+}
+
+/// An extra objective besides the goals (multi-objective runs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Objective {
+    /// The goal violation (the fitness).
+    Goals,
+    Minimize(String),
+    Maximize(String),
+}
+
+/// A geometry primitive. Later primitives win where they overlap earlier ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Primitive {
+    /// A block of `material` (a name of `materials`, or `Pec` / `Vacuum`).
+    Box { material: String, min: Vec3, max: Vec3 },
+    /// A zero-thickness PEC rectangle: exactly one axis has min == max.
+    Sheet { min: Vec3, max: Vec3 },
+    /// A PEC wall across the whole cross-section normal to `axis`, from `z` to
+    /// `z + thickness` along it, with a centred aperture of width `aperture` along
+    /// the guide's wide axis, open over the full height.
+    Iris {
+        #[serde(alias = "at")]
+        z: Expr,
+        thickness: Expr,
+        aperture: Expr,
+        #[serde(default = "axis_z")]
+        axis: Axis,
+    },
+    /// A cylinder of `material` (default PEC) along `axis` through the whole
+    /// domain; `center`'s component along `axis` is ignored.
+    Post {
+        center: Vec3,
+        radius: Expr,
+        #[serde(default = "axis_y")]
+        axis: Axis,
+        #[serde(default = "pec_name")]
+        material: String,
+    },
+    /// A dielectric slab over the domain's whole x/y extent from `z0` to
+    /// `z0 + thickness`, with a PEC ground sheet at `z0` when `ground` is true.
+    Substrate {
+        material: String,
+        z0: Expr,
+        thickness: Expr,
+        #[serde(default)]
+        ground: bool,
+    },
+}
+
+fn axis_z() -> Axis {
+    Axis::Z
+}
+fn axis_y() -> Axis {
+    Axis::Y
+}
+fn pec_name() -> String {
+    "Pec".into()
+}
+
+impl Primitive {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Primitive::Box { .. } => "Box",
+            Primitive::Sheet { .. } => "Sheet",
+            Primitive::Iris { .. } => "Iris",
+            Primitive::Post { .. } => "Post",
+            Primitive::Substrate { .. } => "Substrate",
+        }
+    }
+}
+
+/// The simulated region `(lo, hi)` per axis, before absorbing padding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Domain {
+    pub x: (Expr, Expr),
+    pub y: (Expr, Expr),
+    pub z: (Expr, Expr),
+}
+
+/// What sits on the two faces of one axis: `Pec` (both faces), or
+/// `Faces(Pec, Absorbing)` (low face, high face).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FacePair {
+    Pec,
+    Pmc,
+    Absorbing,
+    Faces(Boundary, Boundary),
+}
+
+impl FacePair {
+    /// (low face, high face).
+    pub fn faces(self) -> [Boundary; 2] {
+        match self {
+            FacePair::Pec => [Boundary::Pec; 2],
+            FacePair::Pmc => [Boundary::Pmc; 2],
+            FacePair::Absorbing => [Boundary::Absorbing; 2],
+            FacePair::Faces(lo, hi) => [lo, hi],
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Boundaries {
+    pub x: FacePair,
+    pub y: FacePair,
+    pub z: FacePair,
+}
+
+/// A port. Port numbers in goals are positions in `ports` + 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum PortSpec {
+    /// A source with series resistance `r` ohm between two points that differ along one axis.
+    Lumped {
+        name: String,
+        from: Vec3,
+        to: Vec3,
+        #[serde(default = "fifty_ohm")]
+        r: Expr,
+    },
+    /// A TE10 port of the rectangular guide formed by the domain's transverse faces.
+    Waveguide {
+        name: String,
+        plane: PlaneSpec,
+        #[serde(default)]
+        mode: Mode,
+    },
+}
+
+fn fifty_ohm() -> Expr {
+    Expr::Num(50.0)
+}
+
+impl PortSpec {
+    pub fn name(&self) -> &str {
+        match self {
+            PortSpec::Lumped { name, .. } | PortSpec::Waveguide { name, .. } => name,
+        }
+    }
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PortSpec::Lumped { .. } => "Lumped",
+            PortSpec::Waveguide { .. } => "Waveguide",
+        }
+    }
+}
+
+/// The reference plane of a waveguide port: `Z("feed - 5")` is the plane z = feed - 5.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum PlaneSpec {
+    X(Expr),
+    Y(Expr),
+    Z(Expr),
+}
+
+impl PlaneSpec {
+    pub fn axis_and_coord(&self) -> (Axis, &Expr) {
+        match self {
+            PlaneSpec::X(e) => (Axis::X, e),
+            PlaneSpec::Y(e) => (Axis::Y, e),
+            PlaneSpec::Z(e) => (Axis::Z, e),
+        }
+    }
+}
+
+/// The waveguide mode of a port (only the fundamental one is supported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Mode {
+    #[default]
+    TE10,
+}
+
+/// The frequency sweep: `points` frequencies from `start` to `stop` Hz inclusive.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Band {
+    pub start: f64,
+    pub stop: f64,
+    pub points: usize,
+}
+
+impl Band {
+    pub fn freqs(&self) -> Vec<f64> {
+        let n = self.points;
+        if n < 2 {
+            return vec![self.start; n];
+        }
+        (0..n).map(|k| self.start + (self.stop - self.start) * k as f64 / (n - 1) as f64).collect()
+    }
+}
+
+/// The engine and its options: `Fdtd(cell: 0.1, invariant: Y)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum EngineSpec {
+    Fdtd(EngineOptions),
+    Tlm(EngineOptions),
+    Tlm2d(EngineOptions),
+}
+
+impl EngineSpec {
+    pub fn kind(&self) -> crate::job::EngineKind {
+        use crate::job::EngineKind;
+        match self {
+            EngineSpec::Fdtd(_) => EngineKind::Fdtd,
+            EngineSpec::Tlm(_) => EngineKind::Tlm,
+            EngineSpec::Tlm2d(_) => EngineKind::Tlm2d,
+        }
+    }
+    pub fn options(&self) -> &EngineOptions {
+        match self {
+            EngineSpec::Fdtd(o) | EngineSpec::Tlm(o) | EngineSpec::Tlm2d(o) => o,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineOptions {
+    /// Cell size in design units (cubic cells; each axis stretches it slightly to fit).
+    pub cell: Expr,
+    /// An axis along which neither the structure nor the fields vary (one cell).
+    #[serde(default)]
+    pub invariant: Option<Axis>,
+    /// Absorbing padding in cells on every absorbing face.
+    #[serde(default = "default_pml")]
+    pub pml: usize,
+    #[serde(default = "default_courant")]
+    pub courant: f64,
+    /// End when the field energy is this far below its peak (dB, negative).
+    #[serde(default = "default_decay_db")]
+    pub decay_db: f64,
+    #[serde(default)]
+    pub max_steps: Option<usize>,
+}
+
+fn default_pml() -> usize {
+    10
+}
+fn default_courant() -> f64 {
+    0.99
+}
+fn default_decay_db() -> f64 {
+    -40.0
+}
+
+/// A goal on |S_ij| in dB over a sub-band: `Goal(s: (2, 1), band: (31e9, 32.1e9), above_db: -1.0)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "Goal", deny_unknown_fields)]
+pub struct GoalSpec {
+    /// (i, j), 1-based port numbers: S_ij, port j driven.
+    pub s: (usize, usize),
+    /// (f1, f2) in Hz.
+    pub band: (f64, f64),
+    #[serde(default)]
+    pub above_db: Option<f64>,
+    #[serde(default)]
+    pub below_db: Option<f64>,
+    #[serde(default = "unit_weight")]
+    pub weight: f64,
+}
+
+fn unit_weight() -> f64 {
+    1.0
+}

@@ -1,0 +1,200 @@
+//! Design files: parsing and validating them, evaluating them at parameter
+//! values, and turning them into simulation jobs.
+//!
+//! A design is loaded once ([`Design::load`]); the optimiser then asks for its
+//! genes, checks candidate values, and gets [`SimJob`]s for each candidate
+//! ([`Design::jobs`]); the S-parameters of those jobs are scored by
+//! [`Design::fitness`].
+
+pub mod error;
+pub mod expr;
+pub mod format;
+pub mod params;
+mod resolve;
+mod validate;
+mod values;
+mod voxel;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+pub use error::DesignError;
+pub use format::DesignFile;
+pub use crate::ga::GaSettings;
+pub use crate::ga::GeneSpec;
+pub use resolve::{MIN_CELLS_PER_WAVELENGTH, PORT_MARGIN, SOURCE_OFFSET};
+
+use crate::analysis::sparams::SParams;
+use crate::fitness::{self, Fitness, FitnessError, Goal};
+use crate::job::{EngineKind, SimJob};
+
+/// A loaded and checked design file.
+#[derive(Debug, Clone)]
+pub struct Design {
+    origin: String,
+    text: String,
+    file: DesignFile,
+    goals: Vec<Goal>,
+    notes: Vec<String>,
+}
+
+impl Design {
+    /// Read and check the design file at `path`.
+    pub fn load(path: &Path) -> Result<Design, DesignError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| DesignError::Io { file: origin.clone(), source })?;
+        Design::parse(&text, &origin)
+    }
+
+    /// Parse and check design text; `origin` names it in errors (a path, usually).
+    ///
+    /// Besides the checks that need no values, the geometry is built once at the
+    /// parameters' midpoint (when that point satisfies the constraints), so that a
+    /// port outside the domain or a mesh too coarse fails here rather than on every
+    /// evaluation.
+    pub fn parse(text: &str, origin: &str) -> Result<Design, DesignError> {
+        let file: DesignFile = ron_options().from_str(text).map_err(|e| DesignError::from_ron(origin, e))?;
+        let checked = validate::check_static(&file, origin)?;
+        let design = Design {
+            origin: origin.to_string(),
+            text: text.to_string(),
+            file,
+            goals: checked.goals,
+            notes: checked.notes,
+        };
+        let mid = design.midpoint_values();
+        if design.constraint_violation(&mid) == 0.0 {
+            design.job(&mid, None)?;
+        }
+        Ok(design)
+    }
+
+    /// The file name (or origin) errors refer to.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+    pub fn name(&self) -> &str {
+        &self.file.name
+    }
+    pub fn description(&self) -> &str {
+        &self.file.description
+    }
+    /// The text as loaded (what a run directory keeps a copy of).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+    /// The parsed file, as written.
+    pub fn file(&self) -> &DesignFile {
+        &self.file
+    }
+    /// Goals in the form [`fitness::evaluate`] reads.
+    pub fn goals(&self) -> &[Goal] {
+        &self.goals
+    }
+    pub fn optimiser(&self) -> &GaSettings {
+        &self.file.optimiser
+    }
+    /// Port names in port-number order.
+    pub fn port_names(&self) -> Vec<String> {
+        self.file.ports.iter().map(|p| p.name().to_string()).collect()
+    }
+    /// The frequencies (Hz) every job reports.
+    pub fn freqs(&self) -> Vec<f64> {
+        self.file.band.freqs()
+    }
+    /// The engine the file asks for.
+    pub fn engine_kind(&self) -> EngineKind {
+        self.file.engine.kind()
+    }
+    /// Things the user should know that are not errors (e.g. an inferred invariant axis).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// SHA-256 (hex) of the file text with line endings and trailing blanks
+    /// normalised. Any other edit, comments included, changes it: resuming a run
+    /// against an edited file is refused rather than guessed about.
+    pub fn hash(&self) -> String {
+        let mut h = Sha256::new();
+        for line in self.text.lines() {
+            h.update(line.trim_end().as_bytes());
+            h.update(b"\n");
+        }
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// The 0-based port indices that must be driven for the goals (S_ij needs port j driven).
+    pub fn drives_needed(&self) -> Vec<usize> {
+        let mut v: Vec<usize> = self.goals.iter().map(|g| g.s.1 - 1).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// One job per driven port (`drives`, 0-based), identical but for `drive` and
+    /// `label`. Values must be complete and within bounds; constraints are not
+    /// checked here (see [`Design::constraint_violation`]). `engine_override`
+    /// swaps the engine and keeps the cell size and every option.
+    pub fn jobs(
+        &self,
+        values: &BTreeMap<String, f64>,
+        drives: &[usize],
+        engine_override: Option<EngineKind>,
+    ) -> Result<Vec<SimJob>, DesignError> {
+        let n = self.file.ports.len();
+        if let Some(&j) = drives.iter().find(|&&j| j >= n) {
+            return Err(DesignError::invalid(
+                &self.origin,
+                "ports",
+                format!("cannot drive port index {j}: there are {n} ports (0-based)"),
+            ));
+        }
+        let job = self.job(values, engine_override)?;
+        let values_text = values.iter().map(|(k, v)| format!("{k}={}", short(*v))).collect::<Vec<_>>().join(",");
+        Ok(drives
+            .iter()
+            .map(|&j| {
+                let mut jb = job.clone();
+                jb.drive = j;
+                jb.label = format!("{} [{values_text}] drive {}", self.file.name, job.ports[j].name);
+                jb
+            })
+            .collect())
+    }
+
+    fn job(&self, values: &BTreeMap<String, f64>, over: Option<EngineKind>) -> Result<SimJob, DesignError> {
+        self.check_bounds(values)?;
+        let kind = over.unwrap_or(self.file.engine.kind());
+        let r = resolve::resolve(&self.file, &self.origin, values, kind)?;
+        voxel::voxelise(&r, &self.file, &self.origin)
+    }
+
+    /// Score S-parameters against the goals.
+    pub fn fitness(&self, sp: &SParams) -> Result<Fitness, FitnessError> {
+        fitness::evaluate(&self.goals, sp)
+    }
+}
+
+/// RON as design files are written: `Fdtd(cell: 0.1)` for a variant holding a
+/// struct, and `tan_delta: 0.02` for an optional field.
+fn ron_options() -> ron::Options {
+    use ron::extensions::Extensions;
+    ron::Options::default()
+        .with_default_extension(Extensions::UNWRAP_VARIANT_NEWTYPES)
+        .with_default_extension(Extensions::IMPLICIT_SOME)
+}
+
+/// A value for labels: at most 6 significant digits, no trailing zeros.
+pub fn short(x: f64) -> String {
+    let s = format!("{:.*}", (5 - x.abs().max(1e-300).log10().floor() as i32).clamp(0, 12) as usize, x);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests;

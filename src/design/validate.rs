@@ -1,0 +1,341 @@
+//! Checks of a parsed design file that need no parameter values: names,
+//! expressions, bounds, materials, ports, band, engine options, goals, optimiser.
+
+use std::collections::BTreeSet;
+
+use super::error::DesignError;
+use super::expr::{self, Expr, BUILTIN_NAMES};
+use super::format::{DesignFile, EngineSpec, MaterialSpec, Objective, PortSpec, Primitive, Vec3};
+use super::params::spec_problem;
+use crate::fitness::{Goal, Limit};
+use crate::job::{Axis, Boundary};
+
+/// Built-in material names (matched case-insensitively).
+pub const BUILTIN_MATERIALS: &[&str] = &["Pec", "Vacuum"];
+
+/// What the static checks produce: the goals in fitness form and notes for the user.
+pub(crate) struct Checked {
+    pub goals: Vec<Goal>,
+    pub notes: Vec<String>,
+}
+
+pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, DesignError> {
+    let bad = |at: &str, m: String| Err(DesignError::invalid(file, at, m));
+    if d.name.trim().is_empty() {
+        return bad("name", "must not be empty".into());
+    }
+
+    // Names: identifiers that evalexpr reads as variables, each declared once.
+    for (name, spec) in &d.parameters {
+        let at = format!("parameters.{name}");
+        if let Some(m) = name_problem(name) {
+            return bad(&at, m);
+        }
+        if d.constants.contains_key(name) {
+            return bad(&at, format!("`{name}` is declared both as a parameter and as a constant"));
+        }
+        if let Some(m) = spec_problem(spec) {
+            return bad(&at, m);
+        }
+    }
+    for (name, v) in &d.constants {
+        let at = format!("constants.{name}");
+        if let Some(m) = name_problem(name) {
+            return bad(&at, m);
+        }
+        if !v.is_finite() {
+            return bad(&at, format!("must be a finite number (got {v})"));
+        }
+    }
+    let known: BTreeSet<String> = d.parameters.keys().chain(d.constants.keys()).cloned().collect();
+
+    for (name, m) in &d.materials {
+        let at = format!("materials.{name}");
+        if BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(name)) {
+            return bad(&at, format!("`{name}` is a built-in material; choose another name"));
+        }
+        if let MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r } = *m {
+            if !(eps_r >= 1.0 && eps_r.is_finite()) {
+                return bad(&format!("{at}.eps_r"), format!("must be a finite number >= 1 (got {eps_r})"));
+            }
+            if let Some(mu) = mu_r {
+                if !(mu >= 1.0 && mu.is_finite()) {
+                    return bad(&format!("{at}.mu_r"), format!("must be a finite number >= 1 (got {mu})"));
+                }
+            }
+            if tan_delta.is_some() && sigma.is_some() {
+                return bad(&at, "give the loss as tan_delta or as sigma, not both".into());
+            }
+            for (f, v) in [("tan_delta", tan_delta), ("sigma", sigma)] {
+                if let Some(v) = v {
+                    if !(v >= 0.0 && v.is_finite()) {
+                        return bad(&format!("{at}.{f}"), format!("must be a finite number >= 0 (got {v})"));
+                    }
+                }
+            }
+        }
+    }
+
+    for (at, e) in numeric_fields(d) {
+        if let Expr::Text(t) = e {
+            expr::check(file, &at, t, &known)?;
+        }
+    }
+
+    for (i, p) in d.geometry.iter().enumerate() {
+        let material = match p {
+            Primitive::Box { material, .. }
+            | Primitive::Post { material, .. }
+            | Primitive::Substrate { material, .. } => material,
+            _ => continue,
+        };
+        let builtin = BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(material));
+        if !builtin && !d.materials.contains_key(material) {
+            let mut names: Vec<&str> = BUILTIN_MATERIALS.to_vec();
+            names.extend(d.materials.keys().map(String::as_str));
+            return bad(
+                &format!("geometry[{i}] ({}).material", p.kind()),
+                format!("unknown material `{material}` (known: {})", names.join(", ")),
+            );
+        }
+    }
+
+    for (i, c) in d.constraints.iter().enumerate() {
+        let at = format!("constraints[{i}]");
+        expr::check(file, &at, c, &known)?;
+        if let Err(m) = expr::comparison(c) {
+            return Err(DesignError::BadExpression { file: file.into(), at, expr: c.clone(), problem: m });
+        }
+    }
+
+    if let Some(objs) = &d.objectives {
+        if objs.is_empty() {
+            return bad("objectives", "must list at least one objective (or be left out)".into());
+        }
+        if objs.iter().filter(|o| matches!(o, Objective::Goals)).count() > 1 {
+            return bad("objectives", "`Goals` may appear only once".into());
+        }
+        for (i, o) in objs.iter().enumerate() {
+            if let Objective::Minimize(t) | Objective::Maximize(t) = o {
+                expr::check(file, &format!("objectives[{i}]"), t, &known)?;
+            }
+        }
+    }
+
+    if d.ports.is_empty() {
+        return bad("ports", "must list at least one port".into());
+    }
+    for (i, p) in d.ports.iter().enumerate() {
+        if p.name().trim().is_empty() {
+            return bad(&format!("ports[{i}].name"), "must not be empty".into());
+        }
+        if let Some(k) = d.ports[..i].iter().position(|q| q.name() == p.name()) {
+            return bad(&format!("ports[{i}].name"), format!("`{}` is also the name of ports[{k}]", p.name()));
+        }
+    }
+
+    let b = &d.band;
+    if !(b.start >= 0.0 && b.start.is_finite() && b.stop.is_finite()) {
+        return bad("band", format!("start ({}) and stop ({}) must be finite and >= 0", b.start, b.stop));
+    }
+    if b.stop <= b.start {
+        return bad("band", format!("stop ({}) must be above start ({})", b.stop, b.start));
+    }
+    if b.points < 2 {
+        return bad("band.points", format!("must be at least 2 (got {})", b.points));
+    }
+
+    let notes = check_engine(d, file)?;
+    let goals = check_goals(d, file)?;
+
+    match d.optimiser.validate() {
+        Ok(()) => {}
+        Err(crate::ga::GaError::InvalidSetting { field, why }) => return bad(&format!("optimiser.{field}"), why),
+        Err(e) => return bad("optimiser", e.to_string()),
+    }
+    Ok(Checked { goals, notes })
+}
+
+/// A parameter or constant name must be an identifier evalexpr reads as one variable.
+fn name_problem(name: &str) -> Option<String> {
+    let mut chars = name.chars();
+    let ok_start = chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    if !ok_start || !chars.all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Some(format!("`{name}` is not a name (letters, digits and _, not starting with a digit)"));
+    }
+    if BUILTIN_NAMES.contains(&name) || ["true", "false"].contains(&name) {
+        return Some(format!("`{name}` is reserved"));
+    }
+    None
+}
+
+fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> {
+    let bad = |at: &str, m: String| Err(DesignError::invalid(file, at, m));
+    let o = d.engine.options();
+    if o.courant.is_nan() || o.courant <= 0.0 {
+        return bad("engine.courant", format!("must be positive (got {})", o.courant));
+    }
+    if o.courant > 1.0 {
+        return bad(
+            "engine.courant",
+            format!(
+                "{} is above 1: the time step would exceed the stability limit and the fields would blow up",
+                o.courant
+            ),
+        );
+    }
+    if o.pml < 1 {
+        return bad("engine.pml", "must be at least 1 cell (8-10 is usual)".into());
+    }
+    if o.decay_db.is_nan() || o.decay_db >= 0.0 {
+        return bad("engine.decay_db", format!("must be negative, in dB below the peak (got {})", o.decay_db));
+    }
+    if o.max_steps == Some(0) {
+        return bad("engine.max_steps", "must be at least 1".into());
+    }
+    let faces = boundary_faces(d);
+    let mut notes = vec![];
+    if let Some(inv) = o.invariant {
+        if let Some(m) = invariant_faces_problem(&faces, inv) {
+            return bad("engine.invariant", m);
+        }
+    } else if matches!(d.engine, EngineSpec::Tlm2d(_)) {
+        if !d.ports.iter().any(|p| matches!(p, PortSpec::Waveguide { .. })) {
+            return bad(
+                "engine.invariant",
+                "Tlm2d needs an invariant axis: declare one (e.g. `invariant: Y`); there is no waveguide port to infer it from"
+                    .into(),
+            );
+        }
+        notes.push(
+            "engine Tlm2d: no invariant axis declared; the axis along the waveguide ports' E field (the guide's narrow side) is collapsed to one cell".into(),
+        );
+    }
+    Ok(notes)
+}
+
+/// `boundaries[axis]` as (low face, high face).
+pub(crate) fn boundary_faces(d: &DesignFile) -> [[Boundary; 2]; 3] {
+    [d.boundaries.x.faces(), d.boundaries.y.faces(), d.boundaries.z.faces()]
+}
+
+/// Why `inv` cannot be an invariant axis, if it cannot.
+///
+/// Collapsing an axis to one cell is exact when neither the structure nor the
+/// fields vary along it. The fields kept are those with E along the axis (TE_m0
+/// of an H-plane guide whose narrow side is the axis, or a lumped port running
+/// face to face along it), with H across it. PEC faces hold exactly those fields:
+/// they ask for zero tangential E, and with one cell the only tangential E edges
+/// lie on the faces themselves. A PMC face would instead force E normal to it, the
+/// very component kept, to zero, and an absorbing face has nothing to absorb.
+pub(crate) fn invariant_faces_problem(faces: &[[Boundary; 2]; 3], inv: Axis) -> Option<String> {
+    let f = faces[inv.index()];
+    f.iter().any(|b| *b != Boundary::Pec).then(|| {
+        format!(
+            "the invariant axis {0} must be bounded by Pec faces (boundaries.{0} is {1:?}/{2:?}): the fields kept uniform \
+             along it have E along {0}, which only PEC faces support",
+            inv.name(),
+            f[0],
+            f[1]
+        )
+    })
+}
+
+fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
+    let bad = |at: String, m: String| Err(DesignError::invalid(file, at, m));
+    if d.goals.is_empty() {
+        return bad("goals".into(), "must list at least one goal".into());
+    }
+    let n = d.ports.len();
+    let freqs = d.band.freqs();
+    let mut goals = Vec::with_capacity(d.goals.len());
+    for (k, g) in d.goals.iter().enumerate() {
+        let at = format!("goals[{k}]");
+        let (i, j) = g.s;
+        for p in [i, j] {
+            if p < 1 || p > n {
+                let names: Vec<String> =
+                    d.ports.iter().enumerate().map(|(q, p)| format!("{} = `{}`", q + 1, p.name())).collect();
+                return bad(
+                    format!("{at}.s"),
+                    format!("S{i}{j} refers to port {p}, which does not exist (ports: {})", names.join(", ")),
+                );
+            }
+        }
+        let limit = match (g.above_db, g.below_db) {
+            (Some(a), None) => Limit::Above(a),
+            (None, Some(b)) => Limit::Below(b),
+            _ => return bad(at, "give exactly one of above_db and below_db".into()),
+        };
+        let (Limit::Above(level) | Limit::Below(level)) = limit;
+        if !level.is_finite() {
+            return bad(at, format!("the level must be finite (got {level})"));
+        }
+        if !(g.weight >= 0.0 && g.weight.is_finite()) {
+            return bad(format!("{at}.weight"), format!("must be a finite number >= 0 (got {})", g.weight));
+        }
+        let (f1, f2) = g.band;
+        if f1.is_nan() || f2.is_nan() || f1 >= f2 {
+            return bad(format!("{at}.band"), format!("f2 ({f2}) must be above f1 ({f1})"));
+        }
+        let goal = Goal { s: g.s, band: g.band, limit, weight: g.weight };
+        let tol = 1e-9 * d.band.stop;
+        if f1 < d.band.start - tol || f2 > d.band.stop + tol {
+            return bad(
+                format!("{at}.band"),
+                format!("{f1}-{f2} Hz reaches outside the simulated band {}-{} Hz", d.band.start, d.band.stop),
+            );
+        }
+        if !freqs.iter().any(|&f| goal.contains(f)) {
+            return bad(format!("{at}.band"), "contains no frequency of the sweep; add band points".into());
+        }
+        goals.push(goal);
+    }
+    Ok(goals)
+}
+
+/// Every expression-valued field with its path, for the load-time name check.
+fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
+    fn vec3(at: String, v: &Vec3) -> Vec<(String, &Expr)> {
+        [("x", &v.0), ("y", &v.1), ("z", &v.2)].into_iter().map(|(c, e)| (format!("{at}.{c}"), e)).collect()
+    }
+    let mut out: Vec<(String, &Expr)> = vec![];
+    for (i, p) in d.geometry.iter().enumerate() {
+        let at = format!("geometry[{i}] ({})", p.kind());
+        match p {
+            Primitive::Box { min, max, .. } | Primitive::Sheet { min, max } => {
+                out.extend(vec3(format!("{at}.min"), min));
+                out.extend(vec3(format!("{at}.max"), max));
+            }
+            Primitive::Iris { z, thickness, aperture, .. } => {
+                out.push((format!("{at}.z"), z));
+                out.push((format!("{at}.thickness"), thickness));
+                out.push((format!("{at}.aperture"), aperture));
+            }
+            Primitive::Post { center, radius, .. } => {
+                out.extend(vec3(format!("{at}.center"), center));
+                out.push((format!("{at}.radius"), radius));
+            }
+            Primitive::Substrate { z0, thickness, .. } => {
+                out.push((format!("{at}.z0"), z0));
+                out.push((format!("{at}.thickness"), thickness));
+            }
+        }
+    }
+    for (a, (lo, hi)) in [("x", &d.domain.x), ("y", &d.domain.y), ("z", &d.domain.z)] {
+        out.push((format!("domain.{a}[0]"), lo));
+        out.push((format!("domain.{a}[1]"), hi));
+    }
+    for (i, p) in d.ports.iter().enumerate() {
+        match p {
+            PortSpec::Lumped { from, to, r, .. } => {
+                out.extend(vec3(format!("ports[{i}].from"), from));
+                out.extend(vec3(format!("ports[{i}].to"), to));
+                out.push((format!("ports[{i}].r"), r));
+            }
+            PortSpec::Waveguide { plane, .. } => out.push((format!("ports[{i}].plane"), plane.axis_and_coord().1)),
+        }
+    }
+    out.push(("engine.cell".into(), &d.engine.options().cell));
+    out
+}

@@ -1,0 +1,354 @@
+//! Pieces shared by the 3D SCN and the 2D shunt-node engines: job checks,
+//! graded padding loss, matched terminations, waveguide-port geometry and the
+//! stop rule.
+
+use crate::consts::{EPS0, ETA0, MU0};
+use crate::job::{Axis, Boundary, EndReason, PortKind, SimFailure, SimJob, StopRule};
+
+/// Polynomial order of the loss grading in the absorbing padding.
+pub(super) const PAD_ORDER: i32 = 3;
+/// Normal-incidence attenuation (nepers per cell) reached in the outermost padding
+/// cell. Round trip through P cells: 2 * PAD_G_MAX * P / (PAD_ORDER + 1) nepers,
+/// about -60 dB for P = 10; larger values make the lumped per-node loss itself reflect.
+pub(super) const PAD_G_MAX: f64 = 1.6;
+
+/// Reject jobs the engines cannot interpret, before any allocation.
+pub(super) fn check_job(job: &SimJob) -> Result<(), SimFailure> {
+    let g = &job.grid;
+    let bad = |m: String| Err(SimFailure::Invalid(format!("{}: {m}", job.label)));
+    if g.n.contains(&0) || g.d.iter().any(|&d| !(d > 0.0 && d.is_finite())) {
+        return bad(format!("bad grid {:?} / {:?}", g.n, g.d));
+    }
+    if job.cell_mat.len() != g.cells() {
+        return bad(format!("cell_mat has {} entries for {} cells", job.cell_mat.len(), g.cells()));
+    }
+    if job.materials.is_empty() || job.cell_mat.iter().any(|&m| m as usize >= job.materials.len()) {
+        return bad("material index out of range".into());
+    }
+    for m in &job.materials {
+        if !m.pec && !(m.eps_r >= 1.0 && m.mu_r >= 1.0 && m.sigma >= 0.0) {
+            return bad(format!("material {} needs eps_r, mu_r >= 1 and sigma >= 0", m.name));
+        }
+    }
+    if job.drive >= job.ports.len() {
+        return bad(format!("drive port {} of {}", job.drive, job.ports.len()));
+    }
+    if job.stop.check_every == 0 {
+        return bad("stop.check_every is 0".into());
+    }
+    for (a, pads) in job.pml.iter().enumerate() {
+        if pads[0] + pads[1] >= g.n[a] {
+            return bad(format!("padding {:?} fills axis {}", pads, Axis::from_index(a).name()));
+        }
+    }
+    Ok(())
+}
+
+/// Per-axis normalised padding attenuation (nepers per cell at normal
+/// incidence) of cell `c`: zero outside the padding and on guide ends that get
+/// a modal termination (there the padding is plain guide), graded as
+/// `PAD_G_MAX * depth^PAD_ORDER` inside it (depth measured at the cell centre).
+pub(super) fn pad_loss(job: &SimJob, c: [usize; 3]) -> [f64; 3] {
+    let mut g = [0.0; 3];
+    for a in 0..3 {
+        let n = job.grid.n[a];
+        for side in 0..2 {
+            let p = job.pml[a][side];
+            if p == 0 || job.boundaries[a][side] != Boundary::Absorbing || modal_port(job, a, side).is_some() {
+                continue;
+            }
+            let depth = if side == 0 {
+                (p as f64 - c[a] as f64 - 0.5) / p as f64
+            } else {
+                (c[a] as f64 + 0.5 - (n - p) as f64) / p as f64
+            };
+            if depth > 0.0 {
+                g[a] += PAD_G_MAX * depth.powi(PAD_ORDER);
+            }
+        }
+    }
+    g
+}
+
+/// Conductivities (S/m) the padding adds to each E component and magnetic
+/// conductivities (ohm/m) to each H component of a cell with per-axis padding
+/// attenuation `g` (see [`pad_loss`]). Padding normal to axis `a` loads only the
+/// field components transverse to `a` (a uniaxial absorber without the
+/// inverse-loss normal terms of a true PML): matched, so reflectionless at
+/// normal incidence; oblique waves see part of the plane-wave mismatch.
+pub(super) fn pad_sigmas(g: [f64; 3], d: [f64; 3], eps_r: f64, mu_r: f64) -> ([f64; 3], [f64; 3]) {
+    let eta = ETA0 * (mu_r / eps_r).sqrt();
+    let (mut se, mut sm) = ([0.0; 3], [0.0; 3]);
+    for a in 0..3 {
+        if g[a] == 0.0 {
+            continue;
+        }
+        // Matched lossy medium: attenuation alpha = sigma * eta, per cell alpha * d = g.
+        let sig = g[a] / (eta * d[a]);
+        for c in (0..3).filter(|&c| c != a) {
+            se[c] += sig;
+            sm[c] += sig * MU0 * mu_r / (EPS0 * eps_r);
+        }
+    }
+    (se, sm)
+}
+
+/// The waveguide port (index) whose guide ends at domain face (`axis`, `side`):
+/// it looks along `axis` and that face lies behind it. Such a face gets a TE10
+/// modal termination ([`ModalEnd`]) instead of padding loss.
+pub(super) fn modal_port(job: &SimJob, axis: usize, side: usize) -> Option<usize> {
+    if job.boundaries[axis][side] != Boundary::Absorbing {
+        return None;
+    }
+    job.ports.iter().position(|p| match p.kind {
+        PortKind::Waveguide { normal, inward, .. } => normal.index() == axis && (inward > 0) == (side == 0),
+        _ => false,
+    })
+}
+
+/// Reflection coefficient that terminates a link line of impedance `z0` in the
+/// load `z_load` (both in ohms): a matched end for a wave of that impedance.
+pub(super) fn gamma(z_load: f64, z0: f64) -> f64 {
+    (z_load - z0) / (z_load + z0)
+}
+
+/// Bessel function J1 (power series below 8, Hankel asymptotic expansion
+/// above; absolute error below 1e-9, ample for a convolution kernel).
+pub(super) fn bessel_j1(x: f64) -> f64 {
+    if x.abs() < 8.0 {
+        let (h, mut term, mut sum) = (0.5 * x, 0.5 * x, 0.0);
+        for k in 0..40 {
+            sum += term;
+            term *= -h * h / ((k + 1) as f64 * (k + 2) as f64);
+        }
+        return sum;
+    }
+    let ax = x.abs();
+    let mu = 4.0;
+    let y = 8.0 * ax;
+    let (mut p, mut q) = (1.0, 0.0);
+    // P and Q series in 1/(8x); terms of (mu - (2k-1)^2) products.
+    let mut t = 1.0;
+    for k in 1..12 {
+        t *= (mu - ((2 * k - 1) as f64).powi(2)) / (k as f64 * y);
+        match k % 4 {
+            1 => q += t,
+            2 => p -= t,
+            3 => q -= t,
+            _ => p += t,
+        }
+    }
+    let chi = ax - 0.75 * std::f64::consts::PI;
+    let v = (2.0 / (std::f64::consts::PI * ax)).sqrt() * (p * chi.cos() - q * chi.sin());
+    if x < 0.0 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Longest kernel kept for the modal termination (steps); older history is
+/// dropped, which only matters for frequencies within a hair of cutoff.
+const MODAL_KERNEL_MAX: usize = 1 << 15;
+
+/// Exact TE10 termination of a uniform guide at a domain face. The outgoing
+/// pulses on the face's E-polarised normal links are split into the TE10
+/// profile and a remainder. The mode is reflected so that the face sees the
+/// guide's own impedance `Z_TE(w) = eta w / sqrt(w^2 - wc^2)`, written in time
+/// as `V = eta_l (I - wc J1(wc t) * I)` (`*`: convolution; `eta_l` is eta in
+/// link units); the remainder (evanescent modes) sees a plane-wave match.
+pub(super) struct ModalEnd {
+    /// Profile weight of each face link, in the order the engine lists them.
+    pub phi: Vec<f64>,
+    phi2: f64,
+    /// eta_l / Z0.
+    rho: f64,
+    eta_l: f64,
+    z0: f64,
+    wc_dt: f64,
+    kern: Vec<f64>,
+    hist: Vec<f64>,
+}
+
+impl ModalEnd {
+    /// `eta_l`: the medium's impedance in link units (eta d_e / d_w); `fc`: TE10 cutoff there.
+    pub fn new(phi: Vec<f64>, eta_l: f64, z0: f64, fc: f64, dt: f64) -> ModalEnd {
+        let phi2 = phi.iter().map(|p| p * p).sum();
+        ModalEnd { phi, phi2, rho: eta_l / z0, eta_l, z0, wc_dt: 2.0 * std::f64::consts::PI * fc * dt, kern: vec![], hist: vec![] }
+    }
+
+    /// Plane-wave reflection coefficient used for the non-TE10 remainder.
+    pub fn gamma_rest(&self) -> f64 {
+        (self.rho - 1.0) / (self.rho + 1.0)
+    }
+
+    /// From the outgoing pulses `b` at the face, the returning pulses (written to `a`).
+    pub fn reflect(&mut self, b: &[f64], a: &mut [f64]) {
+        let bm = b.iter().zip(&self.phi).map(|(x, p)| x * p).sum::<f64>() / self.phi2;
+        let n = self.hist.len();
+        while self.kern.len() < n.min(MODAL_KERNEL_MAX) {
+            let m = (self.kern.len() + 1) as f64;
+            self.kern.push(self.wc_dt * bessel_j1(self.wc_dt * m));
+        }
+        // C = wc dt sum_{m>=1} J1(wc m dt) I_{n-m}
+        let c: f64 = self.kern.iter().zip(self.hist.iter().rev()).map(|(k, i)| k * i).sum();
+        let am = (bm * (self.rho - 1.0) - self.eta_l * c) / (1.0 + self.rho);
+        self.hist.push((bm - am) / self.z0);
+        let g = self.gamma_rest();
+        for ((ai, bi), p) in a.iter_mut().zip(b).zip(&self.phi) {
+            *ai = g * (bi - bm * p) + am * p;
+        }
+    }
+}
+
+/// Whether a sheet covers the cell column at in-plane cell indices `u`, `v`
+/// (ordered as `Axis::others(normal)`): the cell lies inside the sheet's
+/// rectangle (grid nodes `lo..=hi`), so the links crossing the plane there are shorted.
+pub(super) fn sheet_covers(lo: [usize; 2], hi: [usize; 2], u: usize, v: usize) -> bool {
+    lo[0] <= u && u < hi[0] && lo[1] <= v && v < hi[1]
+}
+
+/// A TE10 waveguide port resolved onto the node grid.
+#[derive(Debug, Clone)]
+pub(super) struct WgPort {
+    pub normal: usize,
+    /// Reference face: between cells `plane - 1` and `plane` along `normal`.
+    pub plane: usize,
+    pub inward: f64,
+    pub e: usize,
+    pub w: usize,
+    /// Cell index (along `normal`) of the source node layer, `source_offset - 1/2`
+    /// cells behind the reference face.
+    pub src_cell: usize,
+    /// Modal normalisation sqrt(2 / (a b)), so that V I is the mode's power.
+    pub norm: f64,
+    /// sin(pi (w - w0) / a) at each cell centre along `w`.
+    pub profile: Vec<f64>,
+}
+
+impl WgPort {
+    pub fn resolve(job: &SimJob, kind: &PortKind) -> Result<WgPort, SimFailure> {
+        let PortKind::Waveguide { normal, plane, inward, e_axis, width_axis, a, source_offset, .. } = *kind else {
+            unreachable!("resolve is only called for waveguide ports")
+        };
+        let g = &job.grid;
+        let (n, e, w) = (normal.index(), e_axis.index(), width_axis.index());
+        let bad = |m: &str| Err(SimFailure::Invalid(format!("{}: waveguide port {m}", job.label)));
+        if n == e || n == w || e == w {
+            return bad("axes must be distinct");
+        }
+        if inward != 1 && inward != -1 {
+            return bad("inward must be +1 or -1");
+        }
+        if plane == 0 || plane >= g.n[n] {
+            return bad("reference plane must be an interior grid plane");
+        }
+        if source_offset == 0 {
+            return bad("source_offset must be at least 1");
+        }
+        let src_cell = if inward > 0 {
+            plane.checked_sub(source_offset)
+        } else {
+            Some(plane + source_offset - 1).filter(|&c| c < g.n[n])
+        };
+        let Some(src_cell) = src_cell else {
+            return bad("source plane lies outside the grid");
+        };
+        let b = g.n[e] as f64 * g.d[e];
+        let profile = (0..g.n[w])
+            .map(|i| {
+                let x = (i as f64 + 0.5) * g.d[w];
+                if x < a {
+                    (std::f64::consts::PI * x / a).sin()
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Ok(WgPort {
+            normal: n,
+            plane,
+            inward: inward as f64,
+            e,
+            w,
+            src_cell,
+            norm: (2.0 / (a * b)).sqrt(),
+            profile,
+        })
+    }
+
+    /// Cell coordinates of the node with index `ie` along `e` and `iw` along `w`
+    /// in the layer `layer` along the normal.
+    pub fn cell(&self, layer: usize, ie: usize, iw: usize) -> [usize; 3] {
+        let mut c = [0; 3];
+        c[self.normal] = layer;
+        c[self.e] = ie;
+        c[self.w] = iw;
+        c
+    }
+}
+
+/// Energy-decay stop rule, checked every `check_every` steps.
+pub(super) struct Stopper {
+    rule: StopRule,
+    t_end: f64,
+    peak: f64,
+    pub db: f64,
+}
+
+impl Stopper {
+    pub fn new(job: &SimJob) -> Stopper {
+        Stopper { rule: job.stop, t_end: job.pulse.end_time(), peak: 0.0, db: 0.0 }
+    }
+    pub fn is_check_step(&self, step: usize) -> bool {
+        (step + 1).is_multiple_of(self.rule.check_every)
+    }
+    /// Record the energy after `step` (time `t`); `Some` when the run should end.
+    pub fn check(&mut self, t: f64, energy: f64) -> Option<EndReason> {
+        self.peak = self.peak.max(energy);
+        self.db = if self.peak > 0.0 { 10.0 * (energy.max(1e-300) / self.peak).log10() } else { 0.0 };
+        (self.peak > 0.0 && t > self.t_end && self.db < self.rule.decay_db)
+            .then_some(EndReason::EnergyDecay { db: self.db })
+    }
+    pub fn max_steps(&self) -> usize {
+        self.rule.max_steps
+    }
+    pub fn at_cap(&self) -> EndReason {
+        EndReason::MaxSteps { db: self.db }
+    }
+}
+
+/// The failure for a non-finite value found at `step`.
+pub(super) fn non_finite(step: usize, what: String) -> SimFailure {
+    SimFailure::NonFinite { step, location: what }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_grading_is_zero_inside_and_grows_outward() {
+        let mut job = crate::engine::tlm::testjobs::pec_box([10, 4, 4], 1e-3);
+        job.boundaries[0] = [Boundary::Absorbing; 2];
+        job.pml[0] = [3, 3];
+        let g: Vec<f64> = (0..10).map(|i| pad_loss(&job, [i, 1, 1])[0]).collect();
+        assert!(g[3..7].iter().all(|&x| x == 0.0));
+        assert!(g[0] > g[1] && g[1] > g[2] && g[2] > 0.0);
+        assert!((g[0] - g[9]).abs() < 1e-12 && g[0] < PAD_G_MAX);
+    }
+
+    #[test]
+    fn bessel_j1_matches_tabulated_values() {
+        // Reference values from mpmath.besselj(1, x).
+        for (x, want) in [(1.0, 0.440_050_585_744_933_5), (5.0, -0.327_579_137_591_465_2), (7.9, 0.219_179_399_921_751_2), (8.1, 0.247_607_766_981_592_9), (20.0, 0.066_833_124_175_850_04), (100.0, -0.077_145_352_014_112_16)] {
+            assert!((bessel_j1(x) - want).abs() < 1e-8, "J1({x}) = {} vs {want}", bessel_j1(x));
+        }
+    }
+
+    #[test]
+    fn free_space_link_termination_is_the_seed_value() {
+        // 2D shunt mesh: plane-wave impedance is Z0/sqrt(2) in link units (seed eq. 2.17).
+        assert!((gamma(1.0 / 2f64.sqrt(), 1.0) + 0.17157).abs() < 1e-5);
+    }
+}

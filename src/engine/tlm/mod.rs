@@ -1,0 +1,46 @@
+//! Transmission-line-matrix (TLM) engines on the CPU: the stub-loaded 3D
+//! symmetrical condensed node ([`scn`]) and the 2D shunt node ([`shunt2d`]).
+//! Both read a [`SimJob`] and return the same port signals as FDTD, so
+//! S-parameters go through the shared analysis path.
+//!
+//! How the job's conventions map onto nodes (one node per cell, at its centre):
+//! - Time step: set by the mesh so that every stub is non-negative
+//!   (`job.courant` is an FDTD setting and is ignored).
+//! - Walls sit halfway between nodes: PEC -1, PMC +1; PEC cells and sheets
+//!   short the links that reach them. A sheet shorts the links of the cells
+//!   lying inside its rectangle (grid nodes `lo..=hi` span cells `lo..hi`).
+//! - Absorbing faces: where a waveguide port looks along the axis, an exact
+//!   TE10 modal termination of the empty guide (padding cells there are plain
+//!   guide); elsewhere a link termination matched to a normally incident plane
+//!   wave, behind graded matched loss in the padding. That loss is reflectionless
+//!   at normal incidence but, lacking a PML's stretched normal terms, no better
+//!   than the bare termination for oblique waves ((cos t - 1)/(cos t + 1)).
+//! - Lumped ports: the FDTD edge from grid node `start` maps to the column of
+//!   cells whose low corner is on it; source, R and the column's E sub-nodes are
+//!   solved as one series circuit, so V and I are exact at the node instant
+//!   (offset 0). In 3D the port also sees half its column's cell capacitance in
+//!   parallel (relative reactance w dt / 2), like a Yee edge port.
+//! - Waveguide ports: V and I from the link pulses crossing the reference face,
+//!   half a step after the node instant (offset 0.5); with lumped ports in the
+//!   same job both are averaged onto whole steps (a common cos(w dt / 2) factor).
+
+use crate::job::{EngineKind, SimFailure, SimJob, SimOutput};
+
+mod common;
+pub mod scn;
+mod scn_node;
+pub mod shunt2d;
+#[cfg(test)]
+pub(crate) mod spectrum;
+#[cfg(test)]
+pub(crate) mod testjobs;
+
+/// Simulate one job with the TLM engine it names (`Tlm` -> 3D SCN, `Tlm2d` ->
+/// 2D shunt node). Rayon parallelises each step over slabs of nodes.
+pub fn run_cpu(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    match job.engine {
+        EngineKind::Tlm => scn::run(job),
+        EngineKind::Tlm2d => shunt2d::run(job),
+        EngineKind::Fdtd => Err(SimFailure::Invalid(format!("{}: FDTD job given to the TLM engine", job.label))),
+    }
+}

@@ -1,0 +1,768 @@
+//! 3D TLM with the stub-loaded symmetrical condensed node (SCN) on the CPU.
+//!
+//! One node per cell, at its centre. The state is the 12 reflected link
+//! pulses per node (one contiguous f32 array per link, double-buffered: each
+//! step gathers the incident pulses from the neighbours' previous reflections
+//! and scatters them, so z-slabs update in parallel without races), plus six
+//! stub arrays when any node is loaded. Walls (domain faces, PEC cells,
+//! sheets) sit halfway between nodes and reflect a node's own pulse.
+//!
+//! Time step: the largest for which every stub is non-negative,
+//! `dt = min(eps_r, mu_r) * min_e(d_a d_b / d_e) / (2 c)`; cubic vacuum cells
+//! then need no stubs (`dt = d / 2c`). Port conventions follow `crate::job`.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+
+use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, sheet_covers, ModalEnd, Stopper, WgPort};
+use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
+use crate::consts::{C0, ETA0};
+use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
+
+const DEAD: u16 = 1 << 12;
+const SPECIAL: u16 = 1 << 13;
+/// Face bit f (= 2*axis + side): the link pair on that face is reflected, not connected.
+const fn face_bit(f: usize) -> u16 {
+    1 << f
+}
+/// Override bit of face f: the reflection is -1 (PEC neighbour or sheet).
+const fn short_bit(f: usize) -> u16 {
+    1 << (6 + f)
+}
+
+/// Geometry and coefficients of the node mesh (read-only while stepping).
+pub(super) struct Geo {
+    pub n: [usize; 3],
+    pub stride: [usize; 3],
+    pub flags: Vec<u16>,
+    pub kind: Vec<u32>,
+    pub coefs: Vec<Coef>,
+    /// Whether any node has stubs or loss (else the stub arrays are empty).
+    pub loaded: bool,
+}
+
+/// The node mesh: geometry and state.
+pub(super) struct Mesh {
+    pub geo: Geo,
+    pub dt: f64,
+    pub b: [Vec<f32>; 12],
+    pub nb: [Vec<f32>; 12],
+    pub cap: [Vec<f32>; 3],
+    pub ind: [Vec<f32>; 3],
+}
+
+fn key(c: &Coef) -> Vec<u32> {
+    let mut k: Vec<u32> = c.y.iter().chain(&c.ky).chain(&c.z).chain(&c.kz).map(|x| x.to_bits()).collect();
+    k.extend(c.gface.iter().flatten().map(|x| x.to_bits()));
+    k
+}
+
+impl Mesh {
+    pub fn new(job: &SimJob) -> Result<Mesh, SimFailure> {
+        check_job(job)?;
+        let g = &job.grid;
+        let n = g.n;
+        let stride = [1, n[0], n[0] * n[1]];
+        let total = g.cells();
+        let area = |e: usize| g.d[(e + 1) % 3] * g.d[(e + 2) % 3] / g.d[e];
+        let a_min = (0..3).map(area).fold(f64::INFINITY, f64::min);
+        let used: Vec<bool> = {
+            let mut u = vec![false; job.materials.len()];
+            job.cell_mat.iter().for_each(|&m| u[m as usize] = true);
+            u
+        };
+        let m_min = job.materials.iter().zip(&used).filter(|(m, &u)| u && !m.pec).map(|(m, _)| m.eps_r.min(m.mu_r)).fold(f64::INFINITY, f64::min);
+        if !m_min.is_finite() {
+            return Err(SimFailure::Invalid(format!("{}: every cell is PEC", job.label)));
+        }
+        let dt = m_min * a_min / (2.0 * C0);
+
+        let mut flags = vec![0u16; total];
+        let mut kind = vec![0u32; total];
+        let mut coefs = vec![Coef::PLAIN];
+        let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
+        index.insert(key(&Coef::PLAIN), 0);
+        let dead = |idx: usize| job.materials[job.cell_mat[idx] as usize].pec;
+        let clean = |x: f64| if x.abs() < 1e-9 { 0.0 } else { x };
+        for kz in 0..n[2] {
+            for jy in 0..n[1] {
+                for ix in 0..n[0] {
+                    let c = [ix, jy, kz];
+                    let idx = g.idx(ix, jy, kz);
+                    let m = &job.materials[job.cell_mat[idx] as usize];
+                    if m.pec {
+                        flags[idx] = DEAD;
+                        continue;
+                    }
+                    let gl = pad_loss(job, c);
+                    let (sig_e, sig_m) = pad_sigmas(gl, g.d, m.eps_r, m.mu_r);
+                    let mut k = Coef::PLAIN;
+                    for e in 0..3 {
+                        let a = area(e);
+                        let y = clean(2.0 * m.eps_r * a / (C0 * dt) - 4.0).max(0.0);
+                        let z = clean(2.0 * m.mu_r * a / (C0 * dt) - 4.0).max(0.0);
+                        k.y[e] = y as f32;
+                        k.z[e] = z as f32;
+                        k.ky[e] = (1.0 / (4.0 + y + (m.sigma + sig_e[e]) * a * ETA0)) as f32;
+                        k.kz[e] = (1.0 / (4.0 + z + sig_m[e] * a / ETA0)) as f32;
+                    }
+                    let mut f = 0u16;
+                    for d in 0..3 {
+                        for side in 0..2 {
+                            let fi = 2 * d + side;
+                            let at_edge = if side == 0 { c[d] == 0 } else { c[d] + 1 == n[d] };
+                            if at_edge {
+                                f |= face_bit(fi);
+                                for pol in 0..2 {
+                                    let e = (d + 1 + pol) % 3;
+                                    let w = (d + 2 - pol) % 3;
+                                    k.gface[fi][pol] = match job.boundaries[d][side] {
+                                        Boundary::Pec => -1.0,
+                                        Boundary::Pmc => 1.0,
+                                        Boundary::Absorbing => {
+                                            // Matched to a normally incident plane wave in this cell's medium.
+                                            let zf = ETA0 * (m.mu_r / m.eps_r).sqrt();
+                                            gamma(zf * g.d[e] / g.d[w], ETA0) as f32
+                                        }
+                                    };
+                                }
+                            } else {
+                                let nb = if side == 0 { idx - stride[d] } else { idx + stride[d] };
+                                if dead(nb) {
+                                    f |= face_bit(fi) | short_bit(fi);
+                                }
+                            }
+                        }
+                    }
+                    flags[idx] = f;
+                    let kk = key(&k);
+                    let next = coefs.len() as u32;
+                    let id = *index.entry(kk).or_insert(next);
+                    if id == next {
+                        coefs.push(k);
+                    }
+                    kind[idx] = id;
+                }
+            }
+        }
+        for s in &job.sheets {
+            let d = s.normal.index();
+            let (u, v) = s.normal.others();
+            let (u, v) = (u.index(), v.index());
+            if s.plane > n[d] {
+                return Err(SimFailure::Invalid(format!("{}: sheet plane {} outside axis of {} cells", job.label, s.plane, n[d])));
+            }
+            for iv in 0..n[v] {
+                for iu in 0..n[u] {
+                    if !sheet_covers(s.lo, s.hi, iu, iv) {
+                        continue;
+                    }
+                    let mut c = [0; 3];
+                    c[u] = iu;
+                    c[v] = iv;
+                    if s.plane > 0 {
+                        c[d] = s.plane - 1;
+                        let idx = g.idx(c[0], c[1], c[2]);
+                        flags[idx] |= face_bit(2 * d + 1) | short_bit(2 * d + 1);
+                    }
+                    if s.plane < n[d] {
+                        c[d] = s.plane;
+                        let idx = g.idx(c[0], c[1], c[2]);
+                        flags[idx] |= face_bit(2 * d) | short_bit(2 * d);
+                    }
+                }
+            }
+        }
+        let loaded = coefs.iter().any(|k| k.y.iter().chain(&k.z).any(|&x| x != 0.0) || k.ky.iter().chain(&k.kz).any(|&x| x != 0.25));
+        let stub_len = if loaded { total } else { 0 };
+        Ok(Mesh {
+            geo: Geo { n, stride, flags, kind, coefs, loaded },
+            dt,
+            b: std::array::from_fn(|_| vec![0.0; total]),
+            nb: std::array::from_fn(|_| vec![0.0; total]),
+            cap: std::array::from_fn(|_| vec![0.0; stub_len]),
+            ind: std::array::from_fn(|_| vec![0.0; stub_len]),
+        })
+    }
+}
+
+impl Geo {
+    /// Incident pulses of node `idx` from the reflected pulses `b` of the last step.
+    #[inline(always)]
+    fn gather(&self, b: &[Vec<f32>; 12], idx: usize, f: u16) -> [f32; 12] {
+        let mut a = [0f32; 12];
+        for d in 0..3 {
+            let s = self.stride[d];
+            for pol in 0..2 {
+                let (ln, lp) = (link(d, 0, pol), link(d, 1, pol));
+                a[ln] = if f & face_bit(2 * d) == 0 { b[lp][idx - s] } else { self.wall(b, idx, f, 2 * d, pol, ln) };
+                a[lp] = if f & face_bit(2 * d + 1) == 0 { b[ln][idx + s] } else { self.wall(b, idx, f, 2 * d + 1, pol, lp) };
+            }
+        }
+        a
+    }
+
+    /// A reflected pulse returning from the wall on `face`.
+    #[inline(always)]
+    fn wall(&self, b: &[Vec<f32>; 12], idx: usize, f: u16, face: usize, pol: usize, l: usize) -> f32 {
+        let g = if f & short_bit(face) != 0 { -1.0 } else { self.coefs[self.kind[idx] as usize].gface[face][pol] };
+        g * b[l][idx]
+    }
+
+    /// One step for every ordinary node: gather from `b`, scatter into `nb`, z-planes in parallel.
+    fn sweep(&self, b: &[Vec<f32>; 12], nb: &mut [Vec<f32>; 12], cap: &mut [Vec<f32>; 3], ind: &mut [Vec<f32>; 3]) {
+        let plane = self.n[0] * self.n[1];
+        let nz = self.n[2];
+        let mut outs = nb.iter_mut().map(|v| v.chunks_mut(plane)).collect::<Vec<_>>();
+        let rows: Vec<[&mut [f32]; 12]> = (0..nz).map(|_| std::array::from_fn(|l| outs[l].next().unwrap())).collect();
+        let caps = split3(cap, plane, nz);
+        let inds = split3(ind, plane, nz);
+        rows.into_par_iter().zip(caps).zip(inds).enumerate().for_each(|(kz, ((mut o, mut c), mut l))| {
+            self.sweep_plane(b, kz, &mut o, c.as_mut(), l.as_mut());
+        });
+    }
+
+    fn sweep_plane(&self, b: &[Vec<f32>; 12], kz: usize, o: &mut [&mut [f32]; 12], mut cap: Option<&mut [&mut [f32]; 3]>, mut ind: Option<&mut [&mut [f32]; 3]>) {
+        let plane = self.n[0] * self.n[1];
+        let base = kz * plane;
+        let mut bo = [0f32; 12];
+        for r in 0..plane {
+            let idx = base + r;
+            let f = self.flags[idx];
+            if f & (DEAD | SPECIAL) != 0 {
+                continue;
+            }
+            let a = if f == 0 { self.gather(b, idx, 0) } else { self.gather(b, idx, f) };
+            let kd = self.kind[idx];
+            if kd == 0 && f == 0 {
+                scatter_plain(&a, &mut bo);
+            } else {
+                let k = &self.coefs[kd as usize];
+                match (cap.as_deref_mut(), ind.as_deref_mut()) {
+                    (Some(cs), Some(ls)) => {
+                        let mut c = [cs[0][r], cs[1][r], cs[2][r]];
+                        let mut l = [ls[0][r], ls[1][r], ls[2][r]];
+                        scatter_loaded(&a, &mut bo, &mut c, &mut l, k, [0.0; 3]);
+                        for e in 0..3 {
+                            cs[e][r] = c[e];
+                            ls[e][r] = l[e];
+                        }
+                    }
+                    _ => scatter_plain(&a, &mut bo),
+                }
+            }
+            for l in 0..12 {
+                o[l][r] = bo[l];
+            }
+        }
+    }
+}
+
+/// Per-plane mutable views of three stub arrays (`None` when not allocated).
+fn split3(arr: &mut [Vec<f32>; 3], plane: usize, nz: usize) -> Vec<Option<[&mut [f32]; 3]>> {
+    if arr[0].is_empty() {
+        return (0..nz).map(|_| None).collect();
+    }
+    let mut it = arr.iter_mut().map(|v| v.chunks_mut(plane)).collect::<Vec<_>>();
+    (0..nz).map(|_| Some(std::array::from_fn(|l| it[l].next().unwrap()))).collect()
+}
+
+impl Mesh {
+    fn sweep(&mut self) {
+        let Mesh { geo, b, nb, cap, ind, .. } = self;
+        geo.sweep(b, nb, cap, ind);
+    }
+
+    /// Gather (replacing incident link `over.0` by `over.1`), add `add` to the
+    /// incident pulses polarised along `e`, scatter with the current `inj` drawn
+    /// from E_e: one special node.
+    fn update_special(&mut self, idx: usize, e: usize, add: f32, inj: f32, over: Option<(usize, f32)>) -> [f32; 3] {
+        let f = self.geo.flags[idx] & !SPECIAL;
+        let mut a = self.geo.gather(&self.b, idx, f);
+        if let Some((q, v)) = over {
+            a[q] = v;
+        }
+        for &q in &E_LINKS[e] {
+            a[q] += add;
+        }
+        let k = self.geo.coefs[self.geo.kind[idx] as usize];
+        let (mut c, mut l) = self.stubs(idx);
+        let mut injv = [0f32; 3];
+        injv[e] = inj;
+        let mut bo = [0f32; 12];
+        let v = scatter_loaded(&a, &mut bo, &mut c, &mut l, &k, injv);
+        for q in 0..12 {
+            self.nb[q][idx] = bo[q];
+        }
+        if self.geo.loaded {
+            for x in 0..3 {
+                self.cap[x][idx] = c[x];
+                self.ind[x][idx] = l[x];
+            }
+        }
+        v
+    }
+
+    fn stubs(&self, idx: usize) -> ([f32; 3], [f32; 3]) {
+        if self.geo.loaded {
+            (std::array::from_fn(|x| self.cap[x][idx]), std::array::from_fn(|x| self.ind[x][idx]))
+        } else {
+            ([0.0; 3], [0.0; 3])
+        }
+    }
+
+    /// Energy in the current reflected pulses and stubs (V^2, up to a constant).
+    fn energy(&self) -> f64 {
+        let links: f64 = self.b.par_iter().map(|v| v.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>()).sum();
+        if !self.geo.loaded {
+            return links;
+        }
+        links
+            + (0..self.geo.flags.len())
+                .into_par_iter()
+                .map(|i| {
+                    let k = &self.geo.coefs[self.geo.kind[i] as usize];
+                    let (c, l) = self.stubs(i);
+                    stub_energy(c, l, k)
+                })
+                .sum::<f64>()
+    }
+
+    fn find_non_finite(&self) -> String {
+        for (q, v) in self.b.iter().enumerate() {
+            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+                let n = self.geo.n;
+                let (ix, jy, kz) = (i % n[0], (i / n[0]) % n[1], i / (n[0] * n[1]));
+                return format!("node ({ix}, {jy}, {kz}) link {q}");
+            }
+        }
+        "stubs".into()
+    }
+}
+
+/// A lumped port resolved onto a column of nodes.
+struct Lumped {
+    axis: usize,
+    nodes: Vec<usize>,
+    r: f64,
+}
+
+fn resolve_lumped(job: &SimJob, kind: &PortKind) -> Result<Lumped, SimFailure> {
+    let PortKind::Lumped { axis, start, len, r_ohm } = *kind else { unreachable!("lumped only") };
+    let g = &job.grid;
+    let u = axis.index();
+    if len == 0 || start[u] + len > g.n[u] || !(r_ohm > 0.0) {
+        return Err(SimFailure::Invalid(format!("{}: lumped port does not fit the grid or has R <= 0", job.label)));
+    }
+    // FDTD edge (grid node) -> the cell whose low corner it is, kept inside the grid.
+    let mut c = [0; 3];
+    for a in 0..3 {
+        c[a] = start[a].min(g.n[a] - 1);
+    }
+    let mut nodes = vec![];
+    for m in 0..len {
+        c[u] = start[u] + m;
+        let idx = g.idx(c[0], c[1], c[2]);
+        if job.materials[job.cell_mat[idx] as usize].pec {
+            return Err(SimFailure::Invalid(format!("{}: lumped port cell {:?} is PEC", job.label, c)));
+        }
+        nodes.push(idx);
+    }
+    Ok(Lumped { axis: u, nodes, r: r_ohm })
+}
+
+/// A TE10 modal termination on a domain face: its nodes, the link it drives, buffers.
+struct End {
+    me: ModalEnd,
+    nodes: Vec<usize>,
+    link: usize,
+    a: Vec<f64>,
+    b: Vec<f64>,
+}
+
+fn modal_ends(job: &SimJob, mesh: &Mesh) -> Vec<End> {
+    let g = &job.grid;
+    let mut ends = vec![];
+    for axis in 0..3 {
+        for side in 0..2 {
+            let Some(pi) = modal_port(job, axis, side) else { continue };
+            let PortKind::Waveguide { e_axis, width_axis, a, .. } = job.ports[pi].kind else { unreachable!() };
+            let (e, w) = (e_axis.index(), width_axis.index());
+            let layer = if side == 0 { 0 } else { g.n[axis] - 1 };
+            let (mut nodes, mut phi) = (vec![], vec![]);
+            for ie in 0..g.n[e] {
+                for iw in 0..g.n[w] {
+                    let mut c = [0; 3];
+                    c[axis] = layer;
+                    c[e] = ie;
+                    c[w] = iw;
+                    let idx = g.idx(c[0], c[1], c[2]);
+                    if mesh.geo.flags[idx] & DEAD == 0 {
+                        nodes.push(idx);
+                        let x = (iw as f64 + 0.5) * g.d[w];
+                        phi.push(if x < a { (std::f64::consts::PI * x / a).sin() } else { 0.0 });
+                    }
+                }
+            }
+            // The guide's medium, from the face centre.
+            let mut c = [g.n[0] / 2, g.n[1] / 2, g.n[2] / 2];
+            c[axis] = layer;
+            let m = &job.materials[job.cell_mat[g.idx(c[0], c[1], c[2])] as usize];
+            let eta_l = ETA0 * (m.mu_r / m.eps_r).sqrt() * g.d[e] / g.d[w];
+            let fc = C0 / (2.0 * a * (m.eps_r * m.mu_r).sqrt());
+            let k = nodes.len();
+            ends.push(End {
+                me: ModalEnd::new(phi, eta_l, ETA0, fc, mesh.dt),
+                nodes,
+                link: link(axis, side, pol_of(axis, e)),
+                a: vec![0.0; k],
+                b: vec![0.0; k],
+            });
+        }
+    }
+    ends
+}
+
+/// Run one job with the 3D SCN.
+pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    let mut mesh = Mesh::new(job)?;
+    let g = &job.grid;
+    let dt = mesh.dt;
+    enum P {
+        L(Lumped),
+        W(WgPort),
+    }
+    let mut ports = vec![];
+    for p in &job.ports {
+        ports.push(match p.kind {
+            PortKind::Lumped { .. } => P::L(resolve_lumped(job, &p.kind)?),
+            PortKind::Waveguide { .. } => P::W(WgPort::resolve(job, &p.kind)?),
+        });
+    }
+    // Nodes updated one by one: sources of the driven guide port (profile weight)
+    // and modal-end faces (end id, slot).
+    let mut others: std::collections::BTreeMap<usize, (f32, Option<(usize, usize)>)> = Default::default();
+    let mut src_e = 0;
+    if let P::W(w) = &ports[job.drive] {
+        src_e = w.e;
+        for ie in 0..g.n[w.e] {
+            for iw in 0..g.n[w.w] {
+                let c = w.cell(w.src_cell, ie, iw);
+                let idx = g.idx(c[0], c[1], c[2]);
+                if mesh.geo.flags[idx] & DEAD == 0 {
+                    others.insert(idx, (w.profile[iw] as f32, None));
+                }
+            }
+        }
+    }
+    let mut ends = modal_ends(job, &mesh);
+    for (id, end) in ends.iter().enumerate() {
+        for (slot, &idx) in end.nodes.iter().enumerate() {
+            others.entry(idx).or_insert((0.0, None)).1 = Some((id, slot));
+        }
+    }
+    for &idx in others.keys() {
+        mesh.geo.flags[idx] |= SPECIAL;
+    }
+    for p in &ports {
+        if let P::L(l) = p {
+            for &idx in &l.nodes {
+                if mesh.geo.flags[idx] & SPECIAL != 0 {
+                    return Err(SimFailure::Invalid(format!("{}: a lumped port overlaps another port or a guide end", job.label)));
+                }
+                mesh.geo.flags[idx] |= SPECIAL;
+            }
+        }
+    }
+    let has_lumped = ports.iter().any(|p| matches!(p, P::L(_)));
+    let has_wg = ports.iter().any(|p| matches!(p, P::W(_)));
+    let mut traces = vec![PortTrace::default(); ports.len()];
+    let mut stop = Stopper::new(job);
+    let mut ended = None;
+    let mut steps = 0;
+    while steps < stop.max_steps() {
+        let step = steps;
+        let s = job.pulse.value(step as f64 * dt);
+        mesh.sweep();
+        for end in &mut ends {
+            for (slot, &idx) in end.nodes.iter().enumerate() {
+                end.b[slot] = mesh.b[end.link][idx] as f64;
+            }
+            end.me.reflect(&end.b, &mut end.a);
+        }
+        for (pi, p) in ports.iter().enumerate() {
+            if let P::L(l) = p {
+                let vs = if pi == job.drive { s } else { 0.0 };
+                let (v, i) = lumped_step(&mut mesh, l, vs);
+                traces[pi].v.push(v);
+                traces[pi].i.push(i);
+            }
+        }
+        for (&idx, &(w, over)) in &others {
+            let over = over.map(|(id, slot)| (ends[id].link, ends[id].a[slot] as f32));
+            mesh.update_special(idx, src_e, (s as f32) * w, 0.0, over);
+        }
+        std::mem::swap(&mut mesh.b, &mut mesh.nb);
+        for (pi, p) in ports.iter().enumerate() {
+            if let P::W(w) = p {
+                let (v, i) = sample_wg(&mesh, g, w);
+                traces[pi].v.push(v);
+                traces[pi].i.push(i);
+            }
+        }
+        steps += 1;
+        for (pi, tr) in traces.iter().enumerate() {
+            if !(tr.v.last().is_none_or(|x| x.is_finite()) && tr.i.last().is_none_or(|x| x.is_finite())) {
+                return Err(common::non_finite(step, format!("port {}", job.ports[pi].name)));
+            }
+        }
+        if stop.is_check_step(step) {
+            let en = mesh.energy();
+            if !en.is_finite() {
+                return Err(common::non_finite(step, mesh.find_non_finite()));
+            }
+            if let Some(r) = stop.check(steps as f64 * dt, en) {
+                ended = Some(r);
+                break;
+            }
+        }
+    }
+    // Face samples are half a step after the node samples; with both kinds of
+    // port, average the face samples onto whole steps (a common cos(w dt/2) factor).
+    let mut off = if has_wg { 0.5 } else { 0.0 };
+    if has_wg && has_lumped {
+        for (pi, p) in ports.iter().enumerate() {
+            if let P::W(_) = p {
+                let tr = &mut traces[pi];
+                for x in [&mut tr.v, &mut tr.i] {
+                    let mut prev = 0.0;
+                    for y in x.iter_mut() {
+                        let cur = *y;
+                        *y = 0.5 * (cur + prev);
+                        prev = cur;
+                    }
+                }
+            }
+        }
+        off = 0.0;
+    }
+    Ok(SimOutput { dt, steps, v_offset: off, i_offset: off, traces, ended: ended.unwrap_or(stop.at_cap()), cells: g.cells() })
+}
+
+/// Series source `vs` + resistor through the port's column of E_u sub-nodes,
+/// solved together so one current flows: `I = (Vs + sum 2 S_m k_m) / (R + Z0 sum k_m)`.
+/// Returns the port voltage `V = -sum V_u = Vs - R I` and the current I.
+fn lumped_step(mesh: &mut Mesh, l: &Lumped, vs: f64) -> (f64, f64) {
+    let (mut s2k, mut sk) = (0.0, 0.0);
+    for &idx in &l.nodes {
+        let f = mesh.geo.flags[idx] & !SPECIAL;
+        let a = mesh.geo.gather(&mesh.b, idx, f);
+        let k = &mesh.geo.coefs[mesh.geo.kind[idx] as usize];
+        let (c, _) = mesh.stubs(idx);
+        let ky = k.ky[l.axis] as f64;
+        s2k += 2.0 * shunt_sum(&a, &c, k, l.axis) * ky;
+        sk += ky;
+    }
+    let i = (vs + s2k) / (l.r + ETA0 * sk);
+    let mut v = 0.0;
+    for &idx in &l.nodes {
+        v -= mesh.update_special(idx, l.axis, 0.0, (ETA0 * i) as f32, None)[l.axis] as f64;
+    }
+    (v, i)
+}
+
+/// Modal V and I of a waveguide port from the link pulses crossing its
+/// reference face (half a step after the scatter that emitted them).
+fn sample_wg(mesh: &Mesh, g: &crate::job::Grid, w: &WgPort) -> (f64, f64) {
+    let pol = pol_of(w.normal, w.e);
+    let (lp, ln) = (link(w.normal, 1, pol), link(w.normal, 0, pol));
+    let (mut v, mut i) = (0.0, 0.0);
+    for ie in 0..g.n[w.e] {
+        for iw in 0..g.n[w.w] {
+            let lo = w.cell(w.plane - 1, ie, iw);
+            let hi = w.cell(w.plane, ie, iw);
+            let up = mesh.b[lp][g.idx(lo[0], lo[1], lo[2])] as f64;
+            let down = mesh.b[ln][g.idx(hi[0], hi[1], hi[2])] as f64;
+            v += (up + down) * w.profile[iw] * g.d[w.w];
+            i += (up - down) / ETA0 * w.profile[iw] * g.d[w.e];
+        }
+    }
+    (w.norm * v, w.norm * w.inward * i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::tlm::spectrum::{peak_in, windowed};
+    use crate::engine::tlm::testjobs::*;
+    use crate::job::{Axis, EndReason, EngineKind, Material, Port, Pulse};
+
+    fn tm_freq(a: f64, b: f64, d: f64, [m, n, p]: [usize; 3]) -> f64 {
+        0.5 * C0 * ((m as f64 / a).powi(2) + (n as f64 / b).powi(2) + (p as f64 / d).powi(2)).sqrt()
+    }
+
+    /// Relative errors of the probe spectrum's peaks near the TM_mnp resonances
+    /// of an a x b x d box (E_z probe, record after the pulse).
+    fn resonance_errors(job: &SimJob, box_abd: [f64; 3], scale: f64, modes: &[[usize; 3]]) -> Vec<f64> {
+        let out = run(job).unwrap();
+        assert!(matches!(out.ended, EndReason::MaxSteps { .. }), "a lossless box never decays");
+        let skip = (job.pulse.end_time() / out.dt) as usize;
+        let xw = windowed(&out.traces[1].v[skip..]);
+        modes
+            .iter()
+            .map(|&m| {
+                let f = tm_freq(box_abd[0], box_abd[1], box_abd[2], m) * scale;
+                let g = peak_in(&xw, out.dt, f * 0.99, f * 1.01);
+                let err = g / f - 1.0;
+                println!("TM{m:?}: analytic {:.5} GHz, TLM {:.5} GHz, error {err:+.2e}", f / 1e9, g / 1e9);
+                err
+            })
+            .collect()
+    }
+
+    #[test]
+    fn pec_cavity_resonances_within_5e_4() {
+        // 20 x 15 x 10 mm PEC box at 0.25 mm cells (80 x 60 x 40 nodes). Its modes with odd
+        // m and n are symmetric about x = a/2 and y = b/2, so a quarter of it with PMC walls
+        // on those planes has exactly these resonances at a quarter of the cost.
+        let (a, b, d) = (20e-3, 15e-3, 10e-3);
+        let mut job = pec_box([40, 30, 40], 0.25e-3);
+        job.boundaries[0][1] = Boundary::Pmc;
+        job.boundaries[1][1] = Boundary::Pmc;
+        job.ports = vec![probe("src", 7, 9, 11, 1, 1e6), probe("obs", 29, 21, 27, 1, 1e6)];
+        job.pulse = Pulse::covering(1e9, 32e9);
+        job.stop.max_steps = 12_000;
+        let modes = [[1, 1, 0], [1, 1, 1], [3, 1, 0], [3, 1, 1], [1, 3, 0]];
+        for (m, e) in modes.iter().zip(resonance_errors(&job, [a, b, d], 1.0, &modes)) {
+            assert!(e.abs() < 5e-4, "TM{m:?}: relative error {e:.2e}");
+        }
+    }
+
+    #[test]
+    fn filled_cavity_resonances_prove_the_stubs() {
+        // 20 x 15 x 10 mm box at 0.5 mm, filled with eps_r = 2.2 (capacitive stubs), then with
+        // eps_r = 2.2, mu_r = 1.5 (both kinds): resonances scale by 1/sqrt(eps_r mu_r).
+        for (eps_r, mu_r) in [(2.2, 1.0), (2.2, 1.5)] {
+            let mut job = pec_box([40, 30, 20], 0.5e-3);
+            job.materials[0] = Material { name: "fill".into(), eps_r, sigma: 0.0, mu_r, pec: false };
+            job.ports = vec![probe("src", 7, 9, 5, 1, 1e6), probe("obs", 29, 21, 13, 1, 1e6)];
+            job.pulse = Pulse::covering(1e9, 20e9);
+            job.stop.max_steps = 7_000;
+            let modes = [[1, 1, 0], [2, 1, 0], [1, 1, 1], [1, 2, 0]];
+            let errs = resonance_errors(&job, [20e-3, 15e-3, 10e-3], 1.0 / (eps_r * mu_r).sqrt(), &modes);
+            for (m, e) in modes.iter().zip(errs) {
+                assert!(e.abs() < 5e-3, "eps_r {eps_r} mu_r {mu_r} TM{m:?}: relative error {e:.2e}");
+            }
+        }
+    }
+
+    #[test]
+    fn lossy_fill_damps_modes_at_sigma_over_2_eps() {
+        // Uniform conductivity: every mode's amplitude decays as exp(-sigma t / (2 eps)).
+        let (eps_r, sigma) = (2.2, 0.015);
+        let mut job = pec_box([40, 30, 20], 0.5e-3);
+        job.materials[0] = Material { name: "lossy".into(), eps_r, sigma, mu_r: 1.0, pec: false };
+        job.ports = vec![probe("src", 7, 9, 5, 1, 1e6), probe("obs", 29, 21, 13, 1, 1e6)];
+        job.pulse = Pulse::covering(1e9, 20e9);
+        job.stop.max_steps = 7_000;
+        let out = run(&job).unwrap();
+        let f = tm_freq(20e-3, 15e-3, 10e-3, [1, 1, 0]) / eps_r.sqrt();
+        let (skip, w, gap) = ((job.pulse.end_time() / out.dt) as usize, 2400, 3000);
+        let v = &out.traces[1].v;
+        let (x1, x2) = (windowed(&v[skip..skip + w]), windowed(&v[skip + gap..skip + gap + w]));
+        let g = peak_in(&x1, out.dt, 0.99 * f, 1.01 * f);
+        let ratio = crate::engine::tlm::spectrum::dtft_mag(&x2, out.dt, g) / crate::engine::tlm::spectrum::dtft_mag(&x1, out.dt, g);
+        let alpha = -ratio.ln() / (gap as f64 * out.dt);
+        let want = sigma / (2.0 * crate::consts::EPS0 * eps_r);
+        println!("decay rate {alpha:.4e} /s, analytic {want:.4e} /s");
+        assert!((alpha / want - 1.0).abs() < 0.02);
+    }
+
+    #[test]
+    fn empty_wr28_guide_3d() {
+        // 24 x 12 cells across (0.296 mm), ports 5 cells from the modal guide ends.
+        check_empty_wr28(&wr28(EngineKind::Tlm, 24, 12, 100, 0, 5, 3), 5);
+    }
+
+    #[test]
+    fn empty_wr28_guide_3d_stretched_cells_and_padding() {
+        // Cells 4% longer along the guide (the job layer stretches cells): stubs in air; plus
+        // 10 padding cells at each end, which the modal ends treat as more guide.
+        let mut job = wr28(EngineKind::Tlm, 24, 12, 100, 10, 5, 3);
+        job.grid.d[2] *= 1.04;
+        let mesh = Mesh::new(&job).unwrap();
+        assert!(mesh.geo.loaded && (mesh.dt - job.grid.d[0] / 1.04 / (2.0 * C0)).abs() < 1e-6 * mesh.dt);
+        check_empty_wr28(&job, 15);
+    }
+
+    #[test]
+    fn graded_padding_is_matched_at_normal_incidence() {
+        // The TEM line of the test below, matched port, ends open through 10 padding cells:
+        // what comes back is the padding's own reflection (normal incidence).
+        let mut job = pec_box([1, 4, 240], 0.5e-3);
+        job.boundaries[0] = [Boundary::Pmc; 2];
+        job.boundaries[2] = [Boundary::Absorbing; 2];
+        job.pml[2] = [10, 10];
+        let z = 2.0 * ETA0;
+        job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 120], len: 4, r_ohm: z } }];
+        job.pulse = Pulse::covering(1e9, 20e9);
+        job.stop = crate::job::StopRule { decay_db: -80.0, max_steps: 8000, check_every: 16 };
+        let out = run(&job).unwrap();
+        // Reflections return after 2 * 110 cells = 440 steps; the direct response is over by then.
+        let v = &out.traces[0].v;
+        let (direct, back) = (v[..400].iter().fold(0f64, |m, x| m.max(x.abs())), v[400..].iter().fold(0f64, |m, x| m.max(x.abs())));
+        println!("padding echo {:.1} dB", 20.0 * (back / direct).log10());
+        assert!(back < 1e-3 * direct);
+    }
+
+    #[test]
+    fn lumped_port_on_a_parallel_plate_line_sees_half_its_impedance() {
+        // One cell wide (PMC sides), 10 cells high (PEC plates), open ends: a TEM line of
+        // eta0 * 10 ohm. A port across it in the middle sees both halves in parallel, and
+        // in parallel with half the capacitance of its own column of cells (the node's
+        // lumped capacitance sits on the port's side of the cut; a Yee edge port has the
+        // same): a first-order artefact, relative size w dt / 2.
+        let mut job = pec_box([1, 10, 200], 0.5e-3);
+        job.boundaries[0] = [Boundary::Pmc; 2];
+        job.boundaries[2] = [Boundary::Absorbing; 2];
+        let z = 5.0 * ETA0;
+        job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 100], len: 10, r_ohm: z } }];
+        job.pulse = Pulse::covering(1e9, 20e9);
+        job.freqs = vec![2e9, 5e9, 10e9, 15e9, 20e9];
+        job.stop = crate::job::StopRule { decay_db: -60.0, max_steps: 5000, check_every: 16 };
+        let out = run(&job).unwrap();
+        let s = crate::analysis::SParams::from_runs(&[&job], &[&out]);
+        for (k, zin) in s.zin[0].as_ref().unwrap().iter().enumerate() {
+            let s11 = s.db(1, 1).unwrap()[k];
+            println!("{} GHz: Zin {zin:.1} ohm (want {z:.1}), |S11| {s11:.1} dB", job.freqs[k] / 1e9);
+            let w = 2.0 * std::f64::consts::PI * job.freqs[k];
+            let c_col = 0.5 * crate::consts::EPS0 * 0.5e-3 / 10.0;
+            let want = z / num_complex::Complex64::new(1.0, w * c_col * z);
+            assert!((zin / want - 1.0).norm() < 2e-3, "Zin {zin} vs {want}");
+            assert!(s11 < -30.0);
+        }
+    }
+
+    #[test]
+    fn sheet_across_the_guide_reflects_everything() {
+        let mut job = wr28(EngineKind::Tlm, 12, 6, 50, 0, 5, 3);
+        job.sheets.push(crate::job::Sheet { normal: Axis::Z, plane: 25, lo: [0, 0], hi: [12, 6] });
+        let (s, _) = two_port_sparams(&job);
+        for k in 0..s.freqs.len() {
+            assert!((s.get(1, 1).unwrap()[k].norm() - 1.0).abs() < 1e-3 && s.db(2, 1).unwrap()[k] < -100.0);
+        }
+    }
+
+    #[test]
+    fn failures_are_reported_not_panicked() {
+        let mut job = wr28(EngineKind::Tlm, 12, 6, 40, 0, 5, 3);
+        job.pulse.tau = f64::NAN;
+        assert!(matches!(run(&job), Err(SimFailure::NonFinite { .. })));
+        job.engine = EngineKind::Fdtd;
+        assert!(matches!(crate::engine::tlm::run_cpu(&job), Err(SimFailure::Invalid(_))));
+        let mut job = wr28(EngineKind::Tlm, 12, 6, 40, 0, 5, 3);
+        job.cell_mat[3] = 7;
+        assert!(matches!(run(&job), Err(SimFailure::Invalid(_))));
+    }
+}

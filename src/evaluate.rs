@@ -1,0 +1,129 @@
+//! The seam between a design and an engine: candidate parameter values become
+//! simulation jobs, one backend batch runs them all, and each candidate gets
+//! its S-parameters and fitness back — or the reason it has none.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::SParams;
+use crate::design::Design;
+use crate::engine::{Backend, EngineError};
+use crate::fitness::Fitness;
+use crate::job::{EndReason, EngineKind, SimJob, SimOutput};
+
+/// A simulated and scored candidate.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    pub sparams: SParams,
+    pub fitness: Fitness,
+    /// The jobs (one per driven port) and their outputs.
+    pub jobs: Vec<SimJob>,
+    pub outputs: Vec<SimOutput>,
+}
+
+impl Scored {
+    /// Cell (node) updates performed for this candidate.
+    pub fn cell_updates(&self) -> f64 {
+        self.outputs.iter().map(|o| o.cells as f64 * o.steps as f64).sum()
+    }
+    /// A one-line account of how the simulations ended.
+    pub fn run_summary(&self) -> String {
+        self.outputs
+            .iter()
+            .zip(&self.jobs)
+            .map(|(o, j)| {
+                let why = match o.ended {
+                    EndReason::EnergyDecay { db } => format!("energy decayed to {db:.1} dB"),
+                    EndReason::MaxSteps { db } => format!("step cap reached (energy at {db:.1} dB)"),
+                };
+                format!("drive {}: {} steps of {:.3} ps, {} cells, {why}", j.ports[j.drive].name, o.steps, o.dt * 1e12, o.cells)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// Summary of how a candidate's simulation ended, kept in checkpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    pub steps: Vec<usize>,
+    pub ended: Vec<EndReason>,
+}
+
+/// Simulate and score `candidates` (parameter values) with port columns
+/// `drives` (0-based) driven, in ONE backend batch. An `Err` is fatal (the
+/// engine failed); a candidate that cannot be built, diverges or cannot be
+/// scored gets `Err(reason)` and the others are unaffected.
+pub fn evaluate_designs(
+    design: &Design,
+    candidates: &[BTreeMap<String, f64>],
+    drives: &[usize],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+    done: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<Result<Scored, String>>, EngineError> {
+    let per = drives.len().max(1);
+    let mut jobs = Vec::new();
+    let mut built: Vec<Result<std::ops::Range<usize>, String>> = Vec::new();
+    for values in candidates {
+        match design.jobs(values, drives, engine) {
+            Ok(js) => {
+                let start = jobs.len();
+                jobs.extend(js);
+                built.push(Ok(start..jobs.len()));
+            }
+            Err(e) => built.push(Err(format!("geometry: {e}"))),
+        }
+    }
+    let outs = backend.run_batch_progress(&jobs, &|n| done(n / per))?;
+    let mut outs: Vec<Option<_>> = outs.into_iter().map(Some).collect();
+    let mut res = Vec::with_capacity(candidates.len());
+    for b in built {
+        let range = match b {
+            Ok(r) => r,
+            Err(e) => {
+                res.push(Err(e));
+                continue;
+            }
+        };
+        let mut outputs = Vec::new();
+        let mut failure = None;
+        for m in range.clone() {
+            match outs[m].take().expect("each output is taken once") {
+                Ok(o) => outputs.push(o),
+                Err(e) => {
+                    failure.get_or_insert(format!("simulation: {e}"));
+                }
+            }
+        }
+        if let Some(f) = failure {
+            res.push(Err(f));
+            continue;
+        }
+        let js: Vec<&SimJob> = jobs[range.clone()].iter().collect();
+        let os: Vec<&SimOutput> = outputs.iter().collect();
+        let sp = SParams::from_runs(&js, &os);
+        match design.fitness(&sp) {
+            Ok(fitness) => res.push(Ok(Scored { sparams: sp, fitness, jobs: jobs[range].to_vec(), outputs })),
+            Err(e) => res.push(Err(format!("fitness: {e}"))),
+        }
+    }
+    Ok(res)
+}
+
+/// The goal masks of `design` for plots.
+pub fn masks(design: &Design) -> Vec<crate::plot::sparams::Mask> {
+    use crate::fitness::Limit;
+    design
+        .goals()
+        .iter()
+        .map(|g| {
+            let (level_db, above) = match g.limit {
+                Limit::Above(l) => (l, true),
+                Limit::Below(l) => (l, false),
+            };
+            crate::plot::sparams::Mask { s: g.s, f1: g.band.0, f2: g.band.1, level_db, above }
+        })
+        .collect()
+}

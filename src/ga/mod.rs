@@ -1,0 +1,26 @@
+//! The optimiser: a single-objective elitist GA and NSGA-II over a mixed
+//! real/integer/stepped gene space, driven by one seed and evaluated in batches
+//! through the [`Problem`] trait. Nothing here prints; observers in [`crate::run`] do.
+//!
+//! One objective selects the elitist GA, two or more select NSGA-II.
+
+pub mod breed;
+pub mod error;
+pub mod genome;
+pub mod nsga2;
+pub mod ops;
+pub mod problem;
+pub mod settings;
+pub mod single;
+pub mod state;
+pub mod step;
+pub mod termination;
+pub mod testfns;
+
+pub use error::GaError;
+pub use genome::GeneSpec;
+pub use problem::{Evaluation, Problem, PENALTY};
+pub use settings::{Crossover, GaSettings, Mutation, Stop};
+pub use state::{FailureRecord, GaState, GenStats, GeneSpread, Individual};
+pub use step::{new_state, step};
+pub use termination::{Criterion, Termination, TerminationReason};

@@ -1,0 +1,122 @@
+//! The `Problem` trait: what the optimiser needs from a design and an engine, and what one evaluation returns.
+
+use serde::{Deserialize, Serialize};
+
+use super::genome::GeneSpec;
+
+/// The objective value given to a design that could not be simulated or was
+/// not simulated: finite (never NaN, so sorting stays total) and worse than any real result.
+pub const PENALTY: f64 = 1e30;
+
+/// The result of simulating one design. All objectives are minimised.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    /// One value per objective, lower is better.
+    pub objectives: Vec<f64>,
+    /// 0 when feasible; larger is more infeasible.
+    pub constraint_violation: f64,
+    /// Set when the design could not be simulated (fields went non-finite, ...).
+    pub failure: Option<String>,
+    /// Opaque per-design details (e.g. per-goal breakdown), shown by `inspect`.
+    pub extra: serde_json::Value,
+    /// Engine throughput for this design, if it knows.
+    pub cells_per_second: Option<f64>,
+}
+
+impl Evaluation {
+    /// A feasible, successful evaluation.
+    pub fn ok(objectives: Vec<f64>) -> Evaluation {
+        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: serde_json::Value::Null, cells_per_second: None }
+    }
+
+    /// A design that could not be simulated.
+    pub fn failed(reason: impl Into<String>, n_objectives: usize) -> Evaluation {
+        Evaluation {
+            objectives: vec![PENALTY; n_objectives],
+            constraint_violation: 0.0,
+            failure: Some(reason.into()),
+            extra: serde_json::Value::Null,
+            cells_per_second: None,
+        }
+    }
+
+    /// Did the simulation produce usable objectives?
+    pub fn is_valid(&self) -> bool {
+        self.failure.is_none() && self.objectives.iter().all(|&o| o < PENALTY)
+    }
+
+    pub fn is_feasible(&self) -> bool {
+        self.constraint_violation <= 0.0
+    }
+
+    /// The single-objective fitness (the first objective).
+    pub fn fitness(&self) -> f64 {
+        self.objectives[0]
+    }
+
+    /// Make the evaluation safe to sort: failures and non-finite objectives get
+    /// [`PENALTY`], a NaN or infinite objective becomes a failure, a negative violation becomes 0.
+    pub(crate) fn sanitised(mut self) -> Evaluation {
+        if self.failure.is_none() {
+            if let Some(k) = self.objectives.iter().position(|o| !o.is_finite()) {
+                self.failure = Some(format!("objective {} is {}", k + 1, self.objectives[k]));
+            } else if !self.constraint_violation.is_finite() {
+                self.failure = Some(format!("constraint violation is {}", self.constraint_violation));
+            }
+        }
+        if self.failure.is_some() {
+            self.objectives.iter_mut().for_each(|o| *o = PENALTY);
+        } else {
+            self.objectives.iter_mut().for_each(|o| *o = o.min(PENALTY));
+        }
+        self.constraint_violation =
+            if self.constraint_violation.is_finite() { self.constraint_violation.clamp(0.0, PENALTY) } else { 0.0 };
+        if let Some(c) = self.cells_per_second {
+            if !c.is_finite() {
+                self.cells_per_second = None;
+            }
+        }
+        self
+    }
+}
+
+/// What the optimiser optimises: the design (genes, geometric constraints)
+/// and the engine (batch evaluation).
+pub trait Problem {
+    /// The gene space, in genome order.
+    fn genes(&self) -> Vec<GeneSpec>;
+
+    /// 1 for the elitist GA, 2 or more for NSGA-II.
+    fn n_objectives(&self) -> usize;
+
+    /// Cheap check before simulation (geometry that does not fit, say): 0 when
+    /// feasible. Designs with a positive violation are not simulated; they get
+    /// [`PENALTY`] objectives and lose every comparison with feasible designs.
+    fn constraint_violation(&self, x: &[f64]) -> f64;
+
+    /// Simulate a batch of designs, one [`Evaluation`] per design, in order.
+    /// Call `progress(done)` with the number finished so far as they complete.
+    /// An `Err` is fatal for the run (the engine died); a design that cannot be
+    /// simulated is an `Ok` evaluation with `failure: Some(reason)`.
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitising_never_leaves_nan() {
+        let e = Evaluation::ok(vec![1.0, f64::NAN]).sanitised();
+        assert_eq!(e.objectives, vec![PENALTY, PENALTY]);
+        assert!(e.failure.unwrap().contains("objective 2"));
+        let mut e = Evaluation::ok(vec![3.0]);
+        e.constraint_violation = -2.0;
+        e.cells_per_second = Some(f64::INFINITY);
+        let e = e.sanitised();
+        assert_eq!((e.objectives[0], e.constraint_violation, e.cells_per_second), (3.0, 0.0, None));
+        let mut e = Evaluation::failed("diverged", 1);
+        e.objectives = vec![0.5];
+        assert_eq!(e.sanitised().objectives, vec![PENALTY]);
+    }
+}

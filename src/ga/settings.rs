@@ -1,0 +1,352 @@
+//! `GaSettings`: the `optimiser: Ga(...)` block of a design file, every field defaulted.
+//!
+//! Optional numbers may be written bare (`target: 0.0`) or as `Some(0.0)`, so
+//! users need not know RON's `implicit_some` extension.
+
+use serde::{Deserialize, Serialize};
+
+use super::error::GaError;
+
+/// How to search. Read from RON as `Ga(population: 64, ...)`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename = "Ga", default, deny_unknown_fields)]
+pub struct GaSettings {
+    /// Individuals per generation.
+    pub population: usize,
+    /// Generations bred after the initial population (generation 0), as in DEAP's `ngen`.
+    pub generations: usize,
+    /// The one seed of the run; there is no other source of randomness.
+    pub seed: u64,
+    /// Single objective: the best `elitism` individuals pass unchanged to the next generation.
+    pub elitism: usize,
+    /// Tournament size for parent selection (2 is binary tournament).
+    pub tournament: usize,
+    pub crossover: Crossover,
+    pub mutation: Mutation,
+    pub stop: Stop,
+}
+
+impl Default for GaSettings {
+    fn default() -> Self {
+        GaSettings {
+            population: 32,
+            generations: 20,
+            seed: 0,
+            elitism: 2,
+            tournament: 2,
+            crossover: Crossover::default(),
+            mutation: Mutation::default(),
+            stop: Stop::default(),
+        }
+    }
+}
+
+/// Recombination of two parents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Crossover {
+    /// Simulated binary crossover (Deb), bounded. `probability` per pair; each
+    /// gene is then exchanged with probability 0.5. Larger `eta` keeps children nearer their parents.
+    Sbx {
+        #[serde(default = "sbx_probability")]
+        probability: f64,
+        #[serde(default = "sbx_eta")]
+        eta: f64,
+    },
+}
+
+impl Default for Crossover {
+    fn default() -> Self {
+        Crossover::Sbx { probability: sbx_probability(), eta: sbx_eta() }
+    }
+}
+
+fn sbx_probability() -> f64 {
+    0.9
+}
+fn sbx_eta() -> f64 {
+    15.0
+}
+fn pm_eta() -> f64 {
+    20.0
+}
+
+/// Perturbation of one child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum Mutation {
+    /// Polynomial mutation (Deb), bounded. `probability` per gene; `None` means `1 / genes`.
+    Polynomial {
+        #[serde(default, with = "lenient_option", skip_serializing_if = "Option::is_none")]
+        probability: Option<f64>,
+        #[serde(default = "pm_eta")]
+        eta: f64,
+    },
+}
+
+impl Default for Mutation {
+    fn default() -> Self {
+        Mutation::Polynomial { probability: None, eta: pm_eta() }
+    }
+}
+
+/// Extra stopping rules; any one ends the run (the generation limit always applies).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Stop {
+    /// Stop once the best feasible fitness is at or below this (single objective only).
+    #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
+    pub target: Option<f64>,
+    /// Stop once this many designs have been simulated (checked after each generation).
+    #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
+    pub max_evaluations: Option<usize>,
+    /// Stop after this many generations without improvement of the best.
+    #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
+    pub stagnation: Option<usize>,
+    /// Stop after this much wall time, summed over resumed sessions (seconds).
+    #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
+}
+
+impl GaSettings {
+    /// Parse a `Ga(...)` block.
+    pub fn from_ron_str(s: &str) -> Result<GaSettings, ron::error::SpannedError> {
+        ron::from_str(s)
+    }
+
+    /// Resolved settings as RON, for `settings.ron` in the run directory.
+    pub fn to_ron_string(&self) -> String {
+        ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().struct_names(true))
+            .expect("GaSettings holds only plain numbers")
+    }
+
+    /// Per-gene mutation probability for a genome of `n_genes`.
+    pub fn mutation_probability(&self, n_genes: usize) -> f64 {
+        match self.mutation {
+            Mutation::Polynomial { probability, .. } => probability.unwrap_or(1.0 / n_genes.max(1) as f64),
+        }
+    }
+
+    /// Check every value, with a message naming the field.
+    pub fn validate(&self) -> Result<(), GaError> {
+        let bad = |field, why: String| Err(GaError::InvalidSetting { field, why });
+        if self.population < 2 {
+            return bad("population", format!("needs at least 2 individuals, got {}", self.population));
+        }
+        if self.elitism >= self.population {
+            return bad("elitism", format!("must be below the population ({}), got {}", self.population, self.elitism));
+        }
+        if self.tournament < 1 || self.tournament > self.population {
+            return bad("tournament", format!("must be between 1 and the population, got {}", self.tournament));
+        }
+        let Crossover::Sbx { probability, eta } = self.crossover;
+        if !(0.0..=1.0).contains(&probability) {
+            return bad("crossover.probability", format!("must be in [0, 1], got {probability}"));
+        }
+        if !(eta.is_finite() && eta >= 0.0) {
+            return bad("crossover.eta", format!("must be finite and >= 0, got {eta}"));
+        }
+        let Mutation::Polynomial { probability, eta } = self.mutation;
+        if let Some(p) = probability {
+            if !(0.0..=1.0).contains(&p) {
+                return bad("mutation.probability", format!("must be in [0, 1], got {p}"));
+            }
+        }
+        if !(eta.is_finite() && eta >= 0.0) {
+            return bad("mutation.eta", format!("must be finite and >= 0, got {eta}"));
+        }
+        if let Some(t) = self.stop.target {
+            if !t.is_finite() {
+                return bad("stop.target", format!("must be finite, got {t}"));
+            }
+        }
+        if self.stop.max_evaluations == Some(0) {
+            return bad("stop.max_evaluations", "must be at least 1".into());
+        }
+        if self.stop.stagnation == Some(0) {
+            return bad("stop.stagnation", "must be at least 1 generation".into());
+        }
+        if let Some(w) = self.stop.wall_seconds {
+            if !(w.is_finite() && w > 0.0) {
+                return bad("stop.wall_seconds", format!("must be positive, got {w}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Resuming with different breeding settings would not continue the same
+    /// run; only the generation limit and the stop rules may change.
+    pub fn check_resumable_with(&self, new: &GaSettings) -> Result<(), GaError> {
+        let mut diff = Vec::new();
+        if self.population != new.population {
+            diff.push("population");
+        }
+        if self.seed != new.seed {
+            diff.push("seed");
+        }
+        if self.elitism != new.elitism {
+            diff.push("elitism");
+        }
+        if self.tournament != new.tournament {
+            diff.push("tournament");
+        }
+        if self.crossover != new.crossover {
+            diff.push("crossover");
+        }
+        if self.mutation != new.mutation {
+            diff.push("mutation");
+        }
+        if diff.is_empty() {
+            Ok(())
+        } else {
+            Err(GaError::Incompatible(format!(
+                "the checkpoint was bred with different {}; only `generations` and `stop` may change on resume",
+                diff.join(", ")
+            )))
+        }
+    }
+}
+
+/// `Option<number>` that reads `x`, `Some(x)` or `None`, and writes `x`.
+mod lenient_option {
+    use serde::de::{self, Deserializer, Visitor};
+    use serde::{Deserialize, Serialize, Serializer};
+    use std::fmt;
+    use std::marker::PhantomData;
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &Option<T>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(x) => x.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, T, D>(d: D) -> Result<Option<T>, D::Error>
+    where
+        T: Deserialize<'de> + FromNumber,
+        D: Deserializer<'de>,
+    {
+        d.deserialize_any(LenientVisitor(PhantomData))
+    }
+
+    /// The numbers a bare value may be.
+    pub trait FromNumber: Sized {
+        fn from_f64(v: f64) -> Option<Self>;
+        fn from_u64(v: u64) -> Option<Self>;
+        fn from_i64(v: i64) -> Option<Self>;
+        const WHAT: &'static str;
+    }
+    impl FromNumber for f64 {
+        fn from_f64(v: f64) -> Option<Self> {
+            Some(v)
+        }
+        fn from_u64(v: u64) -> Option<Self> {
+            Some(v as f64)
+        }
+        fn from_i64(v: i64) -> Option<Self> {
+            Some(v as f64)
+        }
+        const WHAT: &'static str = "a number";
+    }
+    impl FromNumber for usize {
+        fn from_f64(_: f64) -> Option<Self> {
+            None
+        }
+        fn from_u64(v: u64) -> Option<Self> {
+            usize::try_from(v).ok()
+        }
+        fn from_i64(v: i64) -> Option<Self> {
+            usize::try_from(v).ok()
+        }
+        const WHAT: &'static str = "a non-negative integer";
+    }
+
+    struct LenientVisitor<T>(PhantomData<T>);
+
+    impl<'de, T: Deserialize<'de> + FromNumber> Visitor<'de> for LenientVisitor<T> {
+        type Value = Option<T>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "{}, Some(..) or None", T::WHAT)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            T::deserialize(d).map(Some)
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+            T::from_f64(v).map(Some).ok_or_else(|| E::invalid_type(de::Unexpected::Float(v), &self))
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+            T::from_u64(v).map(Some).ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(v), &self))
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+            T::from_i64(v).map(Some).ok_or_else(|| E::invalid_value(de::Unexpected::Signed(v), &self))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_design_format_example() {
+        let s = "Ga(population: 64, generations: 40, seed: 7, elitism: 2, tournament: 3, \
+                 crossover: Sbx(probability: 0.9, eta: 15.0), \
+                 mutation: Polynomial(probability: 0.25, eta: 20.0), \
+                 stop: (target: 0.0, max_evaluations: 4000, stagnation: 12))";
+        let g = GaSettings::from_ron_str(s).unwrap();
+        assert_eq!(g.population, 64);
+        assert_eq!(g.generations, 40);
+        assert_eq!(g.seed, 7);
+        assert_eq!(g.tournament, 3);
+        assert_eq!(g.mutation, Mutation::Polynomial { probability: Some(0.25), eta: 20.0 });
+        assert_eq!(g.stop, Stop { target: Some(0.0), max_evaluations: Some(4000), stagnation: Some(12), wall_seconds: None });
+        g.validate().unwrap();
+        // What we write is what we read, in the form users write.
+        let text = g.to_ron_string();
+        assert!(text.starts_with("Ga("), "{text}");
+        assert_eq!(GaSettings::from_ron_str(&text).unwrap(), g);
+    }
+
+    #[test]
+    fn defaults_fill_every_missing_field() {
+        let g = GaSettings::from_ron_str("Ga()").unwrap();
+        assert_eq!(g, GaSettings::default());
+        assert_eq!(g.population, 32);
+        assert_eq!(g.mutation_probability(8), 0.125);
+        let g = GaSettings::from_ron_str("Ga(mutation: Polynomial(), crossover: Sbx(eta: 3.0), stop: (target: Some(1), wall_seconds: 5))").unwrap();
+        assert_eq!(g.crossover, Crossover::Sbx { probability: 0.9, eta: 3.0 });
+        assert_eq!(g.stop.target, Some(1.0));
+        assert_eq!(g.stop.wall_seconds, Some(5.0));
+        assert_eq!(GaSettings::from_ron_str(&g.to_ron_string()).unwrap(), g);
+    }
+
+    #[test]
+    fn rejects_unknown_fields_and_bad_values() {
+        assert!(GaSettings::from_ron_str("Ga(populaton: 3)").unwrap_err().to_string().contains("populaton"));
+        assert!(GaSettings::from_ron_str("Ga(stop: (stagnaton: 3))").is_err());
+        assert!(GaSettings::from_ron_str("Ga(stop: (max_evaluations: 2.5))").is_err());
+        let g = GaSettings { elitism: 40, ..Default::default() };
+        assert!(g.validate().unwrap_err().to_string().contains("elitism"));
+        let g = GaSettings { mutation: Mutation::Polynomial { probability: Some(1.5), eta: 20.0 }, ..Default::default() };
+        assert!(g.validate().unwrap_err().to_string().contains("mutation.probability"));
+    }
+
+    #[test]
+    fn resume_allows_only_limits_to_change() {
+        let a = GaSettings::default();
+        let mut b = a.clone();
+        b.generations = 99;
+        b.stop.stagnation = Some(4);
+        a.check_resumable_with(&b).unwrap();
+        b.seed = 1;
+        b.population = 10;
+        let e = a.check_resumable_with(&b).unwrap_err().to_string();
+        assert!(e.contains("population") && e.contains("seed"), "{e}");
+    }
+}

@@ -1,0 +1,215 @@
+//! The optimiser's view of a design: [`DesignProblem`] implements the GA's
+//! `Problem` by sending each generation's new genomes through one backend
+//! batch; [`BestObserver`] keeps `best/` and the best design's S-parameter
+//! plot up to date. The GA itself never sees designs, jobs or engines.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+
+use crate::analysis::SParams;
+use crate::design::Design;
+use crate::engine::Backend;
+use crate::evaluate::{evaluate_designs, masks, Scored};
+use crate::ga::genome::genome_key;
+use crate::ga::problem::{Evaluation, Problem};
+use crate::ga::settings::GaSettings;
+use crate::ga::state::{GaState, GenStats};
+use crate::ga::GeneSpec;
+use crate::job::EngineKind;
+use crate::run::observe::{Observer, RunInfo};
+
+/// What a run directory records besides the design: the GA settings after
+/// command-line overrides, and the engine override. Kept as `settings.ron`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    pub ga: GaSettings,
+    /// `--engine` given at launch (None: the design's own engine).
+    pub engine: Option<EngineKind>,
+}
+
+/// Everything needed to simulate a candidate: shared by the problem and the observers.
+pub struct Simulator {
+    pub design: Design,
+    pub backend: Arc<dyn Backend>,
+    pub engine: Option<EngineKind>,
+}
+
+impl Simulator {
+    /// Parameter values of a genome (genes are in parameter-name order).
+    pub fn values(&self, x: &[f64]) -> BTreeMap<String, f64> {
+        self.design.parameter_names().into_iter().zip(x.iter().copied()).collect()
+    }
+
+    /// Simulate one candidate with the given port columns driven.
+    pub fn simulate(&self, x: &[f64], drives: &[usize]) -> anyhow::Result<Result<Scored, String>> {
+        let v = self.values(x);
+        let mut r = evaluate_designs(&self.design, std::slice::from_ref(&v), drives, self.engine, self.backend.as_ref(), &|_| {})?;
+        Ok(r.remove(0))
+    }
+}
+
+/// The GA problem of one design.
+pub struct DesignProblem {
+    sim: Arc<Simulator>,
+    genes: Vec<GeneSpec>,
+    drives: Vec<usize>,
+    n_extra: usize,
+    /// S-parameters of this session's evaluations, by genome key (not checkpointed:
+    /// they are re-simulated on demand after a resume).
+    pub sparams: Arc<Mutex<BTreeMap<String, SParams>>>,
+}
+
+impl DesignProblem {
+    pub fn new(sim: Arc<Simulator>) -> DesignProblem {
+        let genes = sim.design.genes();
+        let drives = sim.design.drives_needed();
+        let n_extra = sim.design.objective_labels().len().saturating_sub(1);
+        DesignProblem { sim, genes, drives, n_extra, sparams: Arc::new(Mutex::new(BTreeMap::new())) }
+    }
+}
+
+impl Problem for DesignProblem {
+    fn genes(&self) -> Vec<GeneSpec> {
+        self.genes.clone()
+    }
+    fn n_objectives(&self) -> usize {
+        1 + self.n_extra
+    }
+    fn constraint_violation(&self, x: &[f64]) -> f64 {
+        self.sim.design.constraint_violation(&self.sim.values(x))
+    }
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+        let values: Vec<_> = xs.iter().map(|x| self.sim.values(x)).collect();
+        let t = Instant::now();
+        // The progress callback of the GA is not Sync; the batch reports through a counter polled here.
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let res = std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                evaluate_designs(&self.sim.design, &values, &self.drives, self.sim.engine, self.sim.backend.as_ref(), &|n| {
+                    done.fetch_max(n, std::sync::atomic::Ordering::Relaxed);
+                })
+            });
+            let mut last = 0;
+            while !h.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                let n = done.load(std::sync::atomic::Ordering::Relaxed);
+                if n != last {
+                    progress(n);
+                    last = n;
+                }
+            }
+            h.join().expect("evaluation thread panicked")
+        })?;
+        let wall = t.elapsed().as_secs_f64().max(1e-9);
+        let updates: f64 = res.iter().filter_map(|r| r.as_ref().ok()).map(|s| s.cell_updates()).sum();
+        let rate = (updates > 0.0).then_some(updates / wall);
+        let mut out = Vec::with_capacity(xs.len());
+        let mut store = self.sparams.lock().expect("sparams store poisoned");
+        for ((x, v), r) in xs.iter().zip(&values).zip(res) {
+            let n = self.n_objectives();
+            let mut e = match r {
+                Ok(s) => {
+                    let mut objectives = vec![s.fitness.total];
+                    match self.sim.design.extra_objectives(v) {
+                        Ok(extra) => objectives.extend(extra),
+                        Err(err) => {
+                            out.push(Evaluation::failed(format!("objective: {err}"), n));
+                            continue;
+                        }
+                    }
+                    let extra = serde_json::json!({ "goals": s.fitness.per_goal, "runs": s.run_summary() });
+                    store.insert(genome_key(x), s.sparams);
+                    Evaluation { objectives, constraint_violation: 0.0, failure: None, extra, cells_per_second: rate }
+                }
+                Err(reason) => Evaluation::failed(reason, n),
+            };
+            e.constraint_violation = self.sim.design.constraint_violation(v);
+            out.push(e);
+        }
+        Ok(out)
+    }
+}
+
+/// Keeps `best/` (parameters, Touchstone with every port driven, plot) and
+/// `plots/best_sparams.png` in step with the best design of the run.
+pub struct BestObserver {
+    sim: Arc<Simulator>,
+    store: Arc<Mutex<BTreeMap<String, SParams>>>,
+    dir: Option<PathBuf>,
+    last_key: Option<String>,
+}
+
+impl BestObserver {
+    pub fn new(sim: Arc<Simulator>, store: Arc<Mutex<BTreeMap<String, SParams>>>) -> BestObserver {
+        BestObserver { sim, store, dir: None, last_key: None }
+    }
+
+    fn refresh(&mut self, state: &GaState, genome: &[f64]) -> anyhow::Result<()> {
+        let Some(dir) = self.dir.clone() else { return Ok(()) };
+        let key = genome_key(genome);
+        if self.last_key.as_deref() == Some(key.as_str()) {
+            return Ok(());
+        }
+        let design = &self.sim.design;
+        let values = self.sim.values(genome);
+        let title = format!("{} best, generation {}", design.name(), state.generation);
+        let all: Vec<usize> = (0..design.port_names().len()).collect();
+        // The full matrix for Touchstone; the GA may have driven fewer ports.
+        let full = match self.sim.simulate(genome, &all)? {
+            Ok(s) => Some(s),
+            Err(reason) => {
+                eprintln!("warning: the best design could not be re-simulated for best/: {reason}");
+                None
+            }
+        };
+        let sp = match (&full, self.store.lock().expect("sparams store poisoned").get(&key)) {
+            (Some(s), _) => s.sparams.clone(),
+            (None, Some(sp)) => sp.clone(),
+            (None, None) => return Ok(()),
+        };
+        let plots = dir.join("plots");
+        std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+        crate::plot::sparams::plot(&plots.join("best_sparams.png"), &sp, &masks(design), &title)?;
+        let best = dir.join("best");
+        std::fs::create_dir_all(&best).with_context(|| format!("creating {}", best.display()))?;
+        let e = state.cache.get(&key);
+        let text = ron::ser::to_string_pretty(
+            &serde_json::json!({
+                "generation": state.generation,
+                "parameters": values,
+                "objectives": e.map(|e| e.objectives.clone()),
+                "goals": e.map(|e| e.extra.get("goals").cloned()),
+            }),
+            ron::ser::PrettyConfig::default(),
+        )?;
+        crate::run::rundir::write_atomic(&best.join("parameters.ron"), text.as_bytes()).with_context(|| format!("writing {}", best.display()))?;
+        if let Some(s) = &full {
+            let vals: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", crate::design::short(*v))).collect();
+            let comment = format!("emvolve best design of {} at generation {}\nparameters: {}", design.name(), state.generation, vals.join(", "));
+            crate::analysis::touchstone::write(&s.sparams, &best.join(design.name()), &comment)?;
+        }
+        crate::plot::sparams::plot(&best.join("sparams.png"), &sp, &masks(design), &title)?;
+        self.last_key = Some(key);
+        Ok(())
+    }
+}
+
+impl Observer for BestObserver {
+    fn on_start(&mut self, _state: &GaState, info: &RunInfo) -> anyhow::Result<()> {
+        self.dir = Some(info.dir.to_path_buf());
+        Ok(())
+    }
+    fn on_generation(&mut self, state: &GaState, stats: &GenStats) -> anyhow::Result<()> {
+        if stats.best_genome.is_empty() || stats.best.first().is_some_and(|b| *b >= crate::ga::problem::PENALTY) {
+            return Ok(());
+        }
+        self.refresh(state, &stats.best_genome)
+    }
+}
+

@@ -1,0 +1,148 @@
+//! PNG plots under `plots/`, redrawn every generation under stable names:
+//! `fitness.png`, `parameters.png` and, for NSGA-II, `pareto.png`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use plotters::prelude::*;
+
+use super::{Observer, RunInfo};
+use crate::ga::state::{GaState, GenStats};
+use crate::run::rundir::RunDir;
+
+mod fitness;
+mod parameters;
+mod pareto;
+
+/// Register the shipped font (see [`crate::plot::init_font`]); call before drawing text.
+pub fn ensure_font() {
+    crate::plot::init_font();
+}
+
+/// Draw into `dir/name` through a temporary file, so a viewer never sees half a PNG.
+pub fn render_png(
+    dir: &Path,
+    name: &str,
+    size: (u32, u32),
+    draw: impl FnOnce(&DrawingArea<BitMapBackend, plotters::coord::Shift>) -> anyhow::Result<()>,
+) -> anyhow::Result<PathBuf> {
+    ensure_font();
+    let path = dir.join(name);
+    // The backend picks the format from the extension, so the temporary name ends in .png too.
+    let tmp = dir.join(format!(".{name}.tmp.png"));
+    {
+        let root = BitMapBackend::new(&tmp, size).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        draw(&root)?;
+        root.present().map_err(plot_err)?;
+    }
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// plotters' errors borrow nothing but are not always `Send + Sync`; keep their text.
+pub(crate) fn plot_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("plotting failed: {e}")
+}
+
+/// Redraws the plots after every generation.
+#[derive(Default)]
+pub struct PlotObserver {
+    dir: Option<PathBuf>,
+}
+
+impl PlotObserver {
+    pub fn new() -> PlotObserver {
+        PlotObserver::default()
+    }
+
+    fn draw_all(&self, state: &GaState) -> anyhow::Result<()> {
+        let Some(dir) = &self.dir else { anyhow::bail!("the plot observer was not started") };
+        fitness::draw(dir, state)?;
+        parameters::draw(dir, state)?;
+        if state.is_multi_objective() {
+            pareto::draw(dir, state)?;
+        }
+        Ok(())
+    }
+}
+
+impl Observer for PlotObserver {
+    fn on_start(&mut self, state: &GaState, info: &RunInfo) -> anyhow::Result<()> {
+        let dir = info.dir.join(RunDir::PLOTS);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        self.dir = Some(dir);
+        if state.started() {
+            self.draw_all(state)?;
+        }
+        Ok(())
+    }
+
+    fn on_generation(&mut self, state: &GaState, _stats: &GenStats) -> anyhow::Result<()> {
+        self.draw_all(state)
+    }
+}
+
+/// `(lo, hi)` padded so that a flat or single-point series still gets an axis.
+pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
+    if !lo.is_finite() || !hi.is_finite() {
+        return None;
+    }
+    let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.1 * lo.abs().max(1e-12) };
+    Some((lo - pad, hi + pad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ga::problem::Problem;
+    use crate::ga::settings::GaSettings;
+    use crate::ga::step::{new_state, step};
+    use crate::ga::testfns::{Rastrigin, Zdt1};
+
+    fn is_png(p: &Path) -> bool {
+        let b = std::fs::read(p).unwrap();
+        b.len() > 2000 && b.starts_with(b"\x89PNG\r\n\x1a\n")
+    }
+
+    #[test]
+    fn draws_every_plot_for_single_and_multi_objective_runs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let mut p = Rastrigin::new(3, 1);
+        let mut st = new_state(p.genes(), 1, GaSettings { population: 10, ..Default::default() }, "").unwrap();
+        let mut obs = PlotObserver::new();
+        let term = crate::ga::termination::Termination::default();
+        obs.on_start(&st, &RunInfo { dir, resumed: false, termination: &term }).unwrap();
+        // A single generation, then several (log scale once the range spans decades).
+        for _ in 0..12 {
+            let s = step(&mut st, &mut p, &|_, _| {}).unwrap();
+            obs.on_generation(&st, &s).unwrap();
+        }
+        assert!(is_png(&dir.join("plots/fitness.png")) && is_png(&dir.join("plots/parameters.png")));
+        assert!(!dir.join("plots/pareto.png").exists());
+        let mut z = Zdt1 { n: 4 };
+        let mut st = new_state(z.genes(), 2, GaSettings { population: 10, ..Default::default() }, "").unwrap();
+        let tmp2 = tempfile::tempdir().unwrap();
+        let mut obs = PlotObserver::new();
+        obs.on_start(&st, &RunInfo { dir: tmp2.path(), resumed: false, termination: &term }).unwrap();
+        for _ in 0..3 {
+            let s = step(&mut st, &mut z, &|_, _| {}).unwrap();
+            obs.on_generation(&st, &s).unwrap();
+        }
+        for f in ["fitness.png", "parameters.png", "pareto.png"] {
+            assert!(is_png(&tmp2.path().join("plots").join(f)), "{f}");
+        }
+        // Only the stable names remain: no temporaries, no per-generation copies.
+        let names: Vec<_> = std::fs::read_dir(tmp2.path().join("plots")).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+    }
+
+    #[test]
+    fn padded_range_handles_flat_and_empty_series() {
+        assert_eq!(padded_range([].into_iter()), None);
+        let (lo, hi) = padded_range([2.0, 2.0].into_iter()).unwrap();
+        assert!(lo < 2.0 && hi > 2.0);
+    }
+}

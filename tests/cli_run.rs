@@ -1,0 +1,87 @@
+//! The command line as a user drives it: simulate writes its files; a run of
+//! six generations equals a run of three resumed for three more; a corrupt
+//! checkpoint falls back to the previous one; an edited design is refused.
+
+use std::path::Path;
+use std::process::Command;
+
+fn emvolve(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_emvolve")).args(args).output().expect("runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// history.csv without its timing columns.
+fn history(dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("history.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let keep: Vec<usize> = (0..head.len()).filter(|&i| !["wall_seconds", "evaluation_seconds", "cells_per_second"].contains(&head[i])).collect();
+    lines.map(|l| {
+        let c: Vec<&str> = l.split(',').collect();
+        keep.iter().map(|&i| c[i]).collect::<Vec<_>>().join(",")
+    })
+    .collect()
+}
+
+const DESIGN: &str = "designs/wr28_iris_filter.ron";
+
+#[test]
+fn simulate_writes_touchstone_plot_and_timeseries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sim");
+    let (ok, text) = emvolve(&["simulate", DESIGN, "--backend", "cpu", "--set", "w1=4", "--out", out.to_str().unwrap()]);
+    assert!(ok, "{text}");
+    assert!(text.contains("midpoint") && text.contains("fitness"), "{text}");
+    let s2p = std::fs::read_to_string(out.join("wr28_iris_filter.s2p")).unwrap();
+    let rows: Vec<&str> = s2p.lines().filter(|l| !l.starts_with('!') && !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 241);
+    assert_eq!(rows[0].split_whitespace().count(), 9);
+    assert!(out.join("sparams.png").exists() && out.join("timeseries_drive_in.csv").exists());
+    let (ok, text) = emvolve(&["simulate", DESIGN, "--backend", "cpu", "--set", "w1=9"]);
+    assert!(!ok && text.contains("w1") && text.contains("9"), "{text}");
+}
+
+#[test]
+fn resumed_run_equals_uninterrupted_run_and_bad_checkpoints_are_handled() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_str().unwrap();
+    let common = ["--backend", "cpu", "--quiet", "--population", "6", "--seed", "3", "--runs-dir", root];
+    let mut a = vec!["run", DESIGN, "--name", "six", "--generations", "6"];
+    a.extend(common);
+    let (ok, text) = emvolve(&a);
+    assert!(ok, "{text}");
+    let mut b = vec!["run", DESIGN, "--name", "three", "--generations", "3"];
+    b.extend(common);
+    let (ok, text) = emvolve(&b);
+    assert!(ok, "{text}");
+    let three = tmp.path().join("three");
+    let (ok, text) = emvolve(&["resume", three.to_str().unwrap(), "--more", "3", "--backend", "cpu", "--quiet"]);
+    assert!(ok, "{text}");
+    let (h6, h33) = (history(&tmp.path().join("six")), history(&three));
+    assert_eq!(h6.len(), 7);
+    assert_eq!(h6, h33);
+    let best = |d: &Path| std::fs::read_to_string(d.join("best/parameters.ron")).unwrap();
+    assert_eq!(best(&tmp.path().join("six")), best(&three));
+    // The same name again is refused, and nothing is lost.
+    let (ok, text) = emvolve(&b);
+    assert!(!ok && text.contains("exists"), "{text}");
+    assert_eq!(history(&three), h33);
+    // A truncated checkpoint: resume falls back to checkpoint.prev.ron and says so.
+    let cp = three.join("checkpoint.ron");
+    let bytes = std::fs::read(&cp).unwrap();
+    std::fs::write(&cp, &bytes[..bytes.len() / 2]).unwrap();
+    let (ok, text) = emvolve(&["resume", three.to_str().unwrap(), "--more", "1", "--backend", "cpu", "--quiet"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("checkpoint.prev.ron"), "{text}");
+    // Inspect reads the run and writes per-design files.
+    let (ok, text) = emvolve(&["inspect", three.to_str().unwrap(), "--top", "2", "--backend", "cpu"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("#1 fitness") && three.join("inspect/rank_01/sparams.png").exists(), "{text}");
+    // An edited design.ron is refused without --force.
+    let dr = three.join("design.ron");
+    let t = std::fs::read_to_string(&dr).unwrap();
+    std::fs::write(&dr, t.replace("Three-cavity", "Edited three-cavity")).unwrap();
+    let (ok, text) = emvolve(&["resume", three.to_str().unwrap(), "--more", "1", "--backend", "cpu", "--quiet"]);
+    assert!(!ok && text.contains("edited"), "{text}");
+}

@@ -1,0 +1,275 @@
+//! Each class of design error gives a message that names the file, the place and
+//! what is wrong (asserted on the message, never a panic).
+
+use emvolve::design::{Design, DesignError};
+
+/// A two-iris WR-28 section, simulated in 2.5D.
+const WG: &str = r#"Design(
+    name: "wg",
+    units: Millimetre,
+    parameters: { "w1": Real(min: 2.0, max: 5.0), "w2": Real(min: 1.5, max: 4.5) },
+    constants: { "a": 7.112, "b": 3.556, "t": 0.5 },
+    constraints: ["w2 < w1"],
+    geometry: [
+        Iris(z: 10, thickness: "t", aperture: "w1"),
+        Iris(z: 15, thickness: "t", aperture: "w2"),
+    ],
+    domain: (x: (0, "a"), y: (0, "b"), z: (0, 25)),
+    boundaries: (x: Pec, y: Pec, z: Absorbing),
+    ports: [
+        Waveguide(name: "in", plane: Z(5), mode: TE10),
+        Waveguide(name: "out", plane: Z(20)),
+    ],
+    band: (start: 26e9, stop: 38e9, points: 25),
+    engine: Fdtd(cell: "a/28", invariant: Y),
+    goals: [
+        Goal(s: (2, 1), band: (31e9, 32e9), above_db: -1.0),
+    ],
+)"#;
+
+/// A microstrip line between two probes.
+const MS: &str = r#"Design(
+    name: "ms",
+    units: Millimetre,
+    parameters: { "len": Real(min: 10.0, max: 20.0) },
+    constants: { "h": 0.8 },
+    materials: { "sub": Dielectric(eps_r: 3.55, tan_delta: 0.0027) },
+    geometry: [
+        Substrate(material: "sub", z0: 0, thickness: "h", ground: true),
+        Sheet(min: ("-len", -1, "h"), max: ("len", 1, "h")),
+    ],
+    domain: (x: (-24, 24), y: (-8, 8), z: (0, 6)),
+    boundaries: (x: Absorbing, y: Absorbing, z: Faces(Pec, Absorbing)),
+    ports: [
+        Lumped(name: "p1", from: ("-len", 0, 0), to: ("-len", 0, "h")),
+        Lumped(name: "p2", from: ("len", 0, 0), to: ("len", 0, "h")),
+    ],
+    band: (start: 1e9, stop: 6e9, points: 51),
+    engine: Fdtd(cell: 0.4),
+    goals: [ Goal(s: (2, 1), band: (1e9, 2e9), above_db: -1.0) ],
+)"#;
+
+/// Parse `base` with `from` replaced by `to` (which must occur), expecting an error.
+fn err(base: &str, origin: &str, from: &str, to: &str) -> DesignError {
+    assert!(base.contains(from), "test setup: `{from}` not in the base design");
+    match Design::parse(&base.replacen(from, to, 1), origin) {
+        Ok(_) => panic!("expected an error after replacing `{from}` with `{to}`"),
+        Err(e) => e,
+    }
+}
+
+/// The message contains every fragment.
+fn says(e: &DesignError, parts: &[&str]) {
+    let m = e.to_string();
+    for p in parts {
+        assert!(m.contains(p), "message lacks `{p}`:\n{m}");
+    }
+}
+
+#[test]
+fn bases_are_valid() {
+    for (base, name) in [(WG, "wg.ron"), (MS, "ms.ron")] {
+        let d = Design::parse(base, name).unwrap_or_else(|e| panic!("{e}"));
+        d.jobs(&d.midpoint_values(), &[0, 1], None).unwrap();
+    }
+}
+
+#[test]
+fn ron_syntax_error_gives_line_and_column() {
+    // The missing comma after `units: Millimetre` is noticed at the next field, line 4.
+    let e = err(WG, "wg.ron", "units: Millimetre,", "units: Millimetre");
+    assert!(matches!(e, DesignError::Syntax { line: 4, .. }), "{e:?}");
+    says(&e, &["wg.ron:4:", "comma"]);
+}
+
+#[test]
+fn unknown_field_gives_line_column_and_field() {
+    let e = err(WG, "wg.ron", r#"Iris(z: 15, thickness: "t""#, r#"Iris(z: 15, thikness: "t""#);
+    assert!(matches!(e, DesignError::Syntax { line: 9, .. }), "{e:?}");
+    says(&e, &["wg.ron:9:", "unknown field `thikness`", "thickness"]);
+}
+
+#[test]
+fn unknown_name_in_expression() {
+    let e = err(WG, "wg.ron", r#"aperture: "w2""#, r#"aperture: "w3 + t""#);
+    says(&e, &["wg.ron", "geometry[1] (Iris).aperture", "unknown name `w3`", "w1, w2"]);
+}
+
+#[test]
+fn expression_that_is_not_a_number() {
+    let e = err(WG, "wg.ron", r#"aperture: "w1""#, r#"aperture: "w1 > 2""#);
+    says(&e, &["wg.ron", "geometry[0] (Iris).aperture", "\"w1 > 2\"", "is not a number"]);
+}
+
+#[test]
+fn parameter_value_outside_bounds() {
+    let d = Design::parse(WG, "wg.ron").unwrap();
+    let e = d.values_from_sets(&["w1=9"]).unwrap_err();
+    assert!(matches!(e, DesignError::OutOfBounds { .. }));
+    says(&e, &["wg.ron", "parameters.w1", "value 9", "outside its bounds [2, 5]"]);
+    let e = d.values_from_sets(&["w9=3"]).unwrap_err();
+    says(&e, &["wg.ron", "`w9` is not a parameter", "w1, w2"]);
+}
+
+#[test]
+fn bounds_with_min_not_below_max() {
+    let e = err(WG, "wg.ron", r#""w1": Real(min: 2.0, max: 5.0)"#, r#""w1": Real(min: 5.0, max: 5.0)"#);
+    says(&e, &["wg.ron", "parameters.w1", "min (5) must be below max (5)"]);
+}
+
+#[test]
+fn port_outside_the_domain() {
+    let e = err(WG, "wg.ron", "plane: Z(20)", "plane: Z(27)");
+    says(
+        &e,
+        &["wg.ron", "ports[1].plane", "port `out`", "z = 27 mm lies outside the domain 0..25 mm", "absorbing padding"],
+    );
+    let e =
+        err(MS, "ms.ron", r#"from: ("len", 0, 0), to: ("len", 0, "h")"#, r#"from: ("len", 9, 0), to: ("len", 9, "h")"#);
+    says(&e, &["ms.ron", "ports[1].from", "y = 9 mm lies outside the domain -8..8 mm"]);
+}
+
+#[test]
+fn ports_at_the_same_place() {
+    let e = err(WG, "wg.ron", "plane: Z(20)", "plane: Z(5)");
+    says(&e, &["wg.ron", "ports[1]", "port `out` lies on the same grid plane", "port `in`"]);
+    let e = err(
+        MS,
+        "ms.ron",
+        r#"from: ("len", 0, 0), to: ("len", 0, "h")"#,
+        r#"from: ("-len", 0, 0), to: ("-len", 0, "h")"#,
+    );
+    says(&e, &["ms.ron", "ports[1]", "port `p2` shares grid node", "port `p1`"]);
+}
+
+#[test]
+fn port_too_close_to_the_absorbing_padding() {
+    // Cells are 0.254 mm: z = 1 mm is 4 cells from the PML; the source needs 5.
+    let e = err(WG, "wg.ron", "plane: Z(5)", "plane: Z(1)");
+    says(
+        &e,
+        &[
+            "wg.ron",
+            "ports[0].plane",
+            "port `in` is 4 cells from the absorbing padding on the z-low face",
+            "at least 5",
+        ],
+    );
+    // A probe 0.8 mm (2 cells) from the x-low padding.
+    let e = err(
+        MS,
+        "ms.ron",
+        r#"from: ("-len", 0, 0), to: ("-len", 0, "h")"#,
+        r#"from: (-23.2, 0, 0), to: (-23.2, 0, "h")"#,
+    );
+    says(
+        &e,
+        &["ms.ron", "ports[0]", "port `p1` is 2 cells from the absorbing padding on the x-low face", "at least 3"],
+    );
+}
+
+#[test]
+fn mesh_coarser_than_15_cells_per_wavelength() {
+    // 38 GHz in vacuum: 7.9 mm; a/8 = 0.89 mm gives 8.9 cells per wavelength.
+    let e = err(WG, "wg.ron", r#"cell: "a/28""#, r#"cell: "a/8""#);
+    says(
+        &e,
+        &["wg.ron", "engine.cell", "mesh too coarse: 8.9 cells per wavelength along x", "`vacuum`", "at least 15"],
+    );
+    // 6 GHz in eps_r 3.55: 26.5 mm; 2 mm cells give 13.3 (along x; z has 3 cells of 2 mm).
+    let e = err(MS, "ms.ron", "cell: 0.4", "cell: 2.0");
+    says(
+        &e,
+        &["ms.ron", "engine.cell", "13.3 cells per wavelength", "`sub`", "sqrt(eps_r mu_r) = 1.884", "at most 1.76"],
+    );
+}
+
+#[test]
+fn courant_number_above_one() {
+    let e = err(WG, "wg.ron", "invariant: Y)", "invariant: Y, courant: 1.2)");
+    says(&e, &["wg.ron", "engine.courant", "1.2 is above 1", "stability"]);
+}
+
+#[test]
+fn goal_on_a_port_that_does_not_exist() {
+    let e = err(WG, "wg.ron", "s: (2, 1)", "s: (3, 1)");
+    says(&e, &["wg.ron", "goals[0].s", "S31 refers to port 3, which does not exist", "1 = `in`, 2 = `out`"]);
+}
+
+#[test]
+fn constraint_violated() {
+    let d = Design::parse(WG, "wg.ron").unwrap();
+    let e = d.values_from_sets(&["w1=3", "w2=4"]).unwrap_err();
+    assert!(matches!(e, DesignError::ConstraintViolated { .. }));
+    says(&e, &["wg.ron", "constraints[0]", "\"w2 < w1\" is violated", "left side 4, right side 3"]);
+    let mut v = d.midpoint_values();
+    v.insert("w2".into(), 4.0);
+    v.insert("w1".into(), 3.0);
+    assert!((d.constraint_violation(&v) - 1.0).abs() < 1e-6);
+}
+
+#[test]
+fn sheet_with_no_zero_thickness_axis() {
+    let e = err(MS, "ms.ron", r#"max: ("len", 1, "h")"#, r#"max: ("len", 1, "h + 0.4")"#);
+    says(&e, &["ms.ron", "geometry[1] (Sheet)", "equal along exactly one axis", "equal along none"]);
+}
+
+#[test]
+fn domain_with_hi_not_above_lo() {
+    let e = err(WG, "wg.ron", "z: (0, 25)", "z: (25, 25)");
+    says(&e, &["wg.ron", "domain.z", "hi (25 mm) must be above lo (25 mm)"]);
+}
+
+#[test]
+fn invariant_axis_not_bounded_by_conducting_faces() {
+    let e = err(WG, "wg.ron", "y: Pec,", "y: Faces(Pec, Absorbing),");
+    says(&e, &["wg.ron", "engine.invariant", "invariant axis y must be bounded by Pec faces", "Pec/Absorbing"]);
+    // PMC would force the kept field (E along y, normal to the faces) to zero.
+    let e = err(WG, "wg.ron", "y: Pec,", "y: Pmc,");
+    says(&e, &["wg.ron", "engine.invariant", "Pmc/Pmc", "only PEC faces support"]);
+}
+
+#[test]
+fn primitive_not_spanning_the_invariant_axis() {
+    let e = err(WG, "wg.ron", "geometry: [", r#"geometry: [ Box(material: "Pec", min: (0, 0, 12), max: (1, 1, 13)),"#);
+    says(&e, &["wg.ron", "geometry[0] (Box)", "does not span the whole domain along y, the invariant axis"]);
+}
+
+#[test]
+fn iris_thinner_than_a_cell() {
+    let e = err(WG, "wg.ron", r#"Iris(z: 15, thickness: "t""#, r#"Iris(z: 15.05, thickness: 0.1"#);
+    says(&e, &["wg.ron", "geometry[1] (Iris).thickness", "0.1 mm rounds to 0 cells"]);
+}
+
+#[test]
+fn lumped_port_shorter_than_half_a_cell() {
+    let e = err(MS, "ms.ron", r#"to: ("len", 0, "h")"#, r#"to: ("len", 0, 0.1)"#);
+    says(&e, &["ms.ron", "ports[1]", "port `p2`: both ends snap to the same grid node"]);
+}
+
+#[test]
+fn lumped_port_short_circuited_by_a_sheet() {
+    // A horizontal port lying in the strip.
+    let e = err(MS, "ms.ron", r#"from: ("len", 0, 0), to: ("len", 0, "h")"#, r#"from: (1, 0, "h"), to: (3, 0, "h")"#);
+    says(&e, &["ms.ron", "ports[1]", "port `p2` is short-circuited", "lies in sheet 1"]);
+}
+
+#[test]
+fn unknown_material_and_unreadable_file() {
+    let e = err(MS, "ms.ron", r#"Substrate(material: "sub""#, r#"Substrate(material: "fr4""#);
+    says(&e, &["ms.ron", "geometry[0] (Substrate).material", "unknown material `fr4`", "Pec, Vacuum, sub"]);
+    let e = Design::load(std::path::Path::new("/nonexistent/x.ron")).unwrap_err();
+    says(&e, &["/nonexistent/x.ron", "cannot read"]);
+}
+
+#[test]
+fn goal_with_both_or_no_levels() {
+    let e = err(WG, "wg.ron", "above_db: -1.0", "above_db: -1.0, below_db: -3.0");
+    says(&e, &["wg.ron", "goals[0]", "exactly one of above_db and below_db"]);
+}
+
+#[test]
+fn tlm2d_without_an_axis_to_collapse() {
+    let e = err(MS, "ms.ron", "Fdtd(cell: 0.4)", "Tlm2d(cell: 0.4)");
+    says(&e, &["ms.ron", "engine.invariant", "Tlm2d needs an invariant axis"]);
+}
