@@ -62,6 +62,18 @@ pub struct BenchArgs {
     /// CUDA thread-block tiles to time (TXxTY, comma separated).
     #[arg(long, value_delimiter = ',', default_value = "32x8")]
     pub tiles: Vec<String>,
+    /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Fdtd)]
+    pub engine: EngineChoice,
+    /// TLM launch shapes (THREADSxNODES per thread; the first also for the populations).
+    #[arg(long, value_delimiter = ',', default_value = "256x1")]
+    pub tlm_shapes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    Fdtd,
+    Tlm,
 }
 
 /// One measured row.
@@ -134,6 +146,14 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             ok
         }
     };
+    // --- TLM on CUDA (cli/tlm_check.rs)
+    if a.engine == EngineChoice::Tlm {
+        let shapes: Vec<crate::engine::cuda::tlm::TlmConfig> =
+            a.tlm_shapes.iter().map(|t| crate::engine::cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+        anyhow::ensure!(!shapes.is_empty(), "--tlm-shapes: at least one");
+        return super::tlm_check::bench(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes);
+    }
+    // --- end TLM
     let pop = a.population;
     let cells = a.cells;
     let n = a.n;

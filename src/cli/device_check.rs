@@ -39,6 +39,20 @@ pub struct DeviceCheckArgs {
     /// Steps of the random-field runs.
     #[arg(long, default_value_t = 150)]
     pub steps: usize,
+    /// Which engines to check on the GPU.
+    #[arg(long, value_enum, default_value_t = CheckEngine::All)]
+    pub engine: CheckEngine,
+    /// TLM launch shapes to check (THREADSxNODES per thread).
+    #[arg(long, value_delimiter = ',', default_value = "256x1,128x2")]
+    pub tlm_shapes: Vec<String>,
+}
+
+/// Engines `device-check` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckEngine {
+    Fdtd,
+    Tlm,
+    All,
 }
 
 /// A job with an empty domain (vacuum and PEC materials, no ports).
@@ -366,6 +380,29 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     for d in be.devices() {
         println!("device: {d}");
     }
+    // --- TLM on CUDA (cli/tlm_check.rs)
+    let mut tlm_bad = false;
+    if a.engine != CheckEngine::Fdtd {
+        let shapes: Vec<crate::engine::cuda::tlm::TlmConfig> =
+            a.tlm_shapes.iter().map(|t| crate::engine::cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+        if a.compile_only {
+            for &c in &shapes {
+                match be.tlm_compile_report(c) {
+                    Ok(r) => print!("{r}"),
+                    Err(e) => {
+                        println!("TLM kernel compilation FAILED for {c}:\n{e}");
+                        return Ok(2);
+                    }
+                }
+            }
+        } else {
+            tlm_bad = super::tlm_check::device_check(&be, &shapes, a.tol)?.1;
+        }
+        if a.engine == CheckEngine::Tlm {
+            return Ok(if tlm_bad { 1 } else { 0 });
+        }
+    }
+    // --- end TLM
     for &t in &tiles {
         match be.compile_report(t) {
             Ok(r) => print!("{r}"),
@@ -415,5 +452,5 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         zjobs.len(),
         a.gpus
     );
-    Ok(if bad { 1 } else { 0 })
+    Ok(if bad || tlm_bad { 1 } else { 0 })
 }

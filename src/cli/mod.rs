@@ -9,6 +9,7 @@ pub mod kernel_emu;
 pub mod inspect;
 pub mod run;
 pub mod simulate;
+pub mod tlm_check;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -34,6 +35,9 @@ pub enum Command {
     /// Step the CUDA kernels in a CPU emulation and compare with the CPU engine (developers).
     #[command(hide = true)]
     KernelEmu(kernel_emu::KernelEmuArgs),
+    /// Step the TLM kernels in a CPU emulation and compare with the CPU engines (developers).
+    #[command(hide = true)]
+    TlmEmu(tlm_check::TlmEmuArgs),
 }
 
 /// Entry point; returns the process exit code.
@@ -47,6 +51,7 @@ pub fn main() -> i32 {
         Command::Bench(a) => bench::run(a),
         Command::DeviceCheck(a) => device_check::run(a),
         Command::KernelEmu(a) => kernel_emu::run(a),
+        Command::TlmEmu(a) => tlm_check::emu(a),
     };
     match res {
         Ok(code) => code,

@@ -192,6 +192,11 @@ impl ModalEnd {
         steps.min(MODAL_KERNEL_MAX)
     }
 
+    /// wc dt (identifies the kernel values).
+    pub fn wc_dt(&self) -> f64 {
+        self.wc_dt
+    }
+
     /// (sum phi^2, eta_l / Z0, eta_l, Z0, remainder reflection): the scalars the GPU twin needs.
     pub fn scalars(&self) -> (f64, f64, f64, f64, f64) {
         (self.phi2, self.rho, self.eta_l, self.z0, self.gamma_rest())
@@ -304,7 +309,7 @@ impl WgPort {
 }
 
 /// Energy-decay stop rule, checked every `check_every` steps.
-pub(super) struct Stopper {
+pub(crate) struct Stopper {
     rule: StopRule,
     t_end: f64,
     peak: f64,
@@ -361,7 +366,7 @@ pub(crate) fn finish_traces(traces: &mut [PortTrace], is_wg: &[bool]) -> f64 {
 }
 
 /// The failure for a non-finite value found at `step`.
-pub(super) fn non_finite(step: usize, what: String) -> SimFailure {
+pub(crate) fn non_finite(step: usize, what: String) -> SimFailure {
     SimFailure::NonFinite { step, location: what }
 }
 

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 
+use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
 use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, sheet_covers, ModalEnd, Stopper, WgPort};
 use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
 use crate::consts::{C0, ETA0};
@@ -581,6 +582,57 @@ pub(crate) fn find_non_finite(b: &[Vec<f32>; 12], n: [usize; 3]) -> String {
         }
     }
     "stubs".into()
+}
+
+/// The job packed for the CUDA backend (see [`super::pack`]): the same geometry,
+/// coefficients, special nodes and port terms this engine steps with.
+pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
+    let (mut geo, dt) = Geo::build(job)?;
+    let sp = ScnPorts::new(job, &mut geo, dt)?;
+    check_kinds(job, geo.coefs.len())?;
+    let g = &job.grid;
+    let meta = geo.flags.iter().zip(&geo.kind).map(|(&f, &k)| f as u32 | (k << META_KIND_SHIFT)).collect();
+    let mut coefs = Vec::with_capacity(geo.coefs.len() * COEF3);
+    for k in &geo.coefs {
+        coefs.extend(k.y.iter().chain(&k.ky).chain(&k.z).chain(&k.kz).chain(k.gface.iter().flatten()));
+    }
+    let is_wg = sp.is_wg();
+    let ScnPorts { ports, others, src_e, ends, .. } = sp;
+    let specials = others.iter().map(|(&node, &(w, over))| PackSpecial { node, w, over }).collect();
+    let (mut lumped, mut wgs) = (vec![], vec![]);
+    for (pi, p) in ports.into_iter().enumerate() {
+        match p {
+            ScnPort::L(l) => lumped.push(PackLumped { port: pi, nodes: l.nodes, axis: l.axis, r: l.r, z: ETA0 }),
+            ScnPort::W(w) => {
+                let pol = pol_of(w.normal, w.e);
+                let (mut lo, mut hi, mut wt) = (vec![], vec![], vec![]);
+                for ie in 0..g.n[w.e] {
+                    for iw in 0..g.n[w.w] {
+                        let a = w.cell(w.plane - 1, ie, iw);
+                        let b = w.cell(w.plane, ie, iw);
+                        lo.push(g.idx(a[0], a[1], a[2]));
+                        hi.push(g.idx(b[0], b[1], b[2]));
+                        wt.push(w.profile[iw]);
+                    }
+                }
+                wgs.push(PackWg {
+                    port: pi,
+                    link_up: link(w.normal, 1, pol),
+                    link_down: link(w.normal, 0, pol),
+                    lo,
+                    hi,
+                    w: wt,
+                    dw: g.d[w.w],
+                    de: g.d[w.e],
+                    z: ETA0,
+                    norm: w.norm,
+                    inward: w.inward,
+                });
+            }
+        }
+    }
+    let ends = ends.into_iter().map(|e| PackEnd { nodes: e.nodes, link: e.link, me: e.me }).collect();
+    Ok(TlmPack { dim3: true, dt, n: g.n, stride: geo.stride, meta, coefs, loaded: geo.loaded, src_e, specials, lumped, ends, wgs, is_wg, drive: job.drive })
 }
 
 /// Series source `vs` + resistor through the port's column of E_u sub-nodes,

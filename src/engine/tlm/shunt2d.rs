@@ -27,6 +27,7 @@
 
 use rayon::prelude::*;
 
+use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF2, META_DEAD, META_KIND_SHIFT, META_SPECIAL};
 use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, sheet_covers, ModalEnd, Stopper, WgPort};
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
@@ -587,6 +588,81 @@ pub(crate) fn tlm_shunt_energy(mesh: &Mesh) -> f64 {
             .sum::<f64>();
     }
     s
+}
+
+/// The job packed for the CUDA backend (see [`super::pack`]): the same geometry,
+/// coefficients, special nodes and port terms this engine steps with.
+pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
+    let mut geo = Geo::build(job)?;
+    let sp = ShuntPorts::new(job, &mut geo)?;
+    check_kinds(job, geo.coefs.len())?;
+    let g = &job.grid;
+    let meta = geo
+        .flags
+        .iter()
+        .zip(&geo.short)
+        .zip(&geo.kind)
+        .map(|((&f, &s), &k)| {
+            let mut m = (f & 0xf) as u32 | ((s & 0xf) as u32) << 6 | (k << META_KIND_SHIFT);
+            if f & DEAD != 0 {
+                m |= META_DEAD;
+            }
+            if f & SPECIAL != 0 {
+                m |= META_SPECIAL;
+            }
+            m
+        })
+        .collect();
+    let mut coefs = Vec::with_capacity(geo.coefs.len() * COEF2);
+    for k in &geo.coefs {
+        coefs.extend([k.y, k.ky].iter().chain(&k.z).chain(&k.kz).chain(&k.gface).chain(&[0.0, 0.0]));
+    }
+    let is_wg = sp.is_wg();
+    let specials = sp.others.iter().map(|(&node, &(w, over))| PackSpecial { node, w, over }).collect();
+    let (mut lumped, mut wgs) = (vec![], vec![]);
+    for (pi, p) in sp.ports.into_iter().enumerate() {
+        match p {
+            ShuntPort::L { idx, r } => lumped.push(PackLumped { port: pi, nodes: vec![idx], axis: 0, r, z: geo.z0 }),
+            ShuntPort::W(w, m) => {
+                let (mut lo, mut hi, mut wt) = (vec![], vec![], vec![]);
+                for iw in 0..g.n[w.w] {
+                    lo.push(geo.idx(w.cell(w.plane - 1, 0, iw)));
+                    hi.push(geo.idx(w.cell(w.plane, 0, iw)));
+                    wt.push(w.profile[iw]);
+                }
+                wgs.push(PackWg {
+                    port: pi,
+                    link_up: 2 * m + 1,
+                    link_down: 2 * m,
+                    lo,
+                    hi,
+                    w: wt,
+                    dw: g.d[w.w],
+                    de: g.d[w.e],
+                    z: geo.z0,
+                    norm: w.norm,
+                    inward: w.inward,
+                });
+            }
+        }
+    }
+    let ends = sp.ends.into_iter().map(|e| PackEnd { nodes: e.nodes, link: e.link, me: e.me }).collect();
+    Ok(TlmPack {
+        dim3: false,
+        dt: geo.dt,
+        n: g.n,
+        stride: [geo.stride[0], geo.stride[1], 0],
+        meta,
+        coefs,
+        loaded: geo.loaded,
+        src_e: 0,
+        specials,
+        lumped,
+        ends,
+        wgs,
+        is_wg,
+        drive: job.drive,
+    })
 }
 
 /// Modal V, I of a guide port from the pulses crossing its reference face.
