@@ -1,52 +1,248 @@
 //! `emvolve bench`: throughput of the engines on fixed workloads.
+//!
+//! Every workload runs twice, for `steps` and `steps2` steps: "whole-run" is
+//! cells x steps2 over the wall time of the second run (operators, uploads
+//! and all included), "marginal" the extra cell updates over the extra time
+//! (setup removed). On CUDA also "kernel": cell updates over the device time
+//! of the stepping kernels, the bytes per cell the kernels must move, and
+//! that traffic as a fraction of the device-to-device copy bandwidth measured
+//! in the same run.
 
 use std::time::Instant;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
+use crate::engine::cuda::batch::{step_bytes, Tile};
+use crate::engine::cuda::{self, CudaBackend, CudaOptions, Scheme};
+use crate::engine::fdtd::Operator;
 use crate::engine::{cpu::CpuBackend, Backend};
+use crate::job::SimJob;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendChoice {
+    Cpu,
+    Cuda,
+    /// CUDA when available, else the CPU (said once).
+    Auto,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemeChoice {
+    Fused,
+    Split,
+    Both,
+}
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Edge of the cubic benchmark grid (cells).
     #[arg(long, default_value_t = 100)]
     pub n: usize,
-    /// Time steps per measurement.
+    /// Time steps of the first measurement.
     #[arg(long, default_value_t = 200)]
     pub steps: usize,
+    /// Time steps of the second measurement (default 2 x steps); the
+    /// difference gives the marginal rate.
+    #[arg(long)]
+    pub steps2: Option<usize>,
     /// Population size of the batch benchmark (0 to skip).
     #[arg(long, default_value_t = 8)]
     pub population: usize,
     /// Cells per design in the batch benchmark.
     #[arg(long, default_value_t = 60_000)]
     pub cells: usize,
+    #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+    pub backend: BackendChoice,
+    /// GPUs (ordinals, comma separated) for the CUDA backend.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub gpus: Vec<usize>,
+    /// CUDA kernels: fused step, split half steps, or both.
+    #[arg(long, value_enum, default_value_t = SchemeChoice::Fused)]
+    pub scheme: SchemeChoice,
+    /// CUDA thread-block tiles to time (TXxTY, comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "32x8")]
+    pub tiles: Vec<String>,
+    /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Fdtd)]
+    pub engine: EngineChoice,
+    /// TLM launch shapes (THREADSxNODES per thread; the first also for the populations).
+    #[arg(long, value_delimiter = ',', default_value = "256x1")]
+    pub tlm_shapes: Vec<String>,
 }
 
-/// Time `jobs` on `backend`; returns (seconds, cell-updates).
-fn time_batch(backend: &dyn Backend, jobs: &[crate::job::SimJob]) -> anyhow::Result<(f64, f64)> {
-    let t = Instant::now();
-    let out = backend.run_batch(jobs)?;
-    let secs = t.elapsed().as_secs_f64();
-    let mut updates = 0.0;
-    for (j, o) in jobs.iter().zip(out) {
-        let o = o.map_err(|e| anyhow::anyhow!("{}: {e}", j.label))?;
-        updates += o.cells as f64 * o.steps as f64;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    Fdtd,
+    Tlm,
+}
+
+/// One measured row.
+struct Row {
+    what: String,
+    cells: usize,
+    s1: usize,
+    s2: usize,
+    setup_s: f64,
+    wall2: f64,
+    whole: f64,
+    marginal: f64,
+    kernel: Option<f64>,
+    bpc: Option<f64>,
+    bw: Option<f64>,
+}
+
+/// Run `make(steps)` at both step counts; returns (wall1, wall2, updates2, last stats of CUDA).
+fn measure(backend: &dyn Backend, make: &dyn Fn(usize) -> Vec<SimJob>, s1: usize, s2: usize) -> anyhow::Result<(f64, f64, f64)> {
+    let mut walls = vec![];
+    let mut upd = 0.0;
+    for s in [s1, s2] {
+        let jobs = make(s);
+        let t = Instant::now();
+        let out = backend.run_batch(&jobs)?;
+        walls.push(t.elapsed().as_secs_f64());
+        upd = 0.0;
+        for (j, o) in jobs.iter().zip(out) {
+            let o = o.map_err(|e| anyhow::anyhow!("{}: {e}", j.label))?;
+            upd += o.cells as f64 * o.steps as f64;
+        }
     }
-    Ok((secs, updates))
+    Ok((walls[0], walls[1], upd))
+}
+
+fn row(what: String, jobs1: &[SimJob], s1: usize, s2: usize, w1: f64, w2: f64, upd2: f64) -> Row {
+    let cells: usize = jobs1.iter().map(|j| j.grid.cells()).sum();
+    let extra = cells as f64 * (s2 - s1) as f64;
+    Row {
+        what,
+        cells,
+        s1,
+        s2,
+        setup_s: 0.0,
+        wall2: w2,
+        whole: upd2 / w2 / 1e9,
+        marginal: if w2 > w1 { extra / (w2 - w1) / 1e9 } else { f64::NAN },
+        kernel: None,
+        bpc: None,
+        bw: None,
+    }
 }
 
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
-    let cpu = CpuBackend;
-    println!("backend: {}", cpu.name());
-    println!("| workload | cells | steps | seconds | Mcells/s |");
-    println!("|---|---|---|---|---|");
-    let job = crate::bench::box_job(a.n, a.steps);
-    let (s, u) = time_batch(&cpu, std::slice::from_ref(&job))?;
-    println!("| box {}^3, CPML all faces, dielectric block | {} | {} | {:.2} | {:.1} |", a.n, job.grid.cells(), a.steps, s, u / s / 1e6);
-    if a.population > 0 {
-        let jobs = crate::bench::population_jobs(a.population, a.cells, a.steps);
-        let (s, u) = time_batch(&cpu, &jobs)?;
-        println!("| population {} x {} cells, 2 TE10 ports | {} | {} | {:.2} | {:.1} |", a.population, jobs[0].grid.cells(), jobs.len() * jobs[0].grid.cells(), a.steps, s, u / s / 1e6);
+    let s1 = a.steps;
+    let s2 = a.steps2.unwrap_or(2 * a.steps).max(s1 + 1);
+    let use_cuda = match a.backend {
+        BackendChoice::Cpu => false,
+        BackendChoice::Cuda => {
+            if !cuda::available() {
+                anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
+            }
+            true
+        }
+        BackendChoice::Auto => {
+            let ok = cuda::available();
+            if !ok {
+                eprintln!("note: CUDA not available ({}), benchmarking the CPU", cuda::unavailable_reason());
+            }
+            ok
+        }
+    };
+    // --- TLM on CUDA (cli/tlm_check.rs)
+    if a.engine == EngineChoice::Tlm {
+        let shapes: Vec<crate::engine::cuda::tlm::TlmConfig> =
+            a.tlm_shapes.iter().map(|t| crate::engine::cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+        anyhow::ensure!(!shapes.is_empty(), "--tlm-shapes: at least one");
+        return super::tlm_check::bench(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes);
     }
+    // --- end TLM
+    let pop = a.population;
+    let cells = a.cells;
+    let n = a.n;
+    let box_jobs = move |s: usize| vec![crate::bench::box_job(n, s)];
+    let pop_jobs = move |s: usize| crate::bench::population_jobs(pop, cells, s);
+    let mut rows = vec![];
+    let header;
+    if !use_cuda {
+        let cpu = CpuBackend;
+        header = format!("backend: {}", cpu.name());
+        let (w1, w2, u) = measure(&cpu, &box_jobs, s1, s2)?;
+        rows.push(row(format!("box {n}^3, CPML all faces, dielectric block"), &box_jobs(1), s1, s2, w1, w2, u));
+        if pop > 0 {
+            let (w1, w2, u) = measure(&cpu, &pop_jobs, s1, s2)?;
+            rows.push(row(format!("population {pop} x {cells} cells, 2 TE10 ports"), &pop_jobs(1), s1, s2, w1, w2, u));
+        }
+        print_table(&header, None, &rows);
+        return Ok(0);
+    }
+    let tiles: Vec<Tile> = a.tiles.iter().map(|t| Tile::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+    let mut be = CudaBackend::new(&a.gpus)?;
+    header = format!("backend: cuda on {}", be.devices().join("; "));
+    // Device-to-device copy: 1 GiB each way, median of 10.
+    let copy = be.copy_bandwidth(0, 1 << 30, 10)?;
+    let schemes: Vec<Scheme> = match a.scheme {
+        SchemeChoice::Fused => vec![Scheme::Fused],
+        SchemeChoice::Split => vec![Scheme::Split],
+        SchemeChoice::Both => vec![Scheme::Fused, Scheme::Split],
+    };
+    let mut variants = vec![];
+    for &sc in &schemes {
+        for (k, &t) in tiles.iter().enumerate() {
+            if sc == Scheme::Split && k > 0 {
+                continue;
+            }
+            variants.push((sc, t));
+        }
+    }
+    let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>)> = vec![(format!("box {n}^3, CPML all faces, dielectric"), Box::new(box_jobs))];
+    if pop > 0 {
+        workloads.push((format!("population {pop} x {cells} cells, TE10 ports"), Box::new(pop_jobs)));
+    }
+    for (name, make) in &workloads {
+        let ops: Vec<Operator> = make(1).iter().map(|j| Operator::new(j).map_err(|e| anyhow::anyhow!("{e}"))).collect::<Result<_, _>>()?;
+        let refs: Vec<&Operator> = ops.iter().collect();
+        for &(sc, t) in &variants {
+            be.set_options(CudaOptions { scheme: sc, tile: t, ..Default::default() })?;
+            // Warm-up: compiles the tile variant once and grows the buffer pool.
+            be.run_batch(&make(2))?;
+            let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
+            let st = be.last_stats();
+            let mut r = row(format!("{name} [{} {t}, z {}]", sc.name(), st.zchunk), &make(1), s1, s2, w1, w2, u);
+            r.setup_s = st.setup_s;
+            r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
+            r.bpc = Some(step_bytes(&refs, sc == Scheme::Fused) / r.cells as f64);
+            r.bw = Some(st.bytes / st.kernel_s);
+            rows.push(r);
+        }
+    }
+    print_table(&header, Some(copy), &rows);
     Ok(0)
+}
+
+fn print_table(header: &str, copy: Option<f64>, rows: &[Row]) {
+    println!("{header}");
+    if let Some(c) = copy {
+        println!("device-to-device copy bandwidth (read + write): {:.0} GB/s", c / 1e9);
+    }
+    println!("| workload | cells | steps | setup s | wall s | whole-run Gcells/s | marginal Gcells/s | kernel Gcells/s | B/cell | kernel GB/s | of copy BW |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let f = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
+        println!(
+            "| {} | {} | {}/{} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} |",
+            r.what,
+            r.cells,
+            r.s1,
+            r.s2,
+            r.setup_s,
+            r.wall2,
+            r.whole,
+            r.marginal,
+            f(r.kernel, 2),
+            f(r.bpc, 1),
+            f(r.bw.map(|b| b / 1e9), 0),
+            match (r.bw, copy) {
+                (Some(b), Some(c)) => format!("{:.0}%", 100.0 * b / c),
+                _ => "-".into(),
+            }
+        );
+    }
 }

@@ -4,9 +4,12 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod device_check;
+pub mod kernel_emu;
 pub mod inspect;
 pub mod run;
 pub mod simulate;
+pub mod tlm_check;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -27,6 +30,14 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
+    /// Compare the CUDA backend with the CPU engine (error norms), for the device machine.
+    DeviceCheck(device_check::DeviceCheckArgs),
+    /// Step the CUDA kernels in a CPU emulation and compare with the CPU engine (developers).
+    #[command(hide = true)]
+    KernelEmu(kernel_emu::KernelEmuArgs),
+    /// Step the TLM kernels in a CPU emulation and compare with the CPU engines (developers).
+    #[command(hide = true)]
+    TlmEmu(tlm_check::TlmEmuArgs),
 }
 
 /// Entry point; returns the process exit code.
@@ -38,6 +49,9 @@ pub fn main() -> i32 {
         Command::Inspect(a) => inspect::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::DeviceCheck(a) => device_check::run(a),
+        Command::KernelEmu(a) => kernel_emu::run(a),
+        Command::TlmEmu(a) => tlm_check::emu(a),
     };
     match res {
         Ok(code) => code,

@@ -6,6 +6,7 @@
 use crate::job::{SimFailure, SimJob, SimOutput};
 
 pub mod cpu;
+pub mod cuda;
 pub mod fdtd;
 pub mod select;
 pub mod tlm;
@@ -41,10 +42,17 @@ pub trait Backend: Send + Sync {
 
 /// Whether the CUDA backend can run here (libraries and a device present).
 pub fn cuda_available() -> bool {
-    false
+    cuda::available()
 }
 
 /// The CUDA backend over the given devices (`None`: all).
-pub fn cuda_backend(_gpus: Option<Vec<usize>>) -> anyhow::Result<Box<dyn Backend>> {
-    Err(anyhow::anyhow!("the CUDA backend is not part of this build"))
+pub fn cuda_backend(gpus: Option<Vec<usize>>) -> anyhow::Result<Box<dyn Backend>> {
+    if !cuda::available() {
+        anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
+    }
+    let list = match gpus {
+        Some(l) => l,
+        None => (0..cudarc::driver::CudaContext::device_count().map_err(|e| anyhow::anyhow!("counting CUDA devices: {e:?}"))? as usize).collect(),
+    };
+    Ok(Box::new(cuda::CudaBackend::new(&list)?))
 }

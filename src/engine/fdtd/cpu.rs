@@ -237,6 +237,14 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
     }
 }
 
+/// One whole Yee step (twin of the fused CUDA kernel `fdtd_step`): H half
+/// step, PMC ghosts, E full step.
+pub fn fdtd_step(op: &Operator, f: &mut Fields) {
+    fdtd_update_h(op, f);
+    fdtd_pmc_ghosts(op, f);
+    fdtd_update_e(op, f);
+}
+
 /// Add the driven port's source at time t (the middle of the E step).
 pub fn fdtd_inject(op: &Operator, f: &mut Fields, g: f64) {
     let d = op.drive;
@@ -301,7 +309,7 @@ pub fn fdtd_energy(op: &Operator, f: &Fields) -> f64 {
 }
 
 /// Where the first non-finite value is, for the error message.
-fn locate_non_finite(op: &Operator, f: &Fields) -> String {
+pub(crate) fn locate_non_finite(op: &Operator, f: &Fields) -> String {
     for (name, arrs) in [("E", &f.e), ("H", &f.h)] {
         for c in 0..3 {
             if let Some(p) = arrs[c].iter().position(|x| !x.is_finite()) {
@@ -317,6 +325,11 @@ fn locate_non_finite(op: &Operator, f: &Fields) -> String {
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
     let op = Operator::new(job)?;
     let mut f = Fields::new(&op);
+    run_from(job, &op, &mut f)
+}
+
+/// Run `job` from the fields `f` (zero for a normal run) to its end criterion.
+pub fn run_from(job: &SimJob, op: &Operator, f: &mut Fields) -> Result<SimOutput, SimFailure> {
     let mut traces = vec![PortTrace::default(); job.ports.len()];
     let stop = job.stop;
     let t_end_src = job.pulse.end_time();
@@ -325,16 +338,14 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
     let mut ended = EndReason::MaxSteps { db: 0.0 };
     let mut steps = 0;
     for n in 0..stop.max_steps {
-        fdtd_update_h(&op, &mut f);
-        fdtd_pmc_ghosts(&op, &mut f);
-        fdtd_update_e(&op, &mut f);
-        fdtd_inject(&op, &mut f, job.pulse.value((n as f64 + 0.5) * op.dt));
-        fdtd_sample_ports(&op, &f, &mut traces);
+        fdtd_step(op, f);
+        fdtd_inject(op, f, job.pulse.value((n as f64 + 0.5) * op.dt));
+        fdtd_sample_ports(op, f, &mut traces);
         steps = n + 1;
         if steps % stop.check_every.max(1) == 0 || steps == stop.max_steps {
-            let w = fdtd_energy(&op, &f);
+            let w = fdtd_energy(op, f);
             if !w.is_finite() || traces.iter().any(|t| !t.v.last().unwrap_or(&0.0).is_finite()) {
-                return Err(SimFailure::NonFinite { step: steps, location: locate_non_finite(&op, &f) });
+                return Err(SimFailure::NonFinite { step: steps, location: locate_non_finite(op, f) });
             }
             peak = peak.max(w);
             let db = if peak > 0.0 { 10.0 * (w / peak).max(1e-300).log10() } else { 0.0 };

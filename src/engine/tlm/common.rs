@@ -3,7 +3,7 @@
 //! stop rule.
 
 use crate::consts::{EPS0, ETA0, MU0};
-use crate::job::{Axis, Boundary, EndReason, PortKind, SimFailure, SimJob, StopRule};
+use crate::job::{Axis, Boundary, EndReason, PortKind, PortTrace, SimFailure, SimJob, StopRule};
 
 /// Polynomial order of the loss grading in the absorbing padding.
 pub(super) const PAD_ORDER: i32 = 3;
@@ -157,7 +157,7 @@ const MODAL_KERNEL_MAX: usize = 1 << 15;
 /// guide's own impedance `Z_TE(w) = eta w / sqrt(w^2 - wc^2)`, written in time
 /// as `V = eta_l (I - wc J1(wc t) * I)` (`*`: convolution; `eta_l` is eta in
 /// link units); the remainder (evanescent modes) sees a plane-wave match.
-pub(super) struct ModalEnd {
+pub(crate) struct ModalEnd {
     /// Profile weight of each face link, in the order the engine lists them.
     pub phi: Vec<f64>,
     phi2: f64,
@@ -182,13 +182,33 @@ impl ModalEnd {
         (self.rho - 1.0) / (self.rho + 1.0)
     }
 
+    /// Convolution kernel value `k` (0-based: `wc dt J1(wc (k + 1) dt)`).
+    pub fn kernel_value(&self, k: usize) -> f64 {
+        self.wc_dt * bessel_j1(self.wc_dt * (k + 1) as f64)
+    }
+
+    /// Length the convolution kernel reaches in a run of `steps` steps.
+    pub fn kernel_len(steps: usize) -> usize {
+        steps.min(MODAL_KERNEL_MAX)
+    }
+
+    /// wc dt (identifies the kernel values).
+    pub fn wc_dt(&self) -> f64 {
+        self.wc_dt
+    }
+
+    /// (sum phi^2, eta_l / Z0, eta_l, Z0, remainder reflection): the scalars the GPU twin needs.
+    pub fn scalars(&self) -> (f64, f64, f64, f64, f64) {
+        (self.phi2, self.rho, self.eta_l, self.z0, self.gamma_rest())
+    }
+
     /// From the outgoing pulses `b` at the face, the returning pulses (written to `a`).
     pub fn reflect(&mut self, b: &[f64], a: &mut [f64]) {
         let bm = b.iter().zip(&self.phi).map(|(x, p)| x * p).sum::<f64>() / self.phi2;
         let n = self.hist.len();
         while self.kern.len() < n.min(MODAL_KERNEL_MAX) {
-            let m = (self.kern.len() + 1) as f64;
-            self.kern.push(self.wc_dt * bessel_j1(self.wc_dt * m));
+            let k = self.kern.len();
+            self.kern.push(self.kernel_value(k));
         }
         // C = wc dt sum_{m>=1} J1(wc m dt) I_{n-m}
         let c: f64 = self.kern.iter().zip(self.hist.iter().rev()).map(|(k, i)| k * i).sum();
@@ -210,7 +230,7 @@ pub(super) fn sheet_covers(lo: [usize; 2], hi: [usize; 2], u: usize, v: usize) -
 
 /// A TE10 waveguide port resolved onto the node grid.
 #[derive(Debug, Clone)]
-pub(super) struct WgPort {
+pub(crate) struct WgPort {
     pub normal: usize,
     /// Reference face: between cells `plane - 1` and `plane` along `normal`.
     pub plane: usize,
@@ -289,7 +309,7 @@ impl WgPort {
 }
 
 /// Energy-decay stop rule, checked every `check_every` steps.
-pub(super) struct Stopper {
+pub(crate) struct Stopper {
     rule: StopRule,
     t_end: f64,
     peak: f64,
@@ -318,8 +338,35 @@ impl Stopper {
     }
 }
 
+/// The first port whose latest V or I sample is not finite.
+pub(crate) fn non_finite_port(traces: &[PortTrace]) -> Option<usize> {
+    traces.iter().position(|tr| !(tr.v.last().is_none_or(|x| x.is_finite()) && tr.i.last().is_none_or(|x| x.is_finite())))
+}
+
+/// Face samples (waveguide ports) are half a step after the node samples
+/// (lumped ports); with both kinds of port, average the face samples onto whole
+/// steps (a common cos(w dt/2) factor). Returns the samples' time offset in steps.
+pub(crate) fn finish_traces(traces: &mut [PortTrace], is_wg: &[bool]) -> f64 {
+    let has_wg = is_wg.iter().any(|&w| w);
+    let has_lumped = is_wg.iter().any(|&w| !w);
+    if !(has_wg && has_lumped) {
+        return if has_wg { 0.5 } else { 0.0 };
+    }
+    for (tr, _) in traces.iter_mut().zip(is_wg).filter(|(_, &w)| w) {
+        for x in [&mut tr.v, &mut tr.i] {
+            let mut prev = 0.0;
+            for y in x.iter_mut() {
+                let cur = *y;
+                *y = 0.5 * (cur + prev);
+                prev = cur;
+            }
+        }
+    }
+    0.0
+}
+
 /// The failure for a non-finite value found at `step`.
-pub(super) fn non_finite(step: usize, what: String) -> SimFailure {
+pub(crate) fn non_finite(step: usize, what: String) -> SimFailure {
     SimFailure::NonFinite { step, location: what }
 }
 

@@ -27,6 +27,7 @@
 use crate::job::{EngineKind, SimFailure, SimJob, SimOutput};
 
 mod common;
+pub(crate) mod pack;
 pub mod scn;
 mod scn_node;
 pub mod shunt2d;

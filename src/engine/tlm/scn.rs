@@ -11,10 +11,11 @@
 //! `dt = min(eps_r, mu_r) * min_e(d_a d_b / d_e) / (2 c)`; cubic vacuum cells
 //! then need no stubs (`dt = d / 2c`). Port conventions follow `crate::job`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 
+use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
 use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, sheet_covers, ModalEnd, Stopper, WgPort};
 use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
 use crate::consts::{C0, ETA0};
@@ -32,7 +33,7 @@ const fn short_bit(f: usize) -> u16 {
 }
 
 /// Geometry and coefficients of the node mesh (read-only while stepping).
-pub(super) struct Geo {
+pub(crate) struct Geo {
     pub n: [usize; 3],
     pub stride: [usize; 3],
     pub flags: Vec<u16>,
@@ -43,7 +44,7 @@ pub(super) struct Geo {
 }
 
 /// The node mesh: geometry and state.
-pub(super) struct Mesh {
+pub(crate) struct Mesh {
     pub geo: Geo,
     pub dt: f64,
     pub b: [Vec<f32>; 12],
@@ -52,14 +53,33 @@ pub(super) struct Mesh {
     pub ind: [Vec<f32>; 3],
 }
 
-fn key(c: &Coef) -> Vec<u32> {
-    let mut k: Vec<u32> = c.y.iter().chain(&c.ky).chain(&c.z).chain(&c.kz).map(|x| x.to_bits()).collect();
-    k.extend(c.gface.iter().flatten().map(|x| x.to_bits()));
+fn key(c: &Coef) -> [u32; 24] {
+    let mut k = [0u32; 24];
+    for (o, x) in k.iter_mut().zip(c.y.iter().chain(&c.ky).chain(&c.z).chain(&c.kz).chain(c.gface.iter().flatten())) {
+        *o = x.to_bits();
+    }
     k
 }
 
 impl Mesh {
     pub fn new(job: &SimJob) -> Result<Mesh, SimFailure> {
+        let (geo, dt) = Geo::build(job)?;
+        let total = geo.flags.len();
+        let stub_len = if geo.loaded { total } else { 0 };
+        Ok(Mesh {
+            geo,
+            dt,
+            b: std::array::from_fn(|_| vec![0.0; total]),
+            nb: std::array::from_fn(|_| vec![0.0; total]),
+            cap: std::array::from_fn(|_| vec![0.0; stub_len]),
+            ind: std::array::from_fn(|_| vec![0.0; stub_len]),
+        })
+    }
+}
+
+impl Geo {
+    /// Geometry, coefficients and time step of a job (no field state).
+    pub fn build(job: &SimJob) -> Result<(Geo, f64), SimFailure> {
         check_job(job)?;
         let g = &job.grid;
         let n = g.n;
@@ -81,7 +101,7 @@ impl Mesh {
         let mut flags = vec![0u16; total];
         let mut kind = vec![0u32; total];
         let mut coefs = vec![Coef::PLAIN];
-        let mut index: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut index: HashMap<[u32; 24], u32> = HashMap::new();
         index.insert(key(&Coef::PLAIN), 0);
         let dead = |idx: usize| job.materials[job.cell_mat[idx] as usize].pec;
         let clean = |x: f64| if x.abs() < 1e-9 { 0.0 } else { x };
@@ -175,15 +195,7 @@ impl Mesh {
             }
         }
         let loaded = coefs.iter().any(|k| k.y.iter().chain(&k.z).any(|&x| x != 0.0) || k.ky.iter().chain(&k.kz).any(|&x| x != 0.25));
-        let stub_len = if loaded { total } else { 0 };
-        Ok(Mesh {
-            geo: Geo { n, stride, flags, kind, coefs, loaded },
-            dt,
-            b: std::array::from_fn(|_| vec![0.0; total]),
-            nb: std::array::from_fn(|_| vec![0.0; total]),
-            cap: std::array::from_fn(|_| vec![0.0; stub_len]),
-            ind: std::array::from_fn(|_| vec![0.0; stub_len]),
-        })
+        Ok((Geo { n, stride, flags, kind, coefs, loaded }, dt))
     }
 }
 
@@ -210,19 +222,6 @@ impl Geo {
         g * b[l][idx]
     }
 
-    /// One step for every ordinary node: gather from `b`, scatter into `nb`, z-planes in parallel.
-    fn sweep(&self, b: &[Vec<f32>; 12], nb: &mut [Vec<f32>; 12], cap: &mut [Vec<f32>; 3], ind: &mut [Vec<f32>; 3]) {
-        let plane = self.n[0] * self.n[1];
-        let nz = self.n[2];
-        let mut outs = nb.iter_mut().map(|v| v.chunks_mut(plane)).collect::<Vec<_>>();
-        let rows: Vec<[&mut [f32]; 12]> = (0..nz).map(|_| std::array::from_fn(|l| outs[l].next().unwrap())).collect();
-        let caps = split3(cap, plane, nz);
-        let inds = split3(ind, plane, nz);
-        rows.into_par_iter().zip(caps).zip(inds).enumerate().for_each(|(kz, ((mut o, mut c), mut l))| {
-            self.sweep_plane(b, kz, &mut o, c.as_mut(), l.as_mut());
-        });
-    }
-
     fn sweep_plane(&self, b: &[Vec<f32>; 12], kz: usize, o: &mut [&mut [f32]; 12], mut cap: Option<&mut [&mut [f32]; 3]>, mut ind: Option<&mut [&mut [f32]; 3]>) {
         let plane = self.n[0] * self.n[1];
         let base = kz * plane;
@@ -235,28 +234,43 @@ impl Geo {
             }
             let a = if f == 0 { self.gather(b, idx, 0) } else { self.gather(b, idx, f) };
             let kd = self.kind[idx];
-            if kd == 0 && f == 0 {
-                scatter_plain(&a, &mut bo);
-            } else {
-                let k = &self.coefs[kd as usize];
-                match (cap.as_deref_mut(), ind.as_deref_mut()) {
-                    (Some(cs), Some(ls)) => {
-                        let mut c = [cs[0][r], cs[1][r], cs[2][r]];
-                        let mut l = [ls[0][r], ls[1][r], ls[2][r]];
-                        scatter_loaded(&a, &mut bo, &mut c, &mut l, k, [0.0; 3]);
-                        for e in 0..3 {
-                            cs[e][r] = c[e];
-                            ls[e][r] = l[e];
-                        }
+            // Kind 0 (no stubs, no loss) scatters as the plain node, stubs untouched; the
+            // loaded formula with Y = Z = 0 would give the same pulses (and the GPU twin does
+            // exactly this).
+            match (cap.as_deref_mut(), ind.as_deref_mut()) {
+                (Some(cs), Some(ls)) if kd != 0 => {
+                    let k = &self.coefs[kd as usize];
+                    let mut c = [cs[0][r], cs[1][r], cs[2][r]];
+                    let mut l = [ls[0][r], ls[1][r], ls[2][r]];
+                    scatter_loaded(&a, &mut bo, &mut c, &mut l, k, [0.0; 3]);
+                    for e in 0..3 {
+                        cs[e][r] = c[e];
+                        ls[e][r] = l[e];
                     }
-                    _ => scatter_plain(&a, &mut bo),
                 }
+                _ => scatter_plain(&a, &mut bo),
             }
             for l in 0..12 {
                 o[l][r] = bo[l];
             }
         }
     }
+}
+
+/// One step of every ordinary node (not PEC, not special): gather the incident
+/// pulses from the neighbours' reflections `b` of the last step, scatter, write
+/// the reflections into `nb`; z-planes in parallel. CPU twin of the CUDA kernel
+/// `tlm_scn_step` (same arithmetic in the same order).
+pub(crate) fn tlm_scn_step(geo: &Geo, b: &[Vec<f32>; 12], nb: &mut [Vec<f32>; 12], cap: &mut [Vec<f32>; 3], ind: &mut [Vec<f32>; 3]) {
+    let plane = geo.n[0] * geo.n[1];
+    let nz = geo.n[2];
+    let mut outs = nb.iter_mut().map(|v| v.chunks_mut(plane)).collect::<Vec<_>>();
+    let rows: Vec<[&mut [f32]; 12]> = (0..nz).map(|_| std::array::from_fn(|l| outs[l].next().unwrap())).collect();
+    let caps = split3(cap, plane, nz);
+    let inds = split3(ind, plane, nz);
+    rows.into_par_iter().zip(caps).zip(inds).enumerate().for_each(|(kz, ((mut o, mut c), mut l))| {
+        geo.sweep_plane(b, kz, &mut o, c.as_mut(), l.as_mut());
+    });
 }
 
 /// Per-plane mutable views of three stub arrays (`None` when not allocated).
@@ -271,7 +285,7 @@ fn split3(arr: &mut [Vec<f32>; 3], plane: usize, nz: usize) -> Vec<Option<[&mut 
 impl Mesh {
     fn sweep(&mut self) {
         let Mesh { geo, b, nb, cap, ind, .. } = self;
-        geo.sweep(b, nb, cap, ind);
+        tlm_scn_step(geo, b, nb, cap, ind);
     }
 
     /// Gather (replacing incident link `over.0` by `over.1`), add `add` to the
@@ -311,41 +325,13 @@ impl Mesh {
             ([0.0; 3], [0.0; 3])
         }
     }
-
-    /// Energy in the current reflected pulses and stubs (V^2, up to a constant).
-    fn energy(&self) -> f64 {
-        let links: f64 = self.b.par_iter().map(|v| v.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>()).sum();
-        if !self.geo.loaded {
-            return links;
-        }
-        links
-            + (0..self.geo.flags.len())
-                .into_par_iter()
-                .map(|i| {
-                    let k = &self.geo.coefs[self.geo.kind[i] as usize];
-                    let (c, l) = self.stubs(i);
-                    stub_energy(c, l, k)
-                })
-                .sum::<f64>()
-    }
-
-    fn find_non_finite(&self) -> String {
-        for (q, v) in self.b.iter().enumerate() {
-            if let Some(i) = v.iter().position(|x| !x.is_finite()) {
-                let n = self.geo.n;
-                let (ix, jy, kz) = (i % n[0], (i / n[0]) % n[1], i / (n[0] * n[1]));
-                return format!("node ({ix}, {jy}, {kz}) link {q}");
-            }
-        }
-        "stubs".into()
-    }
 }
 
 /// A lumped port resolved onto a column of nodes.
-struct Lumped {
-    axis: usize,
-    nodes: Vec<usize>,
-    r: f64,
+pub(crate) struct Lumped {
+    pub axis: usize,
+    pub nodes: Vec<usize>,
+    pub r: f64,
 }
 
 fn resolve_lumped(job: &SimJob, kind: &PortKind) -> Result<Lumped, SimFailure> {
@@ -373,15 +359,15 @@ fn resolve_lumped(job: &SimJob, kind: &PortKind) -> Result<Lumped, SimFailure> {
 }
 
 /// A TE10 modal termination on a domain face: its nodes, the link it drives, buffers.
-struct End {
-    me: ModalEnd,
-    nodes: Vec<usize>,
-    link: usize,
+pub(crate) struct End {
+    pub me: ModalEnd,
+    pub nodes: Vec<usize>,
+    pub link: usize,
     a: Vec<f64>,
     b: Vec<f64>,
 }
 
-fn modal_ends(job: &SimJob, mesh: &Mesh) -> Vec<End> {
+fn modal_ends(job: &SimJob, geo: &Geo, dt: f64) -> Vec<End> {
     let g = &job.grid;
     let mut ends = vec![];
     for axis in 0..3 {
@@ -398,7 +384,7 @@ fn modal_ends(job: &SimJob, mesh: &Mesh) -> Vec<End> {
                     c[e] = ie;
                     c[w] = iw;
                     let idx = g.idx(c[0], c[1], c[2]);
-                    if mesh.geo.flags[idx] & DEAD == 0 {
+                    if geo.flags[idx] & DEAD == 0 {
                         nodes.push(idx);
                         let x = (iw as f64 + 0.5) * g.d[w];
                         phi.push(if x < a { (std::f64::consts::PI * x / a).sin() } else { 0.0 });
@@ -413,7 +399,7 @@ fn modal_ends(job: &SimJob, mesh: &Mesh) -> Vec<End> {
             let fc = C0 / (2.0 * a * (m.eps_r * m.mu_r).sqrt());
             let k = nodes.len();
             ends.push(End {
-                me: ModalEnd::new(phi, eta_l, ETA0, fc, mesh.dt),
+                me: ModalEnd::new(phi, eta_l, ETA0, fc, dt),
                 nodes,
                 link: link(axis, side, pol_of(axis, e)),
                 a: vec![0.0; k],
@@ -424,60 +410,84 @@ fn modal_ends(job: &SimJob, mesh: &Mesh) -> Vec<End> {
     ends
 }
 
+/// A port resolved onto the node mesh.
+pub(crate) enum ScnPort {
+    L(Lumped),
+    W(WgPort),
+}
+
+/// The ports, sources and modal guide ends of a job resolved onto the node mesh.
+pub(crate) struct ScnPorts {
+    pub ports: Vec<ScnPort>,
+    /// Nodes updated one by one, in node order: sources of the driven guide port
+    /// (profile weight) and modal-end face nodes (end id, slot).
+    pub others: BTreeMap<usize, (f32, Option<(usize, usize)>)>,
+    /// E axis of the driven guide port's source (0 without one).
+    pub src_e: usize,
+    pub ends: Vec<End>,
+    pub drive: usize,
+}
+
+impl ScnPorts {
+    /// Resolve the job's ports and guide ends; flags their nodes SPECIAL in `geo`.
+    pub fn new(job: &SimJob, geo: &mut Geo, dt: f64) -> Result<ScnPorts, SimFailure> {
+        let g = &job.grid;
+        let mut ports = vec![];
+        for p in &job.ports {
+            ports.push(match p.kind {
+                PortKind::Lumped { .. } => ScnPort::L(resolve_lumped(job, &p.kind)?),
+                PortKind::Waveguide { .. } => ScnPort::W(WgPort::resolve(job, &p.kind)?),
+            });
+        }
+        let mut others: BTreeMap<usize, (f32, Option<(usize, usize)>)> = Default::default();
+        let mut src_e = 0;
+        if let ScnPort::W(w) = &ports[job.drive] {
+            src_e = w.e;
+            for ie in 0..g.n[w.e] {
+                for iw in 0..g.n[w.w] {
+                    let c = w.cell(w.src_cell, ie, iw);
+                    let idx = g.idx(c[0], c[1], c[2]);
+                    if geo.flags[idx] & DEAD == 0 {
+                        others.insert(idx, (w.profile[iw] as f32, None));
+                    }
+                }
+            }
+        }
+        let ends = modal_ends(job, geo, dt);
+        for (id, end) in ends.iter().enumerate() {
+            for (slot, &idx) in end.nodes.iter().enumerate() {
+                others.entry(idx).or_insert((0.0, None)).1 = Some((id, slot));
+            }
+        }
+        for &idx in others.keys() {
+            geo.flags[idx] |= SPECIAL;
+        }
+        for p in &ports {
+            if let ScnPort::L(l) = p {
+                for &idx in &l.nodes {
+                    if geo.flags[idx] & SPECIAL != 0 {
+                        return Err(SimFailure::Invalid(format!("{}: a lumped port overlaps another port or a guide end", job.label)));
+                    }
+                    geo.flags[idx] |= SPECIAL;
+                }
+            }
+        }
+        Ok(ScnPorts { ports, others, src_e, ends, drive: job.drive })
+    }
+
+    /// Whether each port is a waveguide port (sampled on a face, half a step late).
+    pub fn is_wg(&self) -> Vec<bool> {
+        self.ports.iter().map(|p| matches!(p, ScnPort::W(_))).collect()
+    }
+}
+
 /// Run one job with the 3D SCN.
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
+    let mut sp = ScnPorts::new(job, &mut mesh.geo, mesh.dt)?;
     let g = &job.grid;
     let dt = mesh.dt;
-    enum P {
-        L(Lumped),
-        W(WgPort),
-    }
-    let mut ports = vec![];
-    for p in &job.ports {
-        ports.push(match p.kind {
-            PortKind::Lumped { .. } => P::L(resolve_lumped(job, &p.kind)?),
-            PortKind::Waveguide { .. } => P::W(WgPort::resolve(job, &p.kind)?),
-        });
-    }
-    // Nodes updated one by one: sources of the driven guide port (profile weight)
-    // and modal-end faces (end id, slot).
-    let mut others: std::collections::BTreeMap<usize, (f32, Option<(usize, usize)>)> = Default::default();
-    let mut src_e = 0;
-    if let P::W(w) = &ports[job.drive] {
-        src_e = w.e;
-        for ie in 0..g.n[w.e] {
-            for iw in 0..g.n[w.w] {
-                let c = w.cell(w.src_cell, ie, iw);
-                let idx = g.idx(c[0], c[1], c[2]);
-                if mesh.geo.flags[idx] & DEAD == 0 {
-                    others.insert(idx, (w.profile[iw] as f32, None));
-                }
-            }
-        }
-    }
-    let mut ends = modal_ends(job, &mesh);
-    for (id, end) in ends.iter().enumerate() {
-        for (slot, &idx) in end.nodes.iter().enumerate() {
-            others.entry(idx).or_insert((0.0, None)).1 = Some((id, slot));
-        }
-    }
-    for &idx in others.keys() {
-        mesh.geo.flags[idx] |= SPECIAL;
-    }
-    for p in &ports {
-        if let P::L(l) = p {
-            for &idx in &l.nodes {
-                if mesh.geo.flags[idx] & SPECIAL != 0 {
-                    return Err(SimFailure::Invalid(format!("{}: a lumped port overlaps another port or a guide end", job.label)));
-                }
-                mesh.geo.flags[idx] |= SPECIAL;
-            }
-        }
-    }
-    let has_lumped = ports.iter().any(|p| matches!(p, P::L(_)));
-    let has_wg = ports.iter().any(|p| matches!(p, P::W(_)));
-    let mut traces = vec![PortTrace::default(); ports.len()];
+    let mut traces = vec![PortTrace::default(); sp.ports.len()];
     let mut stop = Stopper::new(job);
     let mut ended = None;
     let mut steps = 0;
@@ -485,42 +495,17 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
         let step = steps;
         let s = job.pulse.value(step as f64 * dt);
         mesh.sweep();
-        for end in &mut ends {
-            for (slot, &idx) in end.nodes.iter().enumerate() {
-                end.b[slot] = mesh.b[end.link][idx] as f64;
-            }
-            end.me.reflect(&end.b, &mut end.a);
-        }
-        for (pi, p) in ports.iter().enumerate() {
-            if let P::L(l) = p {
-                let vs = if pi == job.drive { s } else { 0.0 };
-                let (v, i) = lumped_step(&mut mesh, l, vs);
-                traces[pi].v.push(v);
-                traces[pi].i.push(i);
-            }
-        }
-        for (&idx, &(w, over)) in &others {
-            let over = over.map(|(id, slot)| (ends[id].link, ends[id].a[slot] as f32));
-            mesh.update_special(idx, src_e, (s as f32) * w, 0.0, over);
-        }
+        tlm_scn_ports(&mut mesh, &mut sp, s, &mut traces);
         std::mem::swap(&mut mesh.b, &mut mesh.nb);
-        for (pi, p) in ports.iter().enumerate() {
-            if let P::W(w) = p {
-                let (v, i) = sample_wg(&mesh, g, w);
-                traces[pi].v.push(v);
-                traces[pi].i.push(i);
-            }
-        }
+        tlm_scn_sample(&mesh, g, &sp, &mut traces);
         steps += 1;
-        for (pi, tr) in traces.iter().enumerate() {
-            if !(tr.v.last().is_none_or(|x| x.is_finite()) && tr.i.last().is_none_or(|x| x.is_finite())) {
-                return Err(common::non_finite(step, format!("port {}", job.ports[pi].name)));
-            }
+        if let Some(pi) = common::non_finite_port(&traces) {
+            return Err(common::non_finite(step, format!("port {}", job.ports[pi].name)));
         }
         if stop.is_check_step(step) {
-            let en = mesh.energy();
+            let en = tlm_scn_energy(&mesh);
             if !en.is_finite() {
-                return Err(common::non_finite(step, mesh.find_non_finite()));
+                return Err(common::non_finite(step, find_non_finite(&mesh.b, mesh.geo.n)));
             }
             if let Some(r) = stop.check(steps as f64 * dt, en) {
                 ended = Some(r);
@@ -528,26 +513,126 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
             }
         }
     }
-    // Face samples are half a step after the node samples; with both kinds of
-    // port, average the face samples onto whole steps (a common cos(w dt/2) factor).
-    let mut off = if has_wg { 0.5 } else { 0.0 };
-    if has_wg && has_lumped {
-        for (pi, p) in ports.iter().enumerate() {
-            if let P::W(_) = p {
-                let tr = &mut traces[pi];
-                for x in [&mut tr.v, &mut tr.i] {
-                    let mut prev = 0.0;
-                    for y in x.iter_mut() {
-                        let cur = *y;
-                        *y = 0.5 * (cur + prev);
-                        prev = cur;
+    let off = common::finish_traces(&mut traces, &sp.is_wg());
+    Ok(SimOutput { dt, steps, v_offset: off, i_offset: off, traces, ended: ended.unwrap_or(stop.at_cap()), cells: g.cells() })
+}
+
+/// The port part of one step, after [`tlm_scn_step`] and before the swap: the
+/// modal guide ends reflect (from the last step's pulses at their faces),
+/// lumped ports solve their series circuit (one V, I sample each), and the
+/// source and guide-end nodes scatter with their extra pulses. CPU twin of the
+/// CUDA kernel `tlm_scn_ports`.
+pub(crate) fn tlm_scn_ports(mesh: &mut Mesh, sp: &mut ScnPorts, s: f64, traces: &mut [PortTrace]) {
+    for end in &mut sp.ends {
+        for (slot, &idx) in end.nodes.iter().enumerate() {
+            end.b[slot] = mesh.b[end.link][idx] as f64;
+        }
+        end.me.reflect(&end.b, &mut end.a);
+    }
+    for (pi, p) in sp.ports.iter().enumerate() {
+        if let ScnPort::L(l) = p {
+            let vs = if pi == sp.drive { s } else { 0.0 };
+            let (v, i) = lumped_step(mesh, l, vs);
+            traces[pi].v.push(v);
+            traces[pi].i.push(i);
+        }
+    }
+    for (&idx, &(w, over)) in &sp.others {
+        let over = over.map(|(id, slot)| (sp.ends[id].link, sp.ends[id].a[slot] as f32));
+        mesh.update_special(idx, sp.src_e, (s as f32) * w, 0.0, over);
+    }
+}
+
+/// Sample every waveguide port from the pulses just emitted (after the swap).
+/// CPU twin of the CUDA kernel `tlm_scn_sample`.
+pub(crate) fn tlm_scn_sample(mesh: &Mesh, g: &crate::job::Grid, sp: &ScnPorts, traces: &mut [PortTrace]) {
+    for (pi, p) in sp.ports.iter().enumerate() {
+        if let ScnPort::W(w) = p {
+            let (v, i) = sample_wg(mesh, g, w);
+            traces[pi].v.push(v);
+            traces[pi].i.push(i);
+        }
+    }
+}
+
+/// Energy in the current reflected pulses and stubs (V^2, up to a constant).
+/// CPU twin of the CUDA kernel `tlm_scn_energy`.
+pub(crate) fn tlm_scn_energy(mesh: &Mesh) -> f64 {
+    let links: f64 = mesh.b.par_iter().map(|v| v.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>()).sum();
+    if !mesh.geo.loaded {
+        return links;
+    }
+    links
+        + (0..mesh.geo.flags.len())
+            .into_par_iter()
+            .map(|i| {
+                let k = &mesh.geo.coefs[mesh.geo.kind[i] as usize];
+                let (c, l) = mesh.stubs(i);
+                stub_energy(c, l, k)
+            })
+            .sum::<f64>()
+}
+
+/// Where the first non-finite pulse is ("node (i, j, k) link q", else "stubs").
+pub(crate) fn find_non_finite(b: &[Vec<f32>; 12], n: [usize; 3]) -> String {
+    for (q, v) in b.iter().enumerate() {
+        if let Some(i) = v.iter().position(|x| !x.is_finite()) {
+            let (ix, jy, kz) = (i % n[0], (i / n[0]) % n[1], i / (n[0] * n[1]));
+            return format!("node ({ix}, {jy}, {kz}) link {q}");
+        }
+    }
+    "stubs".into()
+}
+
+/// The job packed for the CUDA backend (see [`super::pack`]): the same geometry,
+/// coefficients, special nodes and port terms this engine steps with.
+pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
+    let (mut geo, dt) = Geo::build(job)?;
+    let sp = ScnPorts::new(job, &mut geo, dt)?;
+    check_kinds(job, geo.coefs.len())?;
+    let g = &job.grid;
+    let meta = geo.flags.iter().zip(&geo.kind).map(|(&f, &k)| f as u32 | (k << META_KIND_SHIFT)).collect();
+    let mut coefs = Vec::with_capacity(geo.coefs.len() * COEF3);
+    for k in &geo.coefs {
+        coefs.extend(k.y.iter().chain(&k.ky).chain(&k.z).chain(&k.kz).chain(k.gface.iter().flatten()));
+    }
+    let is_wg = sp.is_wg();
+    let ScnPorts { ports, others, src_e, ends, .. } = sp;
+    let specials = others.iter().map(|(&node, &(w, over))| PackSpecial { node, w, over }).collect();
+    let (mut lumped, mut wgs) = (vec![], vec![]);
+    for (pi, p) in ports.into_iter().enumerate() {
+        match p {
+            ScnPort::L(l) => lumped.push(PackLumped { port: pi, nodes: l.nodes, axis: l.axis, r: l.r, z: ETA0 }),
+            ScnPort::W(w) => {
+                let pol = pol_of(w.normal, w.e);
+                let (mut lo, mut hi, mut wt) = (vec![], vec![], vec![]);
+                for ie in 0..g.n[w.e] {
+                    for iw in 0..g.n[w.w] {
+                        let a = w.cell(w.plane - 1, ie, iw);
+                        let b = w.cell(w.plane, ie, iw);
+                        lo.push(g.idx(a[0], a[1], a[2]));
+                        hi.push(g.idx(b[0], b[1], b[2]));
+                        wt.push(w.profile[iw]);
                     }
                 }
+                wgs.push(PackWg {
+                    port: pi,
+                    link_up: link(w.normal, 1, pol),
+                    link_down: link(w.normal, 0, pol),
+                    lo,
+                    hi,
+                    w: wt,
+                    dw: g.d[w.w],
+                    de: g.d[w.e],
+                    z: ETA0,
+                    norm: w.norm,
+                    inward: w.inward,
+                });
             }
         }
-        off = 0.0;
     }
-    Ok(SimOutput { dt, steps, v_offset: off, i_offset: off, traces, ended: ended.unwrap_or(stop.at_cap()), cells: g.cells() })
+    let ends = ends.into_iter().map(|e| PackEnd { nodes: e.nodes, link: e.link, me: e.me }).collect();
+    Ok(TlmPack { dim3: true, dt, n: g.n, stride: geo.stride, meta, coefs, loaded: geo.loaded, src_e, specials, lumped, ends, wgs, is_wg, drive: job.drive })
 }
 
 /// Series source `vs` + resistor through the port's column of E_u sub-nodes,

@@ -27,6 +27,7 @@
 
 use rayon::prelude::*;
 
+use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF2, META_DEAD, META_KIND_SHIFT, META_SPECIAL};
 use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, sheet_covers, ModalEnd, Stopper, WgPort};
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
@@ -60,7 +61,7 @@ fn scatter(a: &[f32; 4], b: &mut [f32; 4], c: &mut f32, l: &mut [f32; 2], k: &Co
 }
 
 /// Geometry and coefficients (read-only while stepping).
-struct Geo {
+pub(crate) struct Geo {
     /// Mesh axes p, q and the invariant axis e.
     ax: [usize; 2],
     e: usize,
@@ -79,7 +80,7 @@ struct Geo {
 }
 
 /// Geometry and state: reflected pulses (double-buffered) and stubs.
-struct Mesh {
+pub(crate) struct Mesh {
     g: Geo,
     b: [Vec<f32>; 4],
     nb: [Vec<f32>; 4],
@@ -89,6 +90,22 @@ struct Mesh {
 
 impl Mesh {
     fn new(job: &SimJob) -> Result<Mesh, SimFailure> {
+        let g = Geo::build(job)?;
+        let total = g.flags.len();
+        let sl = if g.loaded { total } else { 0 };
+        Ok(Mesh {
+            g,
+            b: std::array::from_fn(|_| vec![0.0; total]),
+            nb: std::array::from_fn(|_| vec![0.0; total]),
+            cap: vec![0.0; sl],
+            ind: std::array::from_fn(|_| vec![0.0; sl]),
+        })
+    }
+}
+
+impl Geo {
+    /// Geometry, coefficients, time step and link impedance of a job (no field state).
+    pub fn build(job: &SimJob) -> Result<Geo, SimFailure> {
         check_job(job)?;
         let g = &job.grid;
         let bad = |m: String| Err(SimFailure::Invalid(format!("{}: {m}", job.label)));
@@ -180,7 +197,10 @@ impl Mesh {
                     }
                 }
                 flags[idx] = f;
-                let key: Vec<u32> = [k.y, k.ky].iter().chain(&k.z).chain(&k.kz).chain(&k.gface).map(|x| x.to_bits()).collect();
+                let mut key = [0u32; 10];
+                for (o, x) in key.iter_mut().zip([k.y, k.ky].iter().chain(&k.z).chain(&k.kz).chain(&k.gface)) {
+                    *o = x.to_bits();
+                }
                 let next = coefs.len() as u32;
                 let id = *index.entry(key).or_insert(next);
                 if id == next {
@@ -216,16 +236,8 @@ impl Mesh {
             }
         }
         let loaded = coefs.iter().any(|k| k.y != 0.0 || k.ky != 0.25 || k.z != [0.0; 2] || k.kz != [0.5; 2]);
-        let sl = if loaded { total } else { 0 };
-        Ok(Mesh {
-            g: Geo { ax, e, n, stride, dt, z0, flags, short, kind, coefs, loaded },
-            b: std::array::from_fn(|_| vec![0.0; total]),
-            nb: std::array::from_fn(|_| vec![0.0; total]),
-            cap: vec![0.0; sl],
-            ind: std::array::from_fn(|_| vec![0.0; sl]),
-        })
+        Ok(Geo { ax, e, n, stride, dt, z0, flags, short, kind, coefs, loaded })
     }
-
 }
 
 impl Geo {
@@ -270,54 +282,9 @@ impl Mesh {
         }
     }
 
-    /// One step for the ordinary nodes, in parallel over runs of the linear node
-    /// index (walls are flagged per node, so runs need not be whole rows).
     fn sweep(&mut self) {
         let Mesh { g, b, nb, cap, ind } = self;
-        let total = g.flags.len();
-        let row = (total / 64).max(1024).min(total);
-        let nrows = total.div_ceil(row);
-        let mut it = nb.iter_mut().map(|v| v.chunks_mut(row)).collect::<Vec<_>>();
-        let outs: Vec<[&mut [f32]; 4]> = (0..nrows).map(|_| std::array::from_fn(|l| it[l].next().unwrap())).collect();
-        type Stubs<'a> = Option<(&'a mut [f32], &'a mut [f32], &'a mut [f32])>;
-        let stubs: Vec<Stubs> = if cap.is_empty() {
-            (0..nrows).map(|_| None).collect()
-        } else {
-            let [i0, i1] = ind;
-            cap.chunks_mut(row).zip(i0.chunks_mut(row)).zip(i1.chunks_mut(row)).map(|((c, a), b)| Some((c, a, b))).collect()
-        };
-        let (g, b) = (&*g, &*b);
-        outs.into_par_iter().zip(stubs).enumerate().for_each(|(r, (o, mut st))| {
-            let mut bo = [0f32; 4];
-            for x in 0..o[0].len() {
-                let idx = r * row + x;
-                let f = g.flags[idx];
-                if f & (DEAD | SPECIAL) != 0 {
-                    continue;
-                }
-                let a = if f == 0 { g.gather(b, idx, 0) } else { g.gather(b, idx, f) };
-                let kd = g.kind[idx];
-                match st.as_mut() {
-                    Some((c, l0, l1)) if kd != 0 => {
-                        let (mut cc, mut ll) = (c[x], [l0[x], l1[x]]);
-                        scatter(&a, &mut bo, &mut cc, &mut ll, &g.coefs[kd as usize], 0.0);
-                        c[x] = cc;
-                        l0[x] = ll[0];
-                        l1[x] = ll[1];
-                    }
-                    // No stubs or loss here: Gamma = -1/2, T = 1/2.
-                    _ => {
-                        let v = 0.5 * (a[0] + a[1] + a[2] + a[3]);
-                        for q in 0..4 {
-                            bo[q] = v - a[q];
-                        }
-                    }
-                }
-                for q in 0..4 {
-                    o[q][x] = bo[q];
-                }
-            }
-        });
+        tlm_shunt_step(g, b, nb, cap, ind);
     }
 
     /// One special node: incident link `over` replaced, `add` on every link, current `inj`.
@@ -344,121 +311,185 @@ impl Mesh {
         v
     }
 
-    fn energy(&self) -> f64 {
-        let mut s: f64 = self.b.iter().map(|v| v.par_iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>()).sum();
-        if self.g.loaded {
-            s += (0..self.g.kind.len())
-                .into_par_iter()
-                .map(|i| {
-                    let k = &self.g.coefs[self.g.kind[i] as usize];
-                    let (c, l) = self.stubs(i);
-                    let mut e = (k.y * c * c) as f64;
-                    for m in 0..2 {
-                        if k.z[m] > 0.0 {
-                            e += (l[m] * l[m] / k.z[m]) as f64;
-                        }
+}
+
+/// One step of the ordinary nodes (not PEC, not special): gather from the last
+/// step's reflections `b`, scatter, write `nb`; in parallel over runs of the
+/// linear node index (walls are flagged per node, so runs need not be whole
+/// rows). CPU twin of the CUDA kernel `tlm_shunt_step`.
+pub(crate) fn tlm_shunt_step(g: &Geo, b: &[Vec<f32>; 4], nb: &mut [Vec<f32>; 4], cap: &mut [f32], ind: &mut [Vec<f32>; 2]) {
+    let total = g.flags.len();
+    let row = (total / 64).max(1024).min(total);
+    let nrows = total.div_ceil(row);
+    let mut it = nb.iter_mut().map(|v| v.chunks_mut(row)).collect::<Vec<_>>();
+    let outs: Vec<[&mut [f32]; 4]> = (0..nrows).map(|_| std::array::from_fn(|l| it[l].next().unwrap())).collect();
+    type Stubs<'a> = Option<(&'a mut [f32], &'a mut [f32], &'a mut [f32])>;
+    let stubs: Vec<Stubs> = if cap.is_empty() {
+        (0..nrows).map(|_| None).collect()
+    } else {
+        let [i0, i1] = ind;
+        cap.chunks_mut(row).zip(i0.chunks_mut(row)).zip(i1.chunks_mut(row)).map(|((c, a), b)| Some((c, a, b))).collect()
+    };
+    outs.into_par_iter().zip(stubs).enumerate().for_each(|(r, (o, mut st))| {
+        let mut bo = [0f32; 4];
+        for x in 0..o[0].len() {
+            let idx = r * row + x;
+            let f = g.flags[idx];
+            if f & (DEAD | SPECIAL) != 0 {
+                continue;
+            }
+            let a = if f == 0 { g.gather(b, idx, 0) } else { g.gather(b, idx, f) };
+            let kd = g.kind[idx];
+            match st.as_mut() {
+                Some((c, l0, l1)) if kd != 0 => {
+                    let (mut cc, mut ll) = (c[x], [l0[x], l1[x]]);
+                    scatter(&a, &mut bo, &mut cc, &mut ll, &g.coefs[kd as usize], 0.0);
+                    c[x] = cc;
+                    l0[x] = ll[0];
+                    l1[x] = ll[1];
+                }
+                // No stubs or loss here: Gamma = -1/2, T = 1/2.
+                _ => {
+                    let v = 0.5 * (a[0] + a[1] + a[2] + a[3]);
+                    for q in 0..4 {
+                        bo[q] = v - a[q];
                     }
-                    e
-                })
-                .sum::<f64>();
+                }
+            }
+            for q in 0..4 {
+                o[q][x] = bo[q];
+            }
         }
-        s
+    });
+}
+
+
+/// A port resolved onto the node mesh: lumped (node, R) or guide (port, mesh axis of its normal).
+pub(crate) enum ShuntPort {
+    L { idx: usize, r: f64 },
+    W(WgPort, usize),
+}
+
+/// A modal guide end: termination, face nodes, the link it drives, buffers.
+pub(crate) struct End {
+    pub me: ModalEnd,
+    pub nodes: Vec<usize>,
+    pub link: usize,
+    a: Vec<f64>,
+    b: Vec<f64>,
+}
+
+/// The ports, sources and modal guide ends of a 2D job resolved onto the mesh.
+pub(crate) struct ShuntPorts {
+    pub ports: Vec<ShuntPort>,
+    /// Special nodes in node order: (source weight, modal-end (id, slot)).
+    pub others: std::collections::BTreeMap<usize, (f32, Option<(usize, usize)>)>,
+    pub ends: Vec<End>,
+    pub drive: usize,
+}
+
+impl ShuntPorts {
+    /// Resolve the job's ports and guide ends; flags their nodes SPECIAL in `geo`.
+    pub fn new(job: &SimJob, geo: &mut Geo) -> Result<ShuntPorts, SimFailure> {
+        let g = &job.grid;
+        let (dt, z0, e) = (geo.dt, geo.z0, geo.e);
+        let mut ports = vec![];
+        for p in &job.ports {
+            ports.push(match p.kind {
+                PortKind::Lumped { axis, start, len, r_ohm } => {
+                    if axis.index() != e || len != 1 || start[e] != 0 || !(r_ohm > 0.0) {
+                        return Err(SimFailure::Invalid(format!("{}: 2D lumped ports span the single cell along the E axis", job.label)));
+                    }
+                    let mut c = start;
+                    for a in geo.ax {
+                        c[a] = c[a].min(g.n[a] - 1);
+                    }
+                    let idx = geo.idx(c);
+                    if geo.flags[idx] & DEAD != 0 {
+                        return Err(SimFailure::Invalid(format!("{}: lumped port in a PEC cell", job.label)));
+                    }
+                    ShuntPort::L { idx, r: r_ohm }
+                }
+                PortKind::Waveguide { .. } => {
+                    let w = WgPort::resolve(job, &p.kind)?;
+                    let m = geo.m_of(w.normal).ok_or_else(|| SimFailure::Invalid(format!("{}: 2D guide port normal along the invariant axis", job.label)))?;
+                    if w.e != e {
+                        return Err(SimFailure::Invalid(format!("{}: 2D guide port E must lie along the invariant axis", job.label)));
+                    }
+                    ShuntPort::W(w, m)
+                }
+            });
+        }
+        // Special nodes: (source weight, modal-end slot).
+        let mut others: std::collections::BTreeMap<usize, (f32, Option<(usize, usize)>)> = Default::default();
+        if let ShuntPort::W(w, _) = &ports[job.drive] {
+            for iw in 0..g.n[w.w] {
+                let idx = geo.idx(w.cell(w.src_cell, 0, iw));
+                if geo.flags[idx] & DEAD == 0 {
+                    others.insert(idx, (w.profile[iw] as f32, None));
+                }
+            }
+        }
+        let mut ends = vec![];
+        for (l, &axis) in geo.ax.iter().enumerate() {
+            for side in 0..2 {
+                let Some(pi) = modal_port(job, axis, side) else { continue };
+                let PortKind::Waveguide { width_axis, a, .. } = job.ports[pi].kind else { unreachable!() };
+                let w = width_axis.index();
+                let layer = if side == 0 { 0 } else { geo.n[l] - 1 };
+                let (mut nodes, mut phi) = (vec![], vec![]);
+                for iw in 0..g.n[w] {
+                    let mut c = [0; 3];
+                    c[axis] = layer;
+                    c[w] = iw;
+                    let idx = geo.idx(c);
+                    if geo.flags[idx] & DEAD == 0 {
+                        nodes.push(idx);
+                        let x = (iw as f64 + 0.5) * g.d[w];
+                        phi.push(if x < a { (std::f64::consts::PI * x / a).sin() } else { 0.0 });
+                    }
+                }
+                let mut c = [0; 3];
+                c[axis] = layer;
+                c[w] = g.n[w] / 2;
+                let m = &job.materials[job.cell_mat[geo.idx(c)] as usize];
+                let eta_l = ETA0 * (m.mu_r / m.eps_r).sqrt() * g.d[e] / g.d[w];
+                let fc = C0 / (2.0 * a * (m.eps_r * m.mu_r).sqrt());
+                let id = ends.len();
+                for (slot, &idx) in nodes.iter().enumerate() {
+                    others.entry(idx).or_insert((0.0, None)).1 = Some((id, slot));
+                }
+                let k = nodes.len();
+                ends.push(End { me: ModalEnd::new(phi, eta_l, z0, fc, dt), nodes, link: 2 * l + side, a: vec![0.0; k], b: vec![0.0; k] });
+            }
+        }
+        for &idx in others.keys() {
+            geo.flags[idx] |= SPECIAL;
+        }
+        for p in &ports {
+            if let ShuntPort::L { idx, .. } = p {
+                if geo.flags[*idx] & SPECIAL != 0 {
+                    return Err(SimFailure::Invalid(format!("{}: a lumped port overlaps another port or a guide end", job.label)));
+                }
+                geo.flags[*idx] |= SPECIAL;
+            }
+        }
+        Ok(ShuntPorts { ports, others, ends, drive: job.drive })
+    }
+
+    /// Whether each port is a waveguide port (sampled on a face, half a step late).
+    pub fn is_wg(&self) -> Vec<bool> {
+        self.ports.iter().map(|p| matches!(p, ShuntPort::W(..))).collect()
     }
 }
 
 /// Run one job with the 2D shunt node.
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
+    let mut sp = ShuntPorts::new(job, &mut mesh.g)?;
     let g = &job.grid;
-    let (dt, z0, e) = (mesh.g.dt, mesh.g.z0, mesh.g.e);
-    enum P {
-        L { idx: usize, r: f64 },
-        W(WgPort, usize),
-    }
-    let mut ports = vec![];
-    for p in &job.ports {
-        ports.push(match p.kind {
-            PortKind::Lumped { axis, start, len, r_ohm } => {
-                if axis.index() != e || len != 1 || start[e] != 0 || !(r_ohm > 0.0) {
-                    return Err(SimFailure::Invalid(format!("{}: 2D lumped ports span the single cell along the E axis", job.label)));
-                }
-                let mut c = start;
-                for a in mesh.g.ax {
-                    c[a] = c[a].min(g.n[a] - 1);
-                }
-                let idx = mesh.g.idx(c);
-                if mesh.g.flags[idx] & DEAD != 0 {
-                    return Err(SimFailure::Invalid(format!("{}: lumped port in a PEC cell", job.label)));
-                }
-                P::L { idx, r: r_ohm }
-            }
-            PortKind::Waveguide { .. } => {
-                let w = WgPort::resolve(job, &p.kind)?;
-                let m = mesh.g.m_of(w.normal).ok_or_else(|| SimFailure::Invalid(format!("{}: 2D guide port normal along the invariant axis", job.label)))?;
-                if w.e != e {
-                    return Err(SimFailure::Invalid(format!("{}: 2D guide port E must lie along the invariant axis", job.label)));
-                }
-                P::W(w, m)
-            }
-        });
-    }
-    // Special nodes: (source weight, modal-end slot).
-    let mut others: std::collections::BTreeMap<usize, (f32, Option<(usize, usize)>)> = Default::default();
-    if let P::W(w, _) = &ports[job.drive] {
-        for iw in 0..g.n[w.w] {
-            let idx = mesh.g.idx(w.cell(w.src_cell, 0, iw));
-            if mesh.g.flags[idx] & DEAD == 0 {
-                others.insert(idx, (w.profile[iw] as f32, None));
-            }
-        }
-    }
-    let mut ends = vec![];
-    for (l, &axis) in mesh.g.ax.iter().enumerate() {
-        for side in 0..2 {
-            let Some(pi) = modal_port(job, axis, side) else { continue };
-            let PortKind::Waveguide { width_axis, a, .. } = job.ports[pi].kind else { unreachable!() };
-            let w = width_axis.index();
-            let layer = if side == 0 { 0 } else { mesh.g.n[l] - 1 };
-            let (mut nodes, mut phi) = (vec![], vec![]);
-            for iw in 0..g.n[w] {
-                let mut c = [0; 3];
-                c[axis] = layer;
-                c[w] = iw;
-                let idx = mesh.g.idx(c);
-                if mesh.g.flags[idx] & DEAD == 0 {
-                    nodes.push(idx);
-                    let x = (iw as f64 + 0.5) * g.d[w];
-                    phi.push(if x < a { (std::f64::consts::PI * x / a).sin() } else { 0.0 });
-                }
-            }
-            let mut c = [0; 3];
-            c[axis] = layer;
-            c[w] = g.n[w] / 2;
-            let m = &job.materials[job.cell_mat[mesh.g.idx(c)] as usize];
-            let eta_l = ETA0 * (m.mu_r / m.eps_r).sqrt() * g.d[e] / g.d[w];
-            let fc = C0 / (2.0 * a * (m.eps_r * m.mu_r).sqrt());
-            let id = ends.len();
-            for (slot, &idx) in nodes.iter().enumerate() {
-                others.entry(idx).or_insert((0.0, None)).1 = Some((id, slot));
-            }
-            let k = nodes.len();
-            ends.push((ModalEnd::new(phi, eta_l, z0, fc, dt), nodes, 2 * l + side, vec![0.0; k], vec![0.0; k]));
-        }
-    }
-    for &idx in others.keys() {
-        mesh.g.flags[idx] |= SPECIAL;
-    }
-    for p in &ports {
-        if let P::L { idx, .. } = p {
-            if mesh.g.flags[*idx] & SPECIAL != 0 {
-                return Err(SimFailure::Invalid(format!("{}: a lumped port overlaps another port or a guide end", job.label)));
-            }
-            mesh.g.flags[*idx] |= SPECIAL;
-        }
-    }
-    let has_lumped = ports.iter().any(|p| matches!(p, P::L { .. }));
-    let has_wg = ports.len() > ports.iter().filter(|p| matches!(p, P::L { .. })).count();
-    let mut traces = vec![PortTrace::default(); ports.len()];
+    let dt = mesh.g.dt;
+    let mut traces = vec![PortTrace::default(); sp.ports.len()];
     let mut stop = Stopper::new(job);
     let mut ended = None;
     let mut steps = 0;
@@ -466,49 +497,17 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
         let step = steps;
         let s = job.pulse.value(step as f64 * dt);
         mesh.sweep();
-        for (me, nodes, q, a, b) in &mut ends {
-            for (slot, &idx) in nodes.iter().enumerate() {
-                b[slot] = mesh.b[*q][idx] as f64;
-            }
-            me.reflect(b, a);
-        }
-        for (pi, p) in ports.iter().enumerate() {
-            if let P::L { idx, r } = *p {
-                let vs = if pi == job.drive { s } else { 0.0 };
-                let a = mesh.g.gather(&mesh.b, idx, mesh.g.flags[idx] & !SPECIAL);
-                let k = mesh.g.coefs[mesh.g.kind[idx] as usize];
-                let (c, _) = mesh.stubs(idx);
-                let ky = k.ky as f64;
-                let s2k = 2.0 * ((a[0] + a[1] + a[2] + a[3]) as f64 + (k.y * c) as f64) * ky;
-                let i = (vs + s2k) / (r + z0 * ky);
-                let v = -mesh.update_special(idx, 0.0, (z0 * i) as f32, None) as f64;
-                traces[pi].v.push(v);
-                traces[pi].i.push(i);
-            }
-        }
-        for (&idx, &(w, over)) in &others {
-            let over = over.map(|(id, slot)| (ends[id].2, ends[id].3[slot] as f32));
-            mesh.update_special(idx, (s as f32) * w, 0.0, over);
-        }
+        tlm_shunt_ports(&mut mesh, &mut sp, s, &mut traces);
         std::mem::swap(&mut mesh.b, &mut mesh.nb);
-        for (pi, p) in ports.iter().enumerate() {
-            if let P::W(w, m) = p {
-                let (v, i) = sample_wg(&mesh, g, w, *m);
-                traces[pi].v.push(v);
-                traces[pi].i.push(i);
-            }
-        }
+        tlm_shunt_sample(&mesh, g, &sp, &mut traces);
         steps += 1;
-        for (pi, tr) in traces.iter().enumerate() {
-            if !(tr.v.last().is_none_or(|x| x.is_finite()) && tr.i.last().is_none_or(|x| x.is_finite())) {
-                return Err(common::non_finite(step, format!("port {}", job.ports[pi].name)));
-            }
+        if let Some(pi) = common::non_finite_port(&traces) {
+            return Err(common::non_finite(step, format!("port {}", job.ports[pi].name)));
         }
         if stop.is_check_step(step) {
-            let en = mesh.energy();
+            let en = tlm_shunt_energy(&mesh);
             if !en.is_finite() {
-                let at = mesh.b.iter().find_map(|v| v.iter().position(|x| !x.is_finite()));
-                return Err(common::non_finite(step, format!("node index {at:?}")));
+                return Err(common::non_finite(step, find_non_finite(&mesh.b)));
             }
             if let Some(r) = stop.check(steps as f64 * dt, en) {
                 ended = Some(r);
@@ -516,25 +515,154 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
             }
         }
     }
-    let mut off = if has_wg { 0.5 } else { 0.0 };
-    if has_wg && has_lumped {
-        // Face samples lie half a step after node samples: average them onto whole steps.
-        for (pi, p) in ports.iter().enumerate() {
-            if let P::W(..) = p {
-                let tr = &mut traces[pi];
-                for x in [&mut tr.v, &mut tr.i] {
-                    let mut prev = 0.0;
-                    for y in x.iter_mut() {
-                        let cur = *y;
-                        *y = 0.5 * (cur + prev);
-                        prev = cur;
+    let off = common::finish_traces(&mut traces, &sp.is_wg());
+    Ok(SimOutput { dt, steps, v_offset: off, i_offset: off, traces, ended: ended.unwrap_or(stop.at_cap()), cells: g.cells() })
+}
+
+/// Where the first non-finite pulse is ("node index Some(i)").
+pub(crate) fn find_non_finite(b: &[Vec<f32>; 4]) -> String {
+    let at = b.iter().find_map(|v| v.iter().position(|x| !x.is_finite()));
+    format!("node index {at:?}")
+}
+
+/// The port part of one step, after [`tlm_shunt_step`] and before the swap:
+/// modal guide ends reflect, lumped ports solve (one V, I sample each), source
+/// and guide-end nodes scatter. CPU twin of the CUDA kernel `tlm_shunt_ports`.
+pub(crate) fn tlm_shunt_ports(mesh: &mut Mesh, sp: &mut ShuntPorts, s: f64, traces: &mut [PortTrace]) {
+    let z0 = mesh.g.z0;
+    for end in &mut sp.ends {
+        for (slot, &idx) in end.nodes.iter().enumerate() {
+            end.b[slot] = mesh.b[end.link][idx] as f64;
+        }
+        end.me.reflect(&end.b, &mut end.a);
+    }
+    for (pi, p) in sp.ports.iter().enumerate() {
+        if let ShuntPort::L { idx, r } = *p {
+            let vs = if pi == sp.drive { s } else { 0.0 };
+            let a = mesh.g.gather(&mesh.b, idx, mesh.g.flags[idx] & !SPECIAL);
+            let k = mesh.g.coefs[mesh.g.kind[idx] as usize];
+            let (c, _) = mesh.stubs(idx);
+            let ky = k.ky as f64;
+            let s2k = 2.0 * ((a[0] + a[1] + a[2] + a[3]) as f64 + (k.y * c) as f64) * ky;
+            let i = (vs + s2k) / (r + z0 * ky);
+            let v = -mesh.update_special(idx, 0.0, (z0 * i) as f32, None) as f64;
+            traces[pi].v.push(v);
+            traces[pi].i.push(i);
+        }
+    }
+    for (&idx, &(w, over)) in &sp.others {
+        let over = over.map(|(id, slot)| (sp.ends[id].link, sp.ends[id].a[slot] as f32));
+        mesh.update_special(idx, (s as f32) * w, 0.0, over);
+    }
+}
+
+/// Sample every guide port from the pulses just emitted (after the swap).
+/// CPU twin of the CUDA kernel `tlm_shunt_sample`.
+pub(crate) fn tlm_shunt_sample(mesh: &Mesh, g: &crate::job::Grid, sp: &ShuntPorts, traces: &mut [PortTrace]) {
+    for (pi, p) in sp.ports.iter().enumerate() {
+        if let ShuntPort::W(w, m) = p {
+            let (v, i) = sample_wg(mesh, g, w, *m);
+            traces[pi].v.push(v);
+            traces[pi].i.push(i);
+        }
+    }
+}
+
+/// Energy in the current pulses and stubs. CPU twin of the CUDA kernel `tlm_shunt_energy`.
+pub(crate) fn tlm_shunt_energy(mesh: &Mesh) -> f64 {
+    let mut s: f64 = mesh.b.iter().map(|v| v.par_iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>()).sum();
+    if mesh.g.loaded {
+        s += (0..mesh.g.kind.len())
+            .into_par_iter()
+            .map(|i| {
+                let k = &mesh.g.coefs[mesh.g.kind[i] as usize];
+                let (c, l) = mesh.stubs(i);
+                let mut e = (k.y * c * c) as f64;
+                for m in 0..2 {
+                    if k.z[m] > 0.0 {
+                        e += (l[m] * l[m] / k.z[m]) as f64;
                     }
                 }
+                e
+            })
+            .sum::<f64>();
+    }
+    s
+}
+
+/// The job packed for the CUDA backend (see [`super::pack`]): the same geometry,
+/// coefficients, special nodes and port terms this engine steps with.
+pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
+    let mut geo = Geo::build(job)?;
+    let sp = ShuntPorts::new(job, &mut geo)?;
+    check_kinds(job, geo.coefs.len())?;
+    let g = &job.grid;
+    let meta = geo
+        .flags
+        .iter()
+        .zip(&geo.short)
+        .zip(&geo.kind)
+        .map(|((&f, &s), &k)| {
+            let mut m = (f & 0xf) as u32 | ((s & 0xf) as u32) << 6 | (k << META_KIND_SHIFT);
+            if f & DEAD != 0 {
+                m |= META_DEAD;
+            }
+            if f & SPECIAL != 0 {
+                m |= META_SPECIAL;
+            }
+            m
+        })
+        .collect();
+    let mut coefs = Vec::with_capacity(geo.coefs.len() * COEF2);
+    for k in &geo.coefs {
+        coefs.extend([k.y, k.ky].iter().chain(&k.z).chain(&k.kz).chain(&k.gface).chain(&[0.0, 0.0]));
+    }
+    let is_wg = sp.is_wg();
+    let specials = sp.others.iter().map(|(&node, &(w, over))| PackSpecial { node, w, over }).collect();
+    let (mut lumped, mut wgs) = (vec![], vec![]);
+    for (pi, p) in sp.ports.into_iter().enumerate() {
+        match p {
+            ShuntPort::L { idx, r } => lumped.push(PackLumped { port: pi, nodes: vec![idx], axis: 0, r, z: geo.z0 }),
+            ShuntPort::W(w, m) => {
+                let (mut lo, mut hi, mut wt) = (vec![], vec![], vec![]);
+                for iw in 0..g.n[w.w] {
+                    lo.push(geo.idx(w.cell(w.plane - 1, 0, iw)));
+                    hi.push(geo.idx(w.cell(w.plane, 0, iw)));
+                    wt.push(w.profile[iw]);
+                }
+                wgs.push(PackWg {
+                    port: pi,
+                    link_up: 2 * m + 1,
+                    link_down: 2 * m,
+                    lo,
+                    hi,
+                    w: wt,
+                    dw: g.d[w.w],
+                    de: g.d[w.e],
+                    z: geo.z0,
+                    norm: w.norm,
+                    inward: w.inward,
+                });
             }
         }
-        off = 0.0;
     }
-    Ok(SimOutput { dt, steps, v_offset: off, i_offset: off, traces, ended: ended.unwrap_or(stop.at_cap()), cells: g.cells() })
+    let ends = sp.ends.into_iter().map(|e| PackEnd { nodes: e.nodes, link: e.link, me: e.me }).collect();
+    Ok(TlmPack {
+        dim3: false,
+        dt: geo.dt,
+        n: g.n,
+        stride: [geo.stride[0], geo.stride[1], 0],
+        meta,
+        coefs,
+        loaded: geo.loaded,
+        src_e: 0,
+        specials,
+        lumped,
+        ends,
+        wgs,
+        is_wg,
+        drive: job.drive,
+    })
 }
 
 /// Modal V, I of a guide port from the pulses crossing its reference face.

@@ -1,0 +1,146 @@
+// Structures shared by the Rust host and the FDTD kernels.
+//
+// Mirrored by #[repr(C)] structs of the same names in src/engine/cuda/abi.rs;
+// a test there parses this file and checks every field's offset and each
+// struct's size against the Rust definitions. Keep ONE declaration per line
+// (the parser relies on it), only the types int, float, double, long long and
+// pointers.
+//
+// Field layout (see src/engine/fdtd/operator.rs): each component of each
+// design is a flat float array over the padded grid (n+2)^3 with one ghost
+// layer per side, x fastest. Kernels work in padded coordinates q = logical+1.
+// All designs of a batch live in one pool per component, design d starting at
+// element FdtdDesign::off. The u8 material arrays use the same offsets.
+
+#ifndef EMV_COMMON_CUH
+#define EMV_COMMON_CUH
+
+// Thread-block tile in x and y (threads per block = EMV_TX * EMV_TY, a power
+// of two). The host passes both with -D when it compiles a tile variant.
+#ifndef EMV_TX
+#define EMV_TX 32
+#endif
+#ifndef EMV_TY
+#define EMV_TY 8
+#endif
+
+// Threads per block of fdtd_sample_ports (power of two).
+#define EMV_SAMPLE_THREADS 128
+// Threads per block of fdtd_inject.
+#define EMV_INJECT_THREADS 128
+
+// One design of the batch: its grid, where its arrays start in the pools and
+// how its blocks tile it.
+struct FdtdDesign {
+    long long off;
+    long long psi_off[9];
+    int n[3];
+    int dims[3];
+    int tiles[2];
+    int zchunk;
+    int nchunks;
+    int coef_off;
+    int pmc;
+    int prof_off[3];
+    int slab_n[3];
+    float db;
+    float inv_d[3];
+};
+// off:        element offset of the design's arrays in the field/material pools
+// psi_off:    [c*3+a] element offset of the CPML memory of component c along
+//             axis a in the psi pools (psi_e, psi_h; same layout), -1 if none.
+//             The psi array spans only the slab positions along a (slab_n[a]
+//             of them, numbered by slab_e/slab_h) and the padded extent of the
+//             two other axes, x fastest.
+// n, dims:    cells per axis; padded extents n+2
+// tiles:      thread-block tiles along x and y; zchunk: planes per z-chunk;
+//             nchunks: chunks along z. Block b of the design covers tile
+//             (b % tiles[0], (b / tiles[0]) % tiles[1]), chunk b / (tiles[0]*tiles[1]).
+// coef_off:   offset of the design's coefficient table (ca, cb, eps)
+// pmc:        bit 2*axis+side set when that face is a PMC
+// prof_off:   offset of the axis' CPML profile in the profile tables (n+1
+//             entries reserved for both E and H sides), -1: no PML on that axis
+// db, inv_d:  H coefficient dt/mu0; 1/d per axis
+
+// Device pointers of the field kernels (passed by value).
+struct FdtdPtrs {
+    float* e[3];
+    float* h[3];
+    float* e_out[3];
+    float* h_out[3];
+    const unsigned char* mat[3];
+    const float* ca;
+    const float* cb;
+    const float* eps;
+    const float* pe_b;
+    const float* pe_c;
+    const float* pe_k;
+    const float* ph_b;
+    const float* ph_c;
+    const float* ph_k;
+    const int* slab_e;
+    const int* slab_h;
+    float* psi_e;
+    float* psi_h;
+    float* psi_h_out;
+    const FdtdDesign* designs;
+    const int* blocks;
+};
+// e, h:        fields read (the split kernels update them in place)
+// e_out,h_out: fields written by the fused fdtd_step (ping-pong)
+// pe_*, ph_*:  CPML b, c, 1/kappa at E (node) and H (half-node) positions
+// slab_e/h:    slab number of a position along a PML axis, -1 outside the PML
+// psi_h_out:   CPML memory of H written by fdtd_step (ping-pong with psi_h)
+// blocks:      pairs (design, block within the design), one per thread block
+
+// A port as the sampling kernel sees it.
+struct FdtdPort {
+    double dl;
+    double d_a;
+    double d_b;
+    double i_sign;
+    int design;
+    int kind;
+    int comp_e;
+    int comp_h;
+    int term_off;
+    int n_terms;
+    int mid;
+    int s_a;
+    int s_b;
+    int pad;
+};
+// kind 0 (lumped): terms = edge indices (t_idx0), V = -sum(E) dl,
+//   I = (H_b[mid] - H_b[mid - s_a]) d_b - (H_a[mid] - H_a[mid - s_b]) d_a,
+//   (a, b) = ((c+1)%3, (c+2)%3), c = comp_e.
+// kind 1 (TE10 guide): terms (t_idx0 = E index, t_idx1/2 = H below/above,
+//   t_w = weight), V = sum w E, I = i_sign * sum w 0.5 (H_lo + H_hi).
+
+// Device pointers of the port kernels (passed by value).
+struct PortPtrs {
+    float* e[3];
+    float* h[3];
+    const FdtdDesign* designs;
+    const FdtdPort* ports;
+    const int* t_idx0;
+    const int* t_idx1;
+    const int* t_idx2;
+    const double* t_w;
+    const int* src_design;
+    const int* src_comp;
+    const int* src_idx;
+    const float* src_coef;
+    const float* gval;
+    const int* active;
+    double* tv;
+    double* ti;
+    int n_src;
+    int n_ports;
+    int gstride;
+    int tstride;
+};
+// src_*:  source points of the driven ports: E[comp][idx] += coef * gval[design*gstride + step]
+// active: 1 while a design still runs
+// tv, ti: port voltage/current samples [port*tstride + step]
+
+#endif

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Check kernels/fdtd.cu without a GPU: build the C++ emulator for a few tile
+# shapes and compare the emulated batch with the CPU engine (every field
+# position, port traces, energy), fused and split schemes, random and zero
+# initial fields. Needs g++ (C++20) and a release build of emvolve.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${EMVOLVE:-target/release/emvolve}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+status=0
+for tile in 8x4 32x8; do
+    tx=${tile%x*}; ty=${tile#*x}
+    g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -DEMV_TX=$tx -DEMV_TY=$ty \
+        -o "$TMP/emu_$tile" scripts/kernel-emu/emu.cpp
+    steps=12; [ "$tile" = 32x8 ] && steps=6
+    for args in "" "--zero" "--split" "--zchunk 7"; do
+        "$BIN" kernel-emu --emu "$TMP/emu_$tile" --tile "$tile" --steps $steps $args || status=1
+    done
+done
+exit $status

@@ -1,0 +1,456 @@
+//! `emvolve device-check`: the CUDA backend against the CPU reference engine.
+//!
+//! Everything here takes plain [`SimJob`]s, so any design can be added to
+//! the check lists (`random_jobs`, `zero_jobs`) or passed to [`compare`].
+//! Two kinds of runs:
+//! - from random-looking initial fields (every mode excited, every field
+//!   position compared after N steps: E, H, port traces);
+//! - from zero fields on the benchmark workloads and jobs that end by energy
+//!   decay or blow up (port traces, S-parameters, steps, end reason, errors).
+//!
+//! Each is run for several kernel variants (fused/split scheme, tiles,
+//! z-chunks); the fused runs poison their write-only field set first.
+
+use clap::Args;
+use num_complex::Complex64;
+
+use crate::analysis::SParams;
+use crate::engine::cuda::batch::Tile;
+use crate::engine::cuda::{self, CudaBackend, CudaOptions, JobRun, Scheme};
+use crate::engine::fdtd::cpu::{self as fcpu, Fields};
+use crate::engine::fdtd::operator::PEC_INDEX;
+use crate::engine::fdtd::Operator;
+use crate::job::*;
+
+#[derive(Args, Debug)]
+pub struct DeviceCheckArgs {
+    /// GPUs to use (ordinals, comma separated); jobs are spread over them.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub gpus: Vec<usize>,
+    /// Only compile the kernels (every tile) and print the NVRTC log and resource use.
+    #[arg(long)]
+    pub compile_only: bool,
+    /// Tile variants of the fused kernel to check (TXxTY).
+    #[arg(long, value_delimiter = ',', default_value = "32x8,32x16")]
+    pub tiles: Vec<String>,
+    /// Largest accepted relative difference.
+    #[arg(long, default_value_t = 1e-3)]
+    pub tol: f64,
+    /// Steps of the random-field runs.
+    #[arg(long, default_value_t = 150)]
+    pub steps: usize,
+    /// Which engines to check on the GPU.
+    #[arg(long, value_enum, default_value_t = CheckEngine::All)]
+    pub engine: CheckEngine,
+    /// TLM launch shapes to check (THREADSxNODES per thread).
+    #[arg(long, value_delimiter = ',', default_value = "256x1,128x2")]
+    pub tlm_shapes: Vec<String>,
+}
+
+/// Engines `device-check` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckEngine {
+    Fdtd,
+    Tlm,
+    All,
+}
+
+/// A job with an empty domain (vacuum and PEC materials, no ports).
+pub fn base_job(label: &str, n: [usize; 3], d: f64, bnd: [[Boundary; 2]; 3], pml: [[usize; 2]; 3], band: (f64, f64)) -> SimJob {
+    let grid = Grid { n, d: [d; 3], origin: [0.0; 3] };
+    let cells = grid.cells();
+    SimJob {
+        label: label.into(),
+        engine: EngineKind::Fdtd,
+        grid,
+        boundaries: bnd,
+        pml,
+        materials: vec![
+            Material::vacuum(),
+            Material::pec(),
+            Material { name: "lossy".into(), eps_r: 3.0, sigma: 0.05, mu_r: 1.0, pec: false },
+        ],
+        cell_mat: vec![0; cells],
+        sheets: vec![],
+        ports: vec![],
+        drive: 0,
+        pulse: Pulse::covering(band.0, band.1),
+        freqs: (0..41).map(|i| band.0 + (band.1 - band.0) * i as f64 / 40.0).collect(),
+        stop: StopRule::default(),
+        courant: 0.99,
+    }
+}
+
+/// Fill cells `lo..hi` with material `m`.
+fn fill(job: &mut SimJob, lo: [usize; 3], hi: [usize; 3], m: u8) {
+    for k in lo[2]..hi[2] {
+        for j in lo[1]..hi[1] {
+            for i in lo[0]..hi[0] {
+                let p = job.grid.idx(i, j, k);
+                job.cell_mat[p] = m;
+            }
+        }
+    }
+}
+
+fn lumped(name: &str, axis: Axis, start: [usize; 3], len: usize) -> Port {
+    Port { name: name.into(), kind: PortKind::Lumped { axis, start, len, r_ohm: 50.0 } }
+}
+
+/// Jobs for the random-initial-field comparison: every boundary kind on
+/// every axis, CPML on one axis / all axes / asymmetric, PMC everywhere,
+/// lumped and TE10 ports, dielectric and PEC. `small` shrinks them (for the
+/// CPU emulation of the kernels). Each runs exactly `steps` steps.
+pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
+    use Boundary::*;
+    let s = |a: usize, b: usize| if small { b } else { a };
+    let mut v = vec![];
+
+    let mut j = base_job("cavity pec + lossy block", [s(40, 14), s(30, 10), s(20, 9)], 0.5e-3, [[Pec; 2]; 3], [[0; 2]; 3], (10e9, 20e9));
+    fill(&mut j, [3, 2, 2], [s(17, 7), s(12, 6), s(9, 5)], 2);
+    v.push(j);
+
+    let nz = s(60, 30);
+    let mut j = base_job("pmc x, pec y, cpml z, lumped", [s(12, 8), s(10, 8), nz], 1e-3, [[Pmc; 2], [Pec; 2], [Absorbing; 2]], [[0, 0], [0, 0], [s(8, 5), s(8, 5)]], (2e9, 12e9));
+    fill(&mut j, [0, 0, nz / 2], [s(12, 8), s(4, 3), nz / 2 + 6], 2);
+    j.ports = vec![lumped("p", Axis::Y, [s(6, 4), 4, nz / 3], 3)];
+    v.push(j);
+
+    let mut j = crate::bench::box_job(s(36, 16), steps);
+    j.label = format!("box {}^3, cpml all faces", j.grid.n[0]);
+    v.push(j);
+
+    let mut j = crate::bench::population_jobs(1, s(25_000, 8_000), steps).remove(0);
+    j.label = "wr28 iris, 2 TE10 ports".into();
+    v.push(j);
+
+    let mut j = base_job("pmc all faces, lumped", [s(14, 7), s(12, 6), s(16, 9)], 1e-3, [[Pmc; 2]; 3], [[0; 2]; 3], (2e9, 12e9));
+    j.ports = vec![lumped("p", Axis::Z, [3, 3, 2], 2)];
+    v.push(j);
+
+    let mut j = base_job("cpml x (7|5), pmc y, pec z", [s(50, 26), s(10, 6), s(12, 7)], 1e-3, [[Absorbing; 2], [Pmc; 2], [Pec; 2]], [[s(7, 4), s(5, 3)], [0, 0], [0, 0]], (3e9, 12e9));
+    fill(&mut j, [s(20, 10), 0, 0], [s(30, 15), s(10, 6), 3], 1);
+    j.ports = vec![lumped("p", Axis::Z, [s(14, 7), 3, 3], 2)];
+    v.push(j);
+
+    for j in &mut v {
+        j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50 };
+    }
+    v
+}
+
+/// Jobs run from zero fields: the benchmark workloads (small), a guide that
+/// ends by energy decay, a matched lumped port (PEC sheets) ending by decay,
+/// and an unstable job that must fail with the same step and location.
+pub fn zero_jobs(small: bool) -> Vec<SimJob> {
+    let mut v = vec![];
+    v.push(crate::bench::box_job(if small { 16 } else { 40 }, if small { 60 } else { 300 }));
+    let pop = crate::bench::population_jobs(if small { 2 } else { 3 }, if small { 8_000 } else { 20_000 }, if small { 80 } else { 500 });
+    v.extend(pop);
+    if !small {
+        let mut g = crate::bench::population_jobs(1, 20_000, 1).remove(0);
+        g.label = "wr28 iris, -30 dB decay".into();
+        g.stop = StopRule { decay_db: -30.0, max_steps: 20_000, check_every: 64 };
+        v.push(g);
+        let mut m = base_job("matched lumped port", [16, 16, 16], 0.1e-3, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (0.05e9, 1e9));
+        m.ports = vec![lumped("src", Axis::Z, [7, 8, 7], 2), lumped("load", Axis::Z, [8, 8, 7], 2)];
+        for z in [7, 9] {
+            m.sheets.push(Sheet { normal: Axis::Z, plane: z, lo: [7, 8], hi: [8, 8] });
+        }
+        v.push(m);
+    }
+    let mut bad = base_job("unstable (eps < 0)", [8, 8, 8], 1e-3, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (1e9, 2e9));
+    bad.ports = vec![lumped("p", Axis::Z, [4, 4, 3], 2)];
+    bad.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false });
+    bad.cell_mat.iter_mut().for_each(|m| *m = 3);
+    bad.stop.max_steps = if small { 200 } else { 4000 };
+    v.push(bad);
+    v
+}
+
+/// Random-looking fields: E on every non-PEC edge, H on every position of its
+/// update range (ghosts and PEC edges stay zero), psi zero.
+pub fn random_fields(op: &Operator, seed: u64) -> Fields {
+    let mut f = Fields::new(op);
+    let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15).wrapping_add(1);
+    let mut rnd = move || {
+        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((s >> 33) as f64 / (1u64 << 31) as f64 - 0.5) as f32
+    };
+    for c in 0..3 {
+        for p in 0..op.len {
+            if op.mat[c][p] != PEC_INDEX {
+                f.e[c][p] = rnd();
+            }
+        }
+        let mut r = op.n;
+        r[c] += 1;
+        for k in 0..r[2] {
+            for j in 0..r[1] {
+                for i in 0..r[0] {
+                    f.h[c][op.at(i as isize, j as isize, k as isize)] = rnd();
+                }
+            }
+        }
+    }
+    f
+}
+
+/// Relative differences of one job.
+#[derive(Debug, Clone, Default)]
+pub struct Diff {
+    /// max |E_gpu - E_cpu| / max |E_cpu| (same for H); None when fields were not compared.
+    pub e: Option<f64>,
+    pub h: Option<f64>,
+    /// ||V_gpu - V_cpu|| / ||V_cpu|| over all ports (same for I).
+    pub v: f64,
+    pub i: f64,
+    /// max |S_gpu - S_cpu| / max |S_cpu| (None without ports).
+    pub s: Option<f64>,
+    /// Steps, end reason or failure differ: a description.
+    pub mismatch: Option<String>,
+}
+
+impl Diff {
+    pub fn worst(&self) -> f64 {
+        [self.e, self.h, Some(self.v), Some(self.i), self.s].into_iter().flatten().fold(0.0, f64::max)
+    }
+}
+
+fn rel_max(a: &[f32], b: &[f32]) -> (f64, f64) {
+    let mut d = 0.0f64;
+    let mut m = 0.0f64;
+    for (x, y) in a.iter().zip(b) {
+        let (x, y) = (*x as f64, *y as f64);
+        d = d.max(if x.is_nan() || y.is_nan() { f64::INFINITY } else { (x - y).abs() });
+        m = m.max(y.abs());
+    }
+    (d, m)
+}
+
+fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    let (mut d, mut n) = (0.0, 0.0);
+    for (x, y) in a.iter().zip(b) {
+        d += (x - y) * (x - y);
+        n += y * y;
+    }
+    if d.is_nan() {
+        return f64::INFINITY;
+    }
+    if n > 0.0 {
+        (d / n).sqrt()
+    } else {
+        d.sqrt()
+    }
+}
+
+/// Compare one GPU result with the CPU result of the same job (and fields, when both have them).
+pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, cpu_f: Option<&Fields>, gpu: &Result<JobRun, SimFailure>) -> Diff {
+    let mut out = Diff::default();
+    let (c, g) = match (cpu, gpu) {
+        (Ok(c), Ok(g)) => (c, g),
+        (Err(a), Err(b)) => {
+            if a != b {
+                out.mismatch = Some(format!("cpu: {a}; cuda: {b}"));
+            }
+            return out;
+        }
+        (a, b) => {
+            out.mismatch = Some(format!("cpu: {:?}; cuda: {:?}", a.as_ref().map(|o| o.steps), b.as_ref().map(|o| o.out.steps)));
+            return out;
+        }
+    };
+    let go = &g.out;
+    if c.steps != go.steps || c.ended != go.ended || c.dt != go.dt || c.traces.len() != go.traces.len() {
+        out.mismatch = Some(format!("cpu {} steps {:?}; cuda {} steps {:?}", c.steps, c.ended, go.steps, go.ended));
+    }
+    let cv: Vec<f64> = c.traces.iter().flat_map(|t| t.v.iter().copied()).collect();
+    let gv: Vec<f64> = go.traces.iter().flat_map(|t| t.v.iter().copied()).collect();
+    let ci: Vec<f64> = c.traces.iter().flat_map(|t| t.i.iter().copied()).collect();
+    let gi: Vec<f64> = go.traces.iter().flat_map(|t| t.i.iter().copied()).collect();
+    out.v = rel_l2(&gv, &cv);
+    out.i = rel_l2(&gi, &ci);
+    if !job.ports.is_empty() && out.mismatch.is_none() {
+        let sc = SParams::from_runs(&[job], &[c]);
+        let sg = SParams::from_runs(&[job], &[go]);
+        let (mut d, mut m) = (0.0f64, 0.0f64);
+        for (rc, rg) in sc.s.iter().zip(&sg.s) {
+            for (a, b) in rc.iter().zip(rg) {
+                if let (Some(a), Some(b)) = (a, b) {
+                    for (x, y) in a.iter().zip(b) {
+                        let dd: Complex64 = x - y;
+                        d = d.max(if dd.norm().is_nan() { f64::INFINITY } else { dd.norm() });
+                        m = m.max(x.norm());
+                    }
+                }
+            }
+        }
+        out.s = Some(if m > 0.0 { d / m } else { d });
+    }
+    if let (Some(cf), Some(gf)) = (cpu_f, g.fields.as_ref()) {
+        let (mut de, mut me, mut dh, mut mh) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
+        for k in 0..3 {
+            let (d, m) = rel_max(&gf.e[k], &cf.e[k]);
+            de = de.max(d);
+            me = me.max(m);
+            let (d, m) = rel_max(&gf.h[k], &cf.h[k]);
+            dh = dh.max(d);
+            mh = mh.max(m);
+        }
+        out.e = Some(if me > 0.0 { de / me } else { de });
+        out.h = Some(if mh > 0.0 { dh / mh } else { dh });
+    }
+    out
+}
+
+/// CPU reference of `jobs` (from `init` when given), with final fields.
+pub fn cpu_reference(jobs: &[SimJob], init: Option<&[Fields]>) -> Vec<(Result<SimOutput, SimFailure>, Option<Fields>)> {
+    jobs.iter()
+        .enumerate()
+        .map(|(k, j)| match Operator::new(j) {
+            Err(e) => (Err(e), None),
+            Ok(op) => {
+                let mut f = match init {
+                    Some(i) => {
+                        let mut f = Fields::new(&op);
+                        f.e = i[k].e.clone();
+                        f.h = i[k].h.clone();
+                        f
+                    }
+                    None => Fields::new(&op),
+                };
+                let r = fcpu::run_from(j, &op, &mut f);
+                (r, Some(f))
+            }
+        })
+        .collect()
+}
+
+fn fmt_opt(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.1e}"))
+}
+
+/// Print one line per job; returns the worst difference and whether anything mismatched.
+fn report(tag: &str, jobs: &[SimJob], cpu: &[(Result<SimOutput, SimFailure>, Option<Fields>)], gpu: &[Result<JobRun, SimFailure>], tol: f64) -> (f64, bool) {
+    let mut worst = 0.0f64;
+    let mut bad = false;
+    for (k, j) in jobs.iter().enumerate() {
+        let d = diff(j, &cpu[k].0, cpu[k].1.as_ref(), &gpu[k]);
+        let w = d.worst();
+        worst = worst.max(w);
+        let ok = w <= tol && d.mismatch.is_none();
+        bad |= !ok;
+        let steps = match (&cpu[k].0, &gpu[k]) {
+            (Ok(c), Ok(g)) => format!("{}/{} {}", c.steps, g.out.steps, end_name(&g.out.ended)),
+            (Err(e), Err(_)) => format!("both fail: {e}"),
+            _ => "differ".into(),
+        };
+        println!(
+            "{tag} {:<34} steps {:<22} E {:>7} H {:>7} V {:>7.1e} I {:>7.1e} S {:>7} {}{}",
+            j.label,
+            steps,
+            fmt_opt(d.e),
+            fmt_opt(d.h),
+            d.v,
+            d.i,
+            fmt_opt(d.s),
+            if ok { "ok" } else { "FAIL" },
+            d.mismatch.map(|m| format!(" ({m})")).unwrap_or_default()
+        );
+    }
+    (worst, bad)
+}
+
+fn end_name(e: &EndReason) -> String {
+    match e {
+        EndReason::EnergyDecay { db } => format!("decay {db:.1} dB"),
+        EndReason::MaxSteps { .. } => "max steps".into(),
+    }
+}
+
+pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
+    if !cuda::available() {
+        anyhow::bail!("CUDA is not available: {}", cuda::unavailable_reason());
+    }
+    let tiles: Vec<Tile> = a.tiles.iter().map(|t| Tile::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+    let mut be = CudaBackend::new(&a.gpus)?;
+    for d in be.devices() {
+        println!("device: {d}");
+    }
+    // --- TLM on CUDA (cli/tlm_check.rs)
+    let mut tlm_bad = false;
+    if a.engine != CheckEngine::Fdtd {
+        let shapes: Vec<crate::engine::cuda::tlm::TlmConfig> =
+            a.tlm_shapes.iter().map(|t| crate::engine::cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+        if a.compile_only {
+            for &c in &shapes {
+                match be.tlm_compile_report(c) {
+                    Ok(r) => print!("{r}"),
+                    Err(e) => {
+                        println!("TLM kernel compilation FAILED for {c}:\n{e}");
+                        return Ok(2);
+                    }
+                }
+            }
+        } else {
+            tlm_bad = super::tlm_check::device_check(&be, &shapes, a.tol)?.1;
+        }
+        if a.engine == CheckEngine::Tlm {
+            return Ok(if tlm_bad { 1 } else { 0 });
+        }
+    }
+    // --- end TLM
+    for &t in &tiles {
+        match be.compile_report(t) {
+            Ok(r) => print!("{r}"),
+            Err(e) => {
+                println!("kernel compilation FAILED for tile {t}:\n{e}");
+                return Ok(2);
+            }
+        }
+    }
+    if a.compile_only {
+        return Ok(0);
+    }
+    let rjobs = random_jobs(false, a.steps);
+    let init: Vec<Fields> = rjobs.iter().enumerate().map(|(k, j)| random_fields(&Operator::new(j).expect("check job"), 1000 + k as u64)).collect();
+    let zjobs = zero_jobs(false);
+    let t = std::time::Instant::now();
+    let rcpu = cpu_reference(&rjobs, Some(&init));
+    let zcpu = cpu_reference(&zjobs, None);
+    println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
+    let mut variants = vec![];
+    for (k, &t) in tiles.iter().enumerate() {
+        variants.push((Scheme::Fused, t, None));
+        if k == 0 {
+            variants.push((Scheme::Fused, t, Some(5)));
+            variants.push((Scheme::Split, t, None));
+        }
+    }
+    let mut worst = 0.0f64;
+    let mut bad = false;
+    for (scheme, tile, zchunk) in variants {
+        be.set_options(CudaOptions { scheme, tile, zchunk, poison: scheme == Scheme::Fused, ..Default::default() })?;
+        let tag = format!("[{} {} z={}]", scheme.name(), tile, zchunk.map_or("auto".into(), |z| z.to_string()));
+        let g = be.run_jobs(&rjobs, Some(&init), true)?;
+        let (w, b) = report(&format!("{tag} random"), &rjobs, &rcpu, &g, a.tol);
+        worst = worst.max(w);
+        bad |= b;
+        let g = be.run_jobs(&zjobs, None, true)?;
+        let (w, b) = report(&format!("{tag} zero  "), &zjobs, &zcpu, &g, a.tol);
+        worst = worst.max(w);
+        bad |= b;
+    }
+    println!(
+        "device-check {}: worst relative CPU/CUDA difference {worst:.2e} (tolerance {:.0e}) over {} random-field and {} zero-field jobs, GPUs {:?}",
+        if bad { "FAIL" } else { "PASS" },
+        a.tol,
+        rjobs.len(),
+        zjobs.len(),
+        a.gpus
+    );
+    Ok(if bad || tlm_bad { 1 } else { 0 })
+}

@@ -1,0 +1,569 @@
+//! TLM on CUDA, checked and timed: the jobs `emvolve device-check` compares
+//! between the CPU TLM engines and the CUDA TLM kernels (and that the hidden
+//! `emvolve tlm-emu` compares with a CPU emulation of the same kernel source),
+//! and the TLM rows of `emvolve bench --engine tlm`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use num_complex::Complex64;
+
+use crate::analysis::SParams;
+use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
+use crate::engine::cuda::{self, CudaBackend, JobRun};
+use crate::engine::tlm::pack::{self, TlmPack};
+use crate::engine::{cpu::CpuBackend, Backend};
+use crate::job::*;
+
+/// The shipped three-cavity WR-28 iris filter (its jobs exercise the guide ends, 2D and 3D).
+const IRIS_FILTER: &str = include_str!("../../designs/wr28_iris_filter.ron");
+
+/// The iris filter at its parameter midpoints, both ports driven, on `engine`.
+pub fn iris_filter_jobs(engine: EngineKind) -> Vec<SimJob> {
+    let d = crate::design::Design::parse(IRIS_FILTER, "designs/wr28_iris_filter.ron").expect("shipped design parses");
+    d.jobs(&d.midpoint_values(), &[0, 1], Some(engine)).expect("shipped design builds")
+}
+
+fn mat(name: &str, eps_r: f64, sigma: f64, mu_r: f64) -> Material {
+    Material { name: name.into(), eps_r, sigma, mu_r, pec: false }
+}
+
+fn fill(job: &mut SimJob, lo: [usize; 3], hi: [usize; 3], m: u8) {
+    for k in lo[2]..hi[2] {
+        for j in lo[1]..hi[1] {
+            for i in lo[0]..hi[0] {
+                let p = job.grid.idx(i, j, k);
+                job.cell_mat[p] = m;
+            }
+        }
+    }
+}
+
+fn lumped(name: &str, axis: Axis, start: [usize; 3], len: usize, r: f64) -> Port {
+    Port { name: name.into(), kind: PortKind::Lumped { axis, start, len, r_ohm: r } }
+}
+
+fn guide_port(name: &str, plane: usize, inward: i8, a: f64) -> Port {
+    Port {
+        name: name.into(),
+        kind: PortKind::Waveguide { normal: Axis::Z, plane, inward, e_axis: Axis::Y, width_axis: Axis::X, a, source_offset: 3, shift_m: 0.0 },
+    }
+}
+
+/// A 3D cavity exercising every node feature: dielectric, magnetic and lossy
+/// blocks (stubs), a PEC block and a sheet, absorbing faces with graded padding,
+/// PMC and PEC faces, two lumped ports.
+pub fn loaded_cavity(engine: EngineKind, small: bool) -> SimJob {
+    let n = if small { [14, 10, 12] } else { [26, 20, 24] };
+    let grid = Grid { n, d: [0.5e-3, 0.5e-3, 0.6e-3], origin: [0.0; 3] };
+    let mut j = SimJob {
+        label: format!("3D cavity {}x{}x{}: stubs, loss, padding, PEC, sheet, 2 lumped", n[0], n[1], n[2]),
+        engine,
+        cell_mat: vec![0; grid.cells()],
+        grid,
+        boundaries: [[Boundary::Absorbing; 2], [Boundary::Pec; 2], [Boundary::Pmc, Boundary::Pec]],
+        pml: [[3, 4], [0, 0], [0, 0]],
+        materials: vec![Material::vacuum(), Material::pec(), mat("lossy", 3.0, 0.05, 1.0), mat("magnetic", 2.2, 0.0, 1.5)],
+        sheets: vec![Sheet { normal: Axis::Z, plane: n[2] / 2, lo: [5, 2], hi: [9, 6] }],
+        ports: vec![lumped("a", Axis::Y, [6, 2, 3], 3, 50.0), lumped("b", Axis::Z, [n[0] - 6, n[1] - 4, 2], 2, 75.0)],
+        drive: 0,
+        pulse: Pulse::covering(5e9, 30e9),
+        freqs: (0..11).map(|i| 5e9 + 2.5e9 * i as f64).collect(),
+        stop: StopRule { decay_db: -1000.0, max_steps: if small { 120 } else { 500 }, check_every: 40 },
+        courant: 0.99,
+    };
+    fill(&mut j, [3, 1, 1], [7, 5, 4], 2);
+    fill(&mut j, [8, 5, 6], [12, 9, 9], 3);
+    fill(&mut j, [n[0] - 9, 1, n[2] - 4], [n[0] - 7, 4, n[2] - 2], 1);
+    j
+}
+
+/// A 3D WR-28 guide section with cells stretched along the guide (stubs in
+/// air), two TE10 ports at modal ends and a lumped probe inside (both kinds of
+/// port: face samples averaged onto whole steps).
+pub fn stretched_guide_probe(small: bool) -> SimJob {
+    let a = 7.112e-3;
+    let (nx, ny, nz) = if small { (12, 6, 40) } else { (24, 12, 90) };
+    let grid = Grid { n: [nx, ny, nz], d: [a / nx as f64, 0.5 * a / ny as f64, 1.04 * a / nx as f64], origin: [0.0; 3] };
+    SimJob {
+        label: format!("3D WR-28 {nx}x{ny}x{nz} stretched, 2 TE10 + lumped probe"),
+        engine: EngineKind::Tlm,
+        cell_mat: vec![0; grid.cells()],
+        grid,
+        boundaries: [[Boundary::Pec; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]],
+        pml: [[0; 2]; 3],
+        materials: vec![Material::vacuum(), Material::pec()],
+        sheets: vec![],
+        ports: vec![guide_port("p1", 6, 1, a), guide_port("p2", nz - 6, -1, a), lumped("probe", Axis::Y, [nx / 3, 0, nz / 2], ny, 1e4)],
+        drive: 0,
+        pulse: Pulse::covering(28e9, 40e9),
+        freqs: (0..9).map(|i| 30e9 + 1e9 * i as f64).collect(),
+        stop: StopRule { decay_db: -40.0, max_steps: if small { 150 } else { 4000 }, check_every: 32 },
+        courant: 0.99,
+    }
+}
+
+/// A 2D shunt-node job with non-square cells (stubs), a dielectric and a lossy
+/// block, a PEC post, a sheet, graded padding and two lumped ports.
+pub fn loaded_2d(small: bool) -> SimJob {
+    let (nx, nz) = if small { (20, 26) } else { (40, 60) };
+    let grid = Grid { n: [nx, 1, nz], d: [0.5e-3, 2e-3, 0.6e-3], origin: [0.0; 3] };
+    let mut j = SimJob {
+        label: format!("2D {nx}x{nz}: stubs, loss, padding, post, sheet, 2 lumped"),
+        engine: EngineKind::Tlm2d,
+        cell_mat: vec![0; grid.cells()],
+        grid,
+        boundaries: [[Boundary::Absorbing; 2], [Boundary::Pec; 2], [Boundary::Pec, Boundary::Pmc]],
+        pml: [[4, 4], [0, 0], [0, 0]],
+        materials: vec![Material::vacuum(), Material::pec(), mat("lossy", 2.5, 0.08, 1.0), mat("magnetic", 3.0, 0.0, 1.3)],
+        sheets: vec![Sheet { normal: Axis::Z, plane: nz / 2, lo: [6, 0], hi: [11, 1] }],
+        ports: vec![lumped("a", Axis::Y, [7, 0, 4], 1, 50.0), lumped("b", Axis::Y, [nx - 8, 0, nz - 5], 1, 100.0)],
+        drive: 1,
+        pulse: Pulse::covering(3e9, 25e9),
+        freqs: (0..12).map(|i| 3e9 + 2e9 * i as f64).collect(),
+        stop: StopRule { decay_db: -1000.0, max_steps: if small { 200 } else { 1500 }, check_every: 50 },
+        courant: 0.99,
+    };
+    fill(&mut j, [5, 0, 8], [12, 1, 12], 2);
+    fill(&mut j, [10, 0, 14], [16, 1, 20], 3);
+    fill(&mut j, [13, 0, 5], [15, 1, 7], 1);
+    j
+}
+
+/// The 3D WR-28 iris sections of the benchmark on the TLM engine (modal guide
+/// ends, PEC iris cells), one per drive, ending by energy decay.
+pub fn iris_sections(count: usize, cells: usize, steps: usize, decay_db: f64) -> Vec<SimJob> {
+    let mut v = crate::bench::population_jobs(count, cells, steps);
+    for (m, j) in v.iter_mut().enumerate() {
+        j.engine = EngineKind::Tlm;
+        j.drive = m % j.ports.len();
+        j.label = format!("3D TLM {} drive {}", j.label, j.ports[j.drive].name);
+        j.stop = StopRule { decay_db, max_steps: steps, check_every: 64 };
+    }
+    v
+}
+
+/// The TLM check list: the shipped iris filter in 2D (both drives, run to its
+/// own -50 dB decay), 3D iris sections ending by decay at different steps, the
+/// loaded 3D cavity, the stretched guide with a probe, the loaded 2D job, and
+/// two jobs that must fail (NaN source) at the same step with the same message.
+/// `small` shortens everything (CPU emulation).
+pub fn check_jobs(small: bool) -> Vec<SimJob> {
+    let mut v = iris_filter_jobs(EngineKind::Tlm2d);
+    for (k, j) in v.iter_mut().enumerate() {
+        j.label = format!("2D TLM {}", j.label);
+        if small {
+            // Both end by decay, at different steps (the first one much earlier).
+            j.stop.max_steps = 6000;
+            j.stop.decay_db = if k == 0 { -12.0 } else { -25.0 };
+        }
+    }
+    if small {
+        v.extend(iris_sections(2, 6_000, 140, -40.0));
+    } else {
+        v.extend(iris_sections(3, 40_000, 20_000, -40.0));
+    }
+    v.push(loaded_cavity(EngineKind::Tlm, small));
+    v.push(stretched_guide_probe(small));
+    v.push(loaded_2d(small));
+    let mut bad = loaded_cavity(EngineKind::Tlm, true);
+    bad.label = "3D NaN source (must fail)".into();
+    bad.pulse.tau = f64::NAN;
+    v.push(bad);
+    let mut bad = loaded_2d(true);
+    bad.label = "2D NaN source (must fail)".into();
+    bad.pulse.tau = f64::NAN;
+    v.push(bad);
+    v
+}
+
+/// CPU-vs-device differences of one job.
+#[derive(Debug, Clone, Default)]
+pub struct TlmDiff {
+    /// ||V_dev - V_cpu|| / ||V_cpu|| over all ports (same for I).
+    pub v: f64,
+    pub i: f64,
+    /// max |S_dev - S_cpu| / max |S_cpu|.
+    pub s: Option<f64>,
+    pub mismatch: Option<String>,
+}
+
+impl TlmDiff {
+    pub fn worst(&self) -> f64 {
+        [Some(self.v), Some(self.i), self.s].into_iter().flatten().fold(0.0, f64::max)
+    }
+}
+
+fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    let (mut d, mut n) = (0.0, 0.0);
+    for (x, y) in a.iter().zip(b) {
+        d += (x - y) * (x - y);
+        n += y * y;
+    }
+    if d.is_nan() {
+        return f64::INFINITY;
+    }
+    if n > 0.0 {
+        (d / n).sqrt()
+    } else {
+        d.sqrt()
+    }
+}
+
+fn same_end(a: &EndReason, b: &EndReason) -> bool {
+    match (a, b) {
+        (EndReason::EnergyDecay { db: x }, EndReason::EnergyDecay { db: y }) | (EndReason::MaxSteps { db: x }, EndReason::MaxSteps { db: y }) => {
+            (x - y).abs() <= 1e-6 * (1.0 + x.abs())
+        }
+        _ => false,
+    }
+}
+
+/// Compare a device result with the CPU result of the same job.
+pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, dev: &Result<SimOutput, SimFailure>) -> TlmDiff {
+    let mut out = TlmDiff::default();
+    let (c, g) = match (cpu, dev) {
+        (Ok(c), Ok(g)) => (c, g),
+        (Err(a), Err(b)) => {
+            if a != b {
+                out.mismatch = Some(format!("cpu: {a}; device: {b}"));
+            }
+            return out;
+        }
+        (a, b) => {
+            out.mismatch = Some(format!("cpu: {:?}; device: {:?}", a.as_ref().map(|o| o.steps), b.as_ref().map(|o| o.steps)));
+            return out;
+        }
+    };
+    if c.steps != g.steps || !same_end(&c.ended, &g.ended) || c.dt != g.dt || c.traces.len() != g.traces.len() || c.v_offset != g.v_offset || c.cells != g.cells {
+        out.mismatch = Some(format!("cpu {} steps {:?}; device {} steps {:?}", c.steps, c.ended, g.steps, g.ended));
+    }
+    let flat = |o: &SimOutput, v: bool| -> Vec<f64> { o.traces.iter().flat_map(|t| if v { t.v.iter() } else { t.i.iter() }.copied()).collect() };
+    out.v = rel_l2(&flat(g, true), &flat(c, true));
+    out.i = rel_l2(&flat(g, false), &flat(c, false));
+    if !job.ports.is_empty() && out.mismatch.is_none() {
+        let sc = SParams::from_runs(&[job], &[c]);
+        let sg = SParams::from_runs(&[job], &[g]);
+        let (mut d, mut m) = (0.0f64, 0.0f64);
+        for (rc, rg) in sc.s.iter().zip(&sg.s) {
+            for (a, b) in rc.iter().zip(rg) {
+                if let (Some(a), Some(b)) = (a, b) {
+                    for (x, y) in a.iter().zip(b) {
+                        let dd: Complex64 = x - y;
+                        d = d.max(if dd.norm().is_nan() { f64::INFINITY } else { dd.norm() });
+                        m = m.max(x.norm());
+                    }
+                }
+            }
+        }
+        out.s = Some(if m > 0.0 { d / m } else { d });
+    }
+    out
+}
+
+fn end_name(e: &EndReason) -> String {
+    match e {
+        EndReason::EnergyDecay { db } => format!("decay {db:.1} dB"),
+        EndReason::MaxSteps { .. } => "max steps".into(),
+    }
+}
+
+/// One line per job; returns (worst difference, any failure).
+pub fn report(tag: &str, jobs: &[SimJob], cpu: &[Result<SimOutput, SimFailure>], dev: &[Result<SimOutput, SimFailure>], tol: f64) -> (f64, bool) {
+    let (mut worst, mut bad) = (0.0f64, false);
+    for (k, j) in jobs.iter().enumerate() {
+        let d = diff(j, &cpu[k], &dev[k]);
+        let w = d.worst();
+        worst = worst.max(w);
+        let ok = w <= tol && d.mismatch.is_none();
+        bad |= !ok;
+        let steps = match (&cpu[k], &dev[k]) {
+            (Ok(c), Ok(g)) => format!("{}/{} {}", c.steps, g.steps, end_name(&g.ended)),
+            (Err(e), Err(_)) => format!("both fail: {e}"),
+            _ => "differ".into(),
+        };
+        println!(
+            "{tag} {:<62} {:>7} nodes  steps {:<24} V {:>7.1e} I {:>7.1e} S {:>7} {}{}",
+            j.label.chars().take(62).collect::<String>(),
+            j.grid.cells(),
+            steps,
+            d.v,
+            d.i,
+            d.s.map_or("-".into(), |s| format!("{s:.1e}")),
+            if ok { "ok" } else { "FAIL" },
+            d.mismatch.map(|m| format!(" ({m})")).unwrap_or_default()
+        );
+    }
+    (worst, bad)
+}
+
+/// The CPU TLM engines on every job (jobs in parallel; each engine is parallel too).
+pub fn cpu_reference(jobs: &[SimJob]) -> Vec<Result<SimOutput, SimFailure>> {
+    use rayon::prelude::*;
+    jobs.par_iter().map(crate::engine::tlm::run_cpu).collect()
+}
+
+/// device-check's TLM part: the check list in one mixed batch (plus one FDTD
+/// job, compared with the CPU FDTD engine), for each launch shape.
+pub fn device_check(be: &CudaBackend, configs: &[TlmConfig], tol: f64) -> anyhow::Result<(f64, bool)> {
+    for &c in configs {
+        match be.tlm_compile_report(c) {
+            Ok(r) => print!("{r}"),
+            Err(e) => {
+                println!("TLM kernel compilation FAILED for {c}:\n{e}");
+                return Ok((f64::INFINITY, true));
+            }
+        }
+    }
+    let tjobs = check_jobs(false);
+    let t = Instant::now();
+    let cpu = cpu_reference(&tjobs);
+    println!("TLM CPU reference: {} jobs, {:.1} s", tjobs.len(), t.elapsed().as_secs_f64());
+    let fjob = crate::bench::box_job(16, 60);
+    let fcpu = super::device_check::cpu_reference(std::slice::from_ref(&fjob), None);
+    let mut batch = tjobs.clone();
+    batch.push(fjob.clone());
+    let (mut worst, mut bad) = (0.0f64, false);
+    for &c in configs {
+        be.set_tlm_config(c)?;
+        let t = Instant::now();
+        let res = be.run_jobs(&batch, None, false)?;
+        let st = be.last_stats();
+        println!("[tlm {c}] mixed batch of {} TLM + 1 FDTD jobs: {:.2} s wall, {:.2} s kernels", tjobs.len(), t.elapsed().as_secs_f64(), st.kernel_s);
+        let mut res: Vec<Result<JobRun, SimFailure>> = res;
+        let fres = res.pop().unwrap();
+        let dev: Vec<Result<SimOutput, SimFailure>> = res.into_iter().map(|r| r.map(|j| j.out)).collect();
+        let (w, b) = report(&format!("[tlm {c}]"), &tjobs, &cpu, &dev, tol);
+        worst = worst.max(w);
+        bad |= b;
+        let d = super::device_check::diff(&fjob, &fcpu[0].0, None, &fres);
+        let ok = d.worst() <= tol && d.mismatch.is_none();
+        bad |= !ok;
+        println!("[tlm {c}] FDTD job in the same batch: {} V {:.1e} I {:.1e} {}", fjob.label, d.v, d.i, if ok { "ok" } else { "FAIL" });
+    }
+    println!(
+        "device-check TLM {}: worst relative CPU/CUDA TLM difference {worst:.2e} (tolerance {tol:.0e}) over {} jobs, launch shapes {}",
+        if bad { "FAIL" } else { "PASS" },
+        tjobs.len(),
+        configs.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+    );
+    Ok((worst, bad))
+}
+
+#[derive(Args, Debug)]
+pub struct TlmEmuArgs {
+    /// Emulator library built by scripts/tlm-emu.sh.
+    #[arg(long)]
+    pub lib: PathBuf,
+    /// Largest accepted relative difference.
+    #[arg(long, default_value_t = 1e-9)]
+    pub tol: f64,
+    /// Steps between trace copies (small values exercise the chunking).
+    #[arg(long, default_value_t = 37)]
+    pub trace_chunk: usize,
+}
+
+/// `emvolve tlm-emu` (hidden): the TLM check list (small) through the CUDA
+/// backend's stepping loop on the CPU emulation of kernels/tlm.cu, against the
+/// CPU engines.
+pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
+    let mut dev = ctlm::emu::EmuDev::open(&a.lib).map_err(|e| anyhow::anyhow!(e))?;
+    let jobs = check_jobs(true);
+    let t = Instant::now();
+    let cpu = cpu_reference(&jobs);
+    println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
+    let mut dev_res: Vec<Option<Result<SimOutput, SimFailure>>> = (0..jobs.len()).map(|_| None).collect();
+    let mut packs: Vec<(usize, TlmPack)> = vec![];
+    for (i, j) in jobs.iter().enumerate() {
+        match pack::pack(j) {
+            Ok(p) => packs.push((i, p)),
+            Err(e) => dev_res[i] = Some(Err(e)),
+        }
+    }
+    let t = Instant::now();
+    for dim3 in [true, false] {
+        let sel: Vec<&(usize, TlmPack)> = packs.iter().filter(|(_, p)| p.dim3 == dim3).collect();
+        if sel.is_empty() {
+            continue;
+        }
+        let js: Vec<&SimJob> = sel.iter().map(|(i, _)| &jobs[*i]).collect();
+        let ps: Vec<&TlmPack> = sel.iter().map(|(_, p)| p).collect();
+        let (res, _) = ctlm::drive(&mut dev, &js, &ps, a.trace_chunk)?;
+        for ((i, _), r) in sel.iter().zip(res) {
+            dev_res[*i] = Some(r);
+        }
+    }
+    println!("emulated batch: {:.1} s, launches per kernel {:?}", t.elapsed().as_secs_f64(), dev.launches);
+    let dev_res: Vec<_> = dev_res.into_iter().map(|r| r.expect("every job ran")).collect();
+    let (worst, bad) = report("[emu]", &jobs, &cpu, &dev_res, a.tol);
+    println!("tlm-emu {}: worst relative CPU/emulated difference {worst:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
+    Ok(if bad { 1 } else { 0 })
+}
+
+// ---------------------------------------------------------------------------
+// Benchmark.
+
+/// An `n^3` vacuum box of 1 mm cells, PEC faces, a lumped port: every node
+/// but the faces and the port is a plain node (12 links read and written,
+/// 96 bytes per node per step).
+pub fn box_job(n: usize, steps: usize) -> SimJob {
+    let grid = Grid { n: [n; 3], d: [1e-3; 3], origin: [0.0; 3] };
+    SimJob {
+        label: format!("TLM box {n}^3"),
+        engine: EngineKind::Tlm,
+        cell_mat: vec![0; grid.cells()],
+        grid,
+        boundaries: [[Boundary::Pec; 2]; 3],
+        pml: [[0; 2]; 3],
+        materials: vec![Material::vacuum()],
+        sheets: vec![],
+        ports: vec![lumped("p1", Axis::Z, [n / 4, n / 2, n / 2 - 1], 2, 50.0)],
+        drive: 0,
+        pulse: Pulse::covering(1e9, 10e9),
+        freqs: vec![5e9],
+        stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30 },
+        courant: 0.99,
+    }
+}
+
+/// `count` 2D iris filters (the shipped design, apertures varied), fixed steps.
+pub fn filter_2d_population(count: usize, steps: usize) -> Vec<SimJob> {
+    let d = crate::design::Design::parse(IRIS_FILTER, "designs/wr28_iris_filter.ron").expect("shipped design parses");
+    let mut v = vec![];
+    for m in 0..count {
+        let mut vals = d.midpoint_values();
+        let f = (m as f64 + 0.5) / count.max(1) as f64;
+        vals.insert("w1".into(), 3.0 + 1.5 * f);
+        vals.insert("l2".into(), 4.5 + 1.5 * f);
+        let mut j = d.jobs(&vals, &[m % 2], Some(EngineKind::Tlm2d)).expect("design builds").remove(0);
+        j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 64 };
+        v.push(j);
+    }
+    v
+}
+
+struct Row {
+    what: String,
+    nodes: usize,
+    s1: usize,
+    s2: usize,
+    wall2: f64,
+    whole: f64,
+    marginal: f64,
+    kernel: Option<f64>,
+    bpn: Option<f64>,
+    bw: Option<f64>,
+}
+
+/// `emvolve bench --engine tlm`: a large 3D box (launch shapes compared), a
+/// batched 3D population and a batched 2D population; on CUDA with kernel
+/// Gnodes/s, bytes per node and the fraction of the measured copy bandwidth.
+pub fn bench(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: bool, gpus: &[usize], configs: &[TlmConfig]) -> anyhow::Result<i32> {
+    let box_jobs = move |s: usize| vec![box_job(n, s)];
+    let pop3 = move |s: usize| iris_sections(pop, cells, s, -1000.0);
+    let pop2 = move |s: usize| filter_2d_population(pop, s);
+    let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>, bool)> =
+        vec![(format!("TLM box {n}^3, vacuum, PEC"), Box::new(box_jobs), true)];
+    if pop > 0 {
+        workloads.push((format!("TLM 3D population {pop} x {cells} nodes, TE10 ends"), Box::new(pop3), false));
+        workloads.push((format!("TLM 2D population {pop} x iris filter"), Box::new(pop2), false));
+    }
+    let measure = |be: &dyn Backend, make: &dyn Fn(usize) -> Vec<SimJob>| -> anyhow::Result<(f64, f64, f64)> {
+        let mut walls = vec![];
+        let mut upd = 0.0;
+        for s in [s1, s2] {
+            let jobs = make(s);
+            let t = Instant::now();
+            let out = be.run_batch(&jobs)?;
+            walls.push(t.elapsed().as_secs_f64());
+            upd = 0.0;
+            for (j, o) in jobs.iter().zip(out) {
+                let o = o.map_err(|e| anyhow::anyhow!("{}: {e}", j.label))?;
+                upd += o.cells as f64 * o.steps as f64;
+            }
+        }
+        Ok((walls[0], walls[1], upd))
+    };
+    let row = |what: String, jobs1: &[SimJob], w1: f64, w2: f64, upd2: f64| -> Row {
+        let nodes: usize = jobs1.iter().map(|j| j.grid.cells()).sum();
+        let extra = nodes as f64 * (s2 - s1) as f64;
+        Row {
+            what,
+            nodes,
+            s1,
+            s2,
+            wall2: w2,
+            whole: upd2 / w2 / 1e9,
+            marginal: if w2 > w1 { extra / (w2 - w1) / 1e9 } else { f64::NAN },
+            kernel: None,
+            bpn: None,
+            bw: None,
+        }
+    };
+    let mut rows = vec![];
+    if !use_cuda {
+        let cpu = CpuBackend;
+        for (name, make, _) in &workloads {
+            let (w1, w2, u) = measure(&cpu, make.as_ref())?;
+            rows.push(row(name.clone(), &make(1), w1, w2, u));
+        }
+        print_table(&format!("backend: {}", cpu.name()), None, &rows);
+        return Ok(0);
+    }
+    if !cuda::available() {
+        anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
+    }
+    let be = CudaBackend::new(gpus)?;
+    let header = format!("backend: cuda on {}", be.devices().join("; "));
+    let copy = be.copy_bandwidth(0, 1 << 30, 10)?;
+    for (name, make, all_configs) in &workloads {
+        let cs: Vec<TlmConfig> = if *all_configs { configs.to_vec() } else { configs[..1].to_vec() };
+        for c in cs {
+            be.set_tlm_config(c)?;
+            // Warm-up: compiles the launch shape once.
+            be.run_batch(&make(2))?;
+            let (w1, w2, u) = measure(&be, make.as_ref())?;
+            let st = be.last_stats();
+            let mut r = row(format!("{name} [{c}]"), &make(1), w1, w2, u);
+            r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
+            r.bpn = Some(st.bytes / st.cell_updates);
+            r.bw = Some(st.bytes / st.kernel_s);
+            rows.push(r);
+        }
+    }
+    print_table(&header, Some(copy), &rows);
+    Ok(0)
+}
+
+fn print_table(header: &str, copy: Option<f64>, rows: &[Row]) {
+    println!("{header}");
+    if let Some(c) = copy {
+        println!("device-to-device copy bandwidth (read + write): {:.0} GB/s", c / 1e9);
+    }
+    println!("| workload [threads x nodes/thread] | nodes | steps | wall s | whole-run Gnodes/s | marginal Gnodes/s | kernel Gnodes/s | B/node | kernel GB/s | of copy BW |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in rows {
+        let f = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
+        println!(
+            "| {} | {} | {}/{} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} |",
+            r.what,
+            r.nodes,
+            r.s1,
+            r.s2,
+            r.wall2,
+            r.whole,
+            r.marginal,
+            f(r.kernel, 2),
+            f(r.bpn, 1),
+            f(r.bw.map(|b| b / 1e9), 0),
+            match (r.bw, copy) {
+                (Some(b), Some(c)) => format!("{:.0}%", 100.0 * b / c),
+                _ => "-".into(),
+            }
+        );
+    }
+}

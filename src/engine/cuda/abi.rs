@@ -1,0 +1,282 @@
+//! `#[repr(C)]` mirrors of the structs in `kernels/common.cuh`, and the
+//! embedded kernel sources. Device pointers are `u64` (`CUdeviceptr`).
+//!
+//! The tests parse the header and check every field offset and each struct
+//! size against these definitions, and parse `kernels/*.cu` to check that
+//! every `extern "C" __global__` kernel has a CPU twin of the same name in
+//! `src/engine/fdtd/cpu.rs` (style anchors 5 and 6).
+
+/// `kernels/fdtd.cu`, compiled at run time by NVRTC.
+pub const FDTD_CU: &str = include_str!("../../../kernels/fdtd.cu");
+/// `kernels/common.cuh`, pasted in place of its `#include` (NVRTC gets one string).
+pub const COMMON_CUH: &str = include_str!("../../../kernels/common.cuh");
+
+/// The kernel source as NVRTC compiles it: the header inlined.
+pub fn kernel_source() -> String {
+    FDTD_CU.replace("#include \"common.cuh\"", COMMON_CUH)
+}
+
+/// Threads per block of `fdtd_sample_ports` (`EMV_SAMPLE_THREADS`).
+pub const SAMPLE_THREADS: u32 = 128;
+/// Threads per block of `fdtd_inject` (`EMV_INJECT_THREADS`).
+pub const INJECT_THREADS: u32 = 128;
+
+/// One design of a batch (see `common.cuh` for the meaning of each field).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FdtdDesign {
+    pub off: i64,
+    pub psi_off: [i64; 9],
+    pub n: [i32; 3],
+    pub dims: [i32; 3],
+    pub tiles: [i32; 2],
+    pub zchunk: i32,
+    pub nchunks: i32,
+    pub coef_off: i32,
+    pub pmc: i32,
+    pub prof_off: [i32; 3],
+    pub slab_n: [i32; 3],
+    pub db: f32,
+    pub inv_d: [f32; 3],
+}
+
+/// Device pointers of the field kernels.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FdtdPtrs {
+    pub e: [u64; 3],
+    pub h: [u64; 3],
+    pub e_out: [u64; 3],
+    pub h_out: [u64; 3],
+    pub mat: [u64; 3],
+    pub ca: u64,
+    pub cb: u64,
+    pub eps: u64,
+    pub pe_b: u64,
+    pub pe_c: u64,
+    pub pe_k: u64,
+    pub ph_b: u64,
+    pub ph_c: u64,
+    pub ph_k: u64,
+    pub slab_e: u64,
+    pub slab_h: u64,
+    pub psi_e: u64,
+    pub psi_h: u64,
+    pub psi_h_out: u64,
+    pub designs: u64,
+    pub blocks: u64,
+}
+
+/// A port as the sampling kernel sees it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FdtdPort {
+    pub dl: f64,
+    pub d_a: f64,
+    pub d_b: f64,
+    pub i_sign: f64,
+    pub design: i32,
+    pub kind: i32,
+    pub comp_e: i32,
+    pub comp_h: i32,
+    pub term_off: i32,
+    pub n_terms: i32,
+    pub mid: i32,
+    pub s_a: i32,
+    pub s_b: i32,
+    pub pad: i32,
+}
+
+/// Device pointers of the port kernels.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PortPtrs {
+    pub e: [u64; 3],
+    pub h: [u64; 3],
+    pub designs: u64,
+    pub ports: u64,
+    pub t_idx0: u64,
+    pub t_idx1: u64,
+    pub t_idx2: u64,
+    pub t_w: u64,
+    pub src_design: u64,
+    pub src_comp: u64,
+    pub src_idx: u64,
+    pub src_coef: u64,
+    pub gval: u64,
+    pub active: u64,
+    pub tv: u64,
+    pub ti: u64,
+    pub n_src: i32,
+    pub n_ports: i32,
+    pub gstride: i32,
+    pub tstride: i32,
+}
+
+// SAFETY: plain-old-data with the C layout the kernels expect (checked by the tests below).
+unsafe impl cudarc::driver::DeviceRepr for FdtdDesign {}
+unsafe impl cudarc::driver::DeviceRepr for FdtdPtrs {}
+unsafe impl cudarc::driver::DeviceRepr for FdtdPort {}
+unsafe impl cudarc::driver::DeviceRepr for PortPtrs {}
+
+/// Names of the `extern "C" __global__` kernels declared in a `.cu` source.
+pub fn kernel_names(src: &str) -> Vec<String> {
+    let mut out = vec![];
+    let key = "extern \"C\" __global__";
+    let mut rest = src;
+    while let Some(i) = rest.find(key) {
+        rest = &rest[i + key.len()..];
+        let head = &rest[..rest.find('{').unwrap_or(rest.len())];
+        // Drop __launch_bounds__(...) so the first '(' left opens the parameter list.
+        let head = match head.find("__launch_bounds__") {
+            Some(j) => {
+                let close = head[j..].find(')').map(|k| j + k + 1).unwrap_or(head.len());
+                format!("{}{}", &head[..j], &head[close..])
+            }
+            None => head.to_string(),
+        };
+        if let Some(paren) = head.find('(') {
+            let name: String = head[..paren].trim_end().chars().rev().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            out.push(name.chars().rev().collect());
+        }
+    }
+    out
+}
+
+/// C layout of the structs declared in a header: name -> (size, [(field, offset)]).
+/// Understands one declaration per line of int, float, double, long long,
+/// unsigned char and pointers, with fixed array extents.
+pub fn parse_c_structs(src: &str) -> Vec<(String, usize, Vec<(String, usize)>)> {
+    let mut out = vec![];
+    let mut cur: Option<(String, Vec<(String, usize, usize, usize)>)> = None;
+    for raw in src.lines() {
+        let line = raw.split("//").next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        if cur.is_none() {
+            if let Some(rest) = line.strip_prefix("struct ") {
+                if line.ends_with('{') {
+                    cur = Some((rest.trim_end_matches('{').trim().to_string(), vec![]));
+                }
+            }
+            continue;
+        }
+        if line.starts_with("};") {
+            let (name, fields) = cur.take().unwrap();
+            let mut off = 0usize;
+            let mut align = 1usize;
+            let mut offs = vec![];
+            for (f, size, al, count) in fields {
+                off = off.div_ceil(al) * al;
+                offs.push((f, off));
+                off += size * count;
+                align = align.max(al);
+            }
+            out.push((name, off.div_ceil(align) * align, offs));
+            continue;
+        }
+        let decl = line.trim_end_matches(';').trim();
+        let pointer = decl.contains('*');
+        let decl = decl.replace('*', " ");
+        let toks: Vec<&str> = decl.split_whitespace().collect();
+        let (ty, name) = toks.split_at(toks.len() - 1);
+        let mut name = name[0].to_string();
+        let mut count = 1usize;
+        while let Some(b) = name.find('[') {
+            let e = name[b..].find(']').map(|k| b + k).expect("unclosed [");
+            count *= name[b + 1..e].trim().parse::<usize>().expect("array extent must be a number");
+            name = format!("{}{}", &name[..b], &name[e + 1..]);
+        }
+        let ty: Vec<&str> = ty.iter().copied().filter(|t| *t != "const" && *t != "unsigned").collect();
+        let size = if pointer {
+            8
+        } else {
+            match ty.as_slice() {
+                ["int"] => 4,
+                ["float"] => 4,
+                ["double"] => 8,
+                ["long", "long"] => 8,
+                ["char"] => 1,
+                other => panic!("unsupported type {other:?} in header line '{raw}'"),
+            }
+        };
+        cur.as_mut().unwrap().1.push((name, size, size, count));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    macro_rules! layout {
+        ($t:ty; $($f:ident),* $(,)?) => {
+            (size_of::<$t>(), vec![$((stringify!($f).to_string(), offset_of!($t, $f))),*])
+        };
+    }
+
+    fn check(name: &str, rust: (usize, Vec<(String, usize)>)) {
+        let parsed = parse_c_structs(COMMON_CUH);
+        let (_, size, fields) = parsed.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("struct {name} not in common.cuh"));
+        assert_eq!(fields, &rust.1, "{name}: field names/offsets differ between common.cuh and abi.rs");
+        assert_eq!(*size, rust.0, "{name}: size differs between common.cuh and abi.rs");
+    }
+
+    #[test]
+    fn repr_c_structs_match_common_cuh() {
+        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, pmc, prof_off, slab_n, db, inv_d));
+        check(
+            "FdtdPtrs",
+            layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, designs, blocks),
+        );
+        check("FdtdPort", layout!(FdtdPort; dl, d_a, d_b, i_sign, design, kind, comp_e, comp_h, term_off, n_terms, mid, s_a, s_b, pad));
+        check(
+            "PortPtrs",
+            layout!(PortPtrs; e, h, designs, ports, t_idx0, t_idx1, t_idx2, t_w, src_design, src_comp, src_idx, src_coef, gval, active, tv, ti, n_src, n_ports, gstride, tstride),
+        );
+        // Every struct of the header is mirrored.
+        let names: Vec<String> = parse_c_structs(COMMON_CUH).into_iter().map(|s| s.0).collect();
+        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs"]);
+    }
+
+    #[test]
+    fn layout_parser_applies_c_alignment() {
+        let s = parse_c_structs("struct T {\n  int a;\n  double b;\n  int c[3];\n  float* p;\n};\n");
+        assert_eq!(s[0].1, 40);
+        assert_eq!(s[0].2, vec![("a".to_string(), 0), ("b".to_string(), 8), ("c".to_string(), 16), ("p".to_string(), 32)]);
+    }
+
+    #[test]
+    fn every_kernel_has_a_cpu_twin() {
+        let cpu = include_str!("../fdtd/cpu.rs");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("kernels");
+        let mut all = vec![];
+        for ent in std::fs::read_dir(&dir).unwrap() {
+            let p = ent.unwrap().path();
+            // tlm.cu has its own twins in src/engine/tlm (checked in cuda/tlm/abi.rs).
+            if p.extension().is_some_and(|e| e == "cu") && !p.ends_with("tlm.cu") {
+                all.extend(kernel_names(&std::fs::read_to_string(&p).unwrap()));
+            }
+        }
+        all.sort();
+        assert_eq!(
+            all,
+            ["fdtd_energy", "fdtd_inject", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_update_e", "fdtd_update_h"],
+            "kernels found in kernels/*.cu"
+        );
+        for k in &all {
+            assert!(cpu.contains(&format!("pub fn {k}(")), "kernel {k} has no CPU twin `pub fn {k}(` in src/engine/fdtd/cpu.rs");
+        }
+        // The embedded source is the file on disk, with the header inlined.
+        assert_eq!(kernel_names(FDTD_CU).len(), all.len());
+        assert!(!kernel_source().contains("#include"));
+    }
+
+    #[test]
+    fn kernel_name_parser_skips_launch_bounds() {
+        let src = "extern \"C\" __global__ void __launch_bounds__(256) foo(int a) {}\nextern \"C\" __global__ void bar(P p) {}";
+        assert_eq!(kernel_names(src), ["foo", "bar"]);
+    }
+}

@@ -1,0 +1,542 @@
+//! Host side of a CUDA batch: packs the [`Operator`]s of many jobs into the
+//! flat pools and small tables that the kernels of `kernels/fdtd.cu` read.
+//! Pure Rust, so it is tested without a GPU.
+//!
+//! Every design keeps the operator's own layout (padded grid, x fastest);
+//! design `d` starts at element `designs[d].off` of each field pool and of
+//! each material pool. The CPML memories (`psi`) are stored only over the
+//! slab positions of each PML axis (where the profile's `b > 0`).
+
+use super::abi::{FdtdDesign, FdtdPort};
+use crate::engine::fdtd::Operator;
+use crate::job::{Pulse, SimJob};
+
+/// Thread-block tile of the field kernels (threads along x and y).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tile {
+    pub tx: usize,
+    pub ty: usize,
+}
+
+impl Tile {
+    pub const DEFAULT: Tile = Tile { tx: 32, ty: 8 };
+    pub fn threads(&self) -> usize {
+        self.tx * self.ty
+    }
+    /// Parse "32x8".
+    pub fn parse(s: &str) -> Result<Tile, String> {
+        let (a, b) = s.split_once('x').ok_or_else(|| format!("tile '{s}': expected TXxTY, e.g. 32x8"))?;
+        let t = Tile { tx: a.trim().parse().map_err(|_| format!("tile '{s}'"))?, ty: b.trim().parse().map_err(|_| format!("tile '{s}'"))? };
+        t.validate()?;
+        Ok(t)
+    }
+    pub fn validate(&self) -> Result<(), String> {
+        let n = self.threads();
+        if self.tx < 2 || self.ty < 2 || !n.is_power_of_two() || n > 1024 {
+            return Err(format!("tile {}x{}: both sides >= 2 and a power-of-two thread count <= 1024 required", self.tx, self.ty));
+        }
+        Ok(())
+    }
+}
+
+impl std::fmt::Display for Tile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.tx, self.ty)
+    }
+}
+
+/// How a design's per-step source value follows from its pulse (cpu.rs fdtd_inject).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Drive {
+    None,
+    /// `Vs / len`, as f32.
+    Lumped { len: usize },
+    /// `g`, as f32.
+    Guide,
+}
+
+/// Field arrays are aligned to this many elements (128 bytes).
+const ALIGN: usize = 32;
+
+/// Elements of the compact CPML memory of one design (same for psi_e and psi_h).
+pub fn psi_elems(op: &Operator) -> usize {
+    let mut tot = 0;
+    for c in 0..3 {
+        for a in 0..3 {
+            if a != c {
+                if let Some(s) = slab_count(op, a) {
+                    tot += s * op.dims[(a + 1) % 3] * op.dims[(a + 2) % 3];
+                }
+            }
+        }
+    }
+    tot
+}
+
+/// Slab positions along axis a (max of the E and H sides), None without PML.
+fn slab_count(op: &Operator, a: usize) -> Option<usize> {
+    let p = op.pml[a].as_ref()?;
+    let ne = p.e_b.iter().filter(|b| **b > 0.0).count();
+    let nh = p.h_b.iter().filter(|b| **b > 0.0).count();
+    let s = ne.max(nh);
+    (s > 0).then_some(s)
+}
+
+/// Device bytes a design needs (two field sets, materials, CPML memories).
+pub fn device_bytes(op: &Operator) -> usize {
+    let len = op.len.div_ceil(ALIGN) * ALIGN;
+    len * (2 * 6 * 4 + 3) + psi_elems(op) * 4 * 3 + 4096
+}
+
+/// Bytes one step must move through device memory, per scheme (each input
+/// read once, each output written once; halos and caches not counted).
+pub fn step_bytes(ops: &[&Operator], fused: bool) -> f64 {
+    let mut b = 0.0;
+    for op in ops {
+        // fused: read E, H (24), materials (3), write E, H (24); split: H pass reads E, H and
+        // writes H (36), E pass reads H, E, materials and writes E (39).
+        let per = if fused { 51.0 } else { 75.0 };
+        // Each psi element is read and written once per step on each side.
+        b += op.len as f64 * per + psi_elems(op) as f64 * 2.0 * 8.0;
+    }
+    b
+}
+
+/// The packed batch.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    pub designs: Vec<FdtdDesign>,
+    pub blocks_per_design: Vec<usize>,
+    /// Elements per component pool (and bytes per material pool).
+    pub field_len: usize,
+    /// Elements of each psi pool.
+    pub psi_len: usize,
+    pub mat: [Vec<u8>; 3],
+    pub ca: Vec<f32>,
+    pub cb: Vec<f32>,
+    pub eps: Vec<f32>,
+    pub pe_b: Vec<f32>,
+    pub pe_c: Vec<f32>,
+    pub pe_k: Vec<f32>,
+    pub ph_b: Vec<f32>,
+    pub ph_c: Vec<f32>,
+    pub ph_k: Vec<f32>,
+    pub slab_e: Vec<i32>,
+    pub slab_h: Vec<i32>,
+    pub ports: Vec<FdtdPort>,
+    /// Per design, per port of its job: index into `ports` (None: the port samples nothing).
+    pub port_slot: Vec<Vec<Option<usize>>>,
+    pub t_idx0: Vec<i32>,
+    pub t_idx1: Vec<i32>,
+    pub t_idx2: Vec<i32>,
+    pub t_w: Vec<f64>,
+    pub src_design: Vec<i32>,
+    pub src_comp: Vec<i32>,
+    pub src_idx: Vec<i32>,
+    pub src_coef: Vec<f32>,
+    pub drive: Vec<Drive>,
+}
+
+fn i32_of(x: usize, what: &str) -> Result<i32, String> {
+    i32::try_from(x).map_err(|_| format!("{what} = {x} exceeds the 32-bit range of the CUDA kernels"))
+}
+
+impl Plan {
+    /// Pack `ops` for tiles `tile` and chunks of `zchunk` planes (>= 2).
+    pub fn new(ops: &[&Operator], tile: Tile, zchunk: usize) -> Result<Plan, String> {
+        tile.validate()?;
+        if zchunk < 2 {
+            return Err(format!("zchunk {zchunk} < 2"));
+        }
+        let mut pl = Plan::default();
+        let mut off = 0usize;
+        for (d, op) in ops.iter().enumerate() {
+            i32_of(op.len, "padded cells of one design")?;
+            let mut ds = FdtdDesign {
+                off: off as i64,
+                psi_off: [-1; 9],
+                n: [0; 3],
+                dims: [0; 3],
+                tiles: [op.dims[0].div_ceil(tile.tx) as i32, op.dims[1].div_ceil(tile.ty) as i32],
+                zchunk: zchunk as i32,
+                nchunks: op.dims[2].div_ceil(zchunk) as i32,
+                coef_off: pl.ca.len() as i32,
+                pmc: 0,
+                prof_off: [-1; 3],
+                slab_n: [0; 3],
+                db: op.db,
+                inv_d: op.inv_d,
+            };
+            for a in 0..3 {
+                ds.n[a] = i32_of(op.n[a], "cells")?;
+                ds.dims[a] = op.dims[a] as i32;
+                for s in 0..2 {
+                    if op.pmc[a][s] {
+                        ds.pmc |= 1 << (2 * a + s);
+                    }
+                }
+            }
+            pl.ca.extend_from_slice(&op.ca);
+            pl.cb.extend_from_slice(&op.cb);
+            pl.eps.extend_from_slice(&op.eps);
+            // CPML profiles: n+1 entries reserved for both sides (H has n, padded).
+            for a in 0..3 {
+                let (Some(p), Some(sn)) = (op.pml[a].as_ref(), slab_count(op, a)) else { continue };
+                let n = op.n[a];
+                ds.prof_off[a] = pl.pe_b.len() as i32;
+                ds.slab_n[a] = sn as i32;
+                pl.pe_b.extend_from_slice(&p.e_b);
+                pl.pe_c.extend_from_slice(&p.e_c);
+                pl.pe_k.extend_from_slice(&p.e_kinv);
+                pl.ph_b.extend(p.h_b.iter().copied().chain([0.0]));
+                pl.ph_c.extend(p.h_c.iter().copied().chain([0.0]));
+                pl.ph_k.extend(p.h_kinv.iter().copied().chain([1.0]));
+                let mut k = 0;
+                for x in 0..=n {
+                    pl.slab_e.push(if p.e_b[x] > 0.0 {
+                        k += 1;
+                        k - 1
+                    } else {
+                        -1
+                    });
+                }
+                let mut k = 0;
+                for x in 0..=n {
+                    pl.slab_h.push(if x < n && p.h_b[x] > 0.0 {
+                        k += 1;
+                        k - 1
+                    } else {
+                        -1
+                    });
+                }
+            }
+            for c in 0..3 {
+                for a in 0..3 {
+                    if a != c && ds.prof_off[a] >= 0 {
+                        ds.psi_off[c * 3 + a] = pl.psi_len as i64;
+                        pl.psi_len += ds.slab_n[a] as usize * op.dims[(a + 1) % 3] * op.dims[(a + 2) % 3];
+                    }
+                }
+            }
+            // Ports (cpu.rs fdtd_sample_ports) and the driven port's sources (fdtd_inject).
+            let mut slots = vec![];
+            for pi in 0..op.lumped.len() {
+                let mut port = FdtdPort { design: d as i32, term_off: pl.t_idx0.len() as i32, ..Default::default() };
+                if let Some(l) = &op.lumped[pi] {
+                    let c = l.comp;
+                    let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+                    port.kind = 0;
+                    port.comp_e = c as i32;
+                    port.dl = l.dl;
+                    port.d_a = op.d[a];
+                    port.d_b = op.d[b];
+                    port.mid = i32_of(l.mid, "port index")?;
+                    port.s_a = op.stride[a] as i32;
+                    port.s_b = op.stride[b] as i32;
+                    for &p in &l.edges {
+                        pl.t_idx0.push(p as i32);
+                        pl.t_idx1.push(0);
+                        pl.t_idx2.push(0);
+                        pl.t_w.push(0.0);
+                    }
+                    port.n_terms = l.edges.len() as i32;
+                } else if let Some(w) = &op.guides[pi] {
+                    port.kind = 1;
+                    port.comp_e = w.comp_e as i32;
+                    port.comp_h = w.comp_h as i32;
+                    port.i_sign = w.i_sign;
+                    for m in 0..w.v_idx.len() {
+                        pl.t_idx0.push(w.v_idx[m] as i32);
+                        pl.t_idx1.push(w.h_lo[m] as i32);
+                        pl.t_idx2.push(w.h_hi[m] as i32);
+                        pl.t_w.push(w.weight[m]);
+                    }
+                    port.n_terms = w.v_idx.len() as i32;
+                } else {
+                    slots.push(None);
+                    continue;
+                }
+                slots.push(Some(pl.ports.len()));
+                pl.ports.push(port);
+            }
+            pl.port_slot.push(slots);
+            let mut drive = Drive::None;
+            if op.drive < op.lumped.len() {
+                if let Some(l) = &op.lumped[op.drive] {
+                    for &p in &l.edges {
+                        pl.src_design.push(d as i32);
+                        pl.src_comp.push(l.comp as i32);
+                        pl.src_idx.push(p as i32);
+                        // e - src*vs == e + (-src)*vs exactly.
+                        pl.src_coef.push(-l.src);
+                    }
+                    drive = Drive::Lumped { len: l.len };
+                }
+                if let Some(w) = &op.guides[op.drive] {
+                    for (&p, &amp) in w.src_idx.iter().zip(&w.src_amp) {
+                        pl.src_design.push(d as i32);
+                        pl.src_comp.push(w.comp_e as i32);
+                        pl.src_idx.push(p as i32);
+                        pl.src_coef.push(amp);
+                    }
+                    drive = Drive::Guide;
+                }
+            }
+            pl.drive.push(drive);
+            pl.blocks_per_design.push(ds.tiles[0] as usize * ds.tiles[1] as usize * ds.nchunks as usize);
+            pl.designs.push(ds);
+            off += op.len.div_ceil(ALIGN) * ALIGN;
+        }
+        pl.field_len = off;
+        pl.mat = [vec![0u8; off], vec![0u8; off], vec![0u8; off]];
+        for (op, ds) in ops.iter().zip(&pl.designs) {
+            for c in 0..3 {
+                pl.mat[c][ds.off as usize..ds.off as usize + op.len].copy_from_slice(&op.mat[c]);
+            }
+        }
+        Ok(pl)
+    }
+
+    /// (design, block within design) pairs of the designs still running.
+    pub fn block_table(&self, active: &[bool]) -> Vec<i32> {
+        let mut t = vec![];
+        for (d, &nb) in self.blocks_per_design.iter().enumerate() {
+            if active[d] {
+                for b in 0..nb {
+                    t.push(d as i32);
+                    t.push(b as i32);
+                }
+            }
+        }
+        t
+    }
+
+    /// Source values of steps `n0..n0+k` for every design, `[d * stride + s]`,
+    /// computed exactly as cpu.rs `run_from` and `fdtd_inject` do.
+    pub fn source_values(&self, pulses: &[Pulse], dts: &[f64], n0: usize, k: usize, stride: usize) -> Vec<f32> {
+        let mut g = vec![0.0f32; self.designs.len() * stride];
+        for d in 0..self.designs.len() {
+            for s in 0..k {
+                let v = pulses[d].value(((n0 + s) as f64 + 0.5) * dts[d]);
+                g[d * stride + s] = match self.drive[d] {
+                    Drive::None => 0.0,
+                    Drive::Lumped { len } => (v / len as f64) as f32,
+                    Drive::Guide => v as f32,
+                };
+            }
+        }
+        g
+    }
+}
+
+/// Planes per z-chunk for a batch: balances the waves of blocks on the
+/// device (`resident` blocks at a time) against the extra halo plane each
+/// chunk recomputes. Cost model: rounds of blocks x (planes + 1) of the
+/// longest block (pessimistic for batches of mixed sizes).
+pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
+    let resident = resident.max(1);
+    let max_z = ops.iter().map(|o| o.dims[2]).max().unwrap_or(2).max(2);
+    // At least 8 planes (the halo plane costs at most 1/8 more reads) where the grid has them.
+    let min_l = 8.min(max_z);
+    let mut best = (f64::INFINITY, min_l);
+    for l in min_l..=max_z.min(512) {
+        let mut items = 0usize;
+        for o in ops {
+            items += o.dims[0].div_ceil(tile.tx) * o.dims[1].div_ceil(tile.ty) * o.dims[2].div_ceil(l);
+        }
+        // Rounds of blocks times the longest block (its planes plus the halo plane).
+        let cost = (items as f64 / resident as f64).ceil() * (l.min(max_z) + 1) as f64;
+        if cost < best.0 {
+            best = (cost, l);
+        }
+    }
+    best.1
+}
+
+/// The jobs of a batch in sub-batches that fit `budget` bytes each (in order).
+/// Err names the first design that cannot fit alone.
+pub fn split_to_fit(needs: &[usize], budget: usize) -> Result<Vec<std::ops::Range<usize>>, usize> {
+    let mut out = vec![];
+    let mut start = 0;
+    let mut acc = 0usize;
+    for (i, &b) in needs.iter().enumerate() {
+        if b > budget {
+            return Err(i);
+        }
+        if acc + b > budget {
+            out.push(start..i);
+            start = i;
+            acc = 0;
+        }
+        acc += b;
+    }
+    if start < needs.len() {
+        out.push(start..needs.len());
+    }
+    Ok(out)
+}
+
+/// Assign jobs to `gpus` devices, balancing `cost` (longest first, to the least loaded).
+pub fn spread(cost: &[f64], gpus: usize) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..cost.len()).collect();
+    order.sort_by(|a, b| cost[*b].partial_cmp(&cost[*a]).unwrap_or(std::cmp::Ordering::Equal));
+    let mut load = vec![0.0; gpus.max(1)];
+    let mut out = vec![vec![]; gpus.max(1)];
+    for j in order {
+        let g = (0..load.len()).min_by(|a, b| load[*a].partial_cmp(&load[*b]).unwrap()).unwrap();
+        load[g] += cost[j];
+        out[g].push(j);
+    }
+    for o in &mut out {
+        o.sort();
+    }
+    out
+}
+
+/// Whether a job runs on the CUDA FDTD kernels.
+pub fn is_fdtd(job: &SimJob) -> bool {
+    job.engine == crate::job::EngineKind::Fdtd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::*;
+
+    fn job(n: [usize; 3], bnd: [[Boundary; 2]; 3], pml: [[usize; 2]; 3]) -> SimJob {
+        let mut j = crate::bench::box_job(4, 10);
+        j.grid = Grid { n, d: [1e-3; 3], origin: [0.0; 3] };
+        j.cell_mat = vec![0; j.grid.cells()];
+        j.boundaries = bnd;
+        j.pml = pml;
+        j.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [n[0] / 2, n[1] / 2, n[2] / 2 - 1], len: 2, r_ohm: 50.0 } }];
+        j
+    }
+
+    #[test]
+    fn plan_packs_designs_with_their_own_layout() {
+        let a = job([10, 7, 12], [[Boundary::Pmc; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]], [[0, 0], [0, 0], [3, 4]]);
+        let b = crate::bench::population_jobs(1, 8000, 10).remove(0);
+        let c = crate::bench::box_job(20, 10);
+        let ops: Vec<Operator> = [&a, &b, &c].iter().map(|j| Operator::new(j).unwrap()).collect();
+        let refs: Vec<&Operator> = ops.iter().collect();
+        let tile = Tile { tx: 8, ty: 4 };
+        let pl = Plan::new(&refs, tile, 5).unwrap();
+        for (d, op) in ops.iter().enumerate() {
+            let ds = &pl.designs[d];
+            assert_eq!(ds.off as usize % ALIGN, 0);
+            if d + 1 < ops.len() {
+                assert!(pl.designs[d + 1].off as usize >= ds.off as usize + op.len);
+            }
+            for c in 0..3 {
+                assert_eq!(&pl.mat[c][ds.off as usize..ds.off as usize + op.len], &op.mat[c][..]);
+            }
+            let co = ds.coef_off as usize;
+            assert_eq!(&pl.ca[co..co + op.ca.len()], &op.ca[..]);
+            // Slab numbering follows b > 0 exactly and counts up from 0.
+            for a in 0..3 {
+                match &op.pml[a] {
+                    None => assert_eq!(ds.prof_off[a], -1),
+                    Some(p) => {
+                        let o = ds.prof_off[a] as usize;
+                        let mut k = 0;
+                        for x in 0..=op.n[a] {
+                            assert_eq!(pl.slab_e[o + x] >= 0, p.e_b[x] > 0.0);
+                            if pl.slab_e[o + x] >= 0 {
+                                assert_eq!(pl.slab_e[o + x], k);
+                                k += 1;
+                            }
+                            assert_eq!(pl.pe_b[o + x], p.e_b[x]);
+                            if x < op.n[a] {
+                                assert_eq!(pl.slab_h[o + x] >= 0, p.h_b[x] > 0.0);
+                                assert_eq!(pl.ph_k[o + x], p.h_kinv[x]);
+                            }
+                        }
+                        assert!(k <= ds.slab_n[a]);
+                    }
+                }
+            }
+            // Every tile and chunk appears once in the block table.
+            let nb = (ds.tiles[0] * ds.tiles[1] * ds.nchunks) as usize;
+            assert_eq!(pl.blocks_per_design[d], nb);
+            assert!(ds.tiles[0] as usize * tile.tx >= op.dims[0] && (ds.tiles[0] as usize - 1) * tile.tx < op.dims[0]);
+            assert!(ds.nchunks as usize * 5 >= op.dims[2]);
+        }
+        // psi regions are disjoint and inside the pool.
+        let mut regions = vec![];
+        for (d, op) in ops.iter().enumerate() {
+            let ds = &pl.designs[d];
+            for c in 0..3 {
+                for a in 0..3 {
+                    let o = ds.psi_off[c * 3 + a];
+                    assert_eq!(o >= 0, a != c && op.pml[a].is_some(), "design {d} psi ({c},{a})");
+                    if o >= 0 {
+                        regions.push((o as usize, ds.slab_n[a] as usize * op.dims[(a + 1) % 3] * op.dims[(a + 2) % 3]));
+                    }
+                }
+            }
+        }
+        regions.sort();
+        for w in regions.windows(2) {
+            assert!(w[0].0 + w[0].1 <= w[1].0);
+        }
+        let last = regions.last().unwrap();
+        assert_eq!(last.0 + last.1, pl.psi_len);
+        assert_eq!(pl.psi_len, ops.iter().map(psi_elems).sum::<usize>());
+        // Ports: the lumped port of `a`, the two guides of `b`, the lumped port of `c`.
+        assert_eq!(pl.ports.len(), 4);
+        assert_eq!(pl.port_slot, vec![vec![Some(0)], vec![Some(1), Some(2)], vec![Some(3)]]);
+        let g = ops[1].guides[0].as_ref().unwrap();
+        let p1 = &pl.ports[1];
+        assert_eq!(p1.kind, 1);
+        assert_eq!(p1.n_terms as usize, g.v_idx.len());
+        assert_eq!(pl.t_idx2[p1.term_off as usize + 3], g.h_hi[3] as i32);
+        // Sources: 2 lumped edges of a, the guide source plane of b, 2 edges of c.
+        assert_eq!(pl.src_design.iter().filter(|d| **d == 1).count(), g.src_idx.len());
+        assert_eq!(pl.drive, vec![Drive::Lumped { len: 2 }, Drive::Guide, Drive::Lumped { len: 2 }]);
+        let l = ops[0].lumped[0].as_ref().unwrap();
+        assert_eq!(pl.src_coef[0], -l.src);
+        // Block table skips finished designs.
+        let t = pl.block_table(&[true, false, true]);
+        assert_eq!(t.len() / 2, pl.blocks_per_design[0] + pl.blocks_per_design[2]);
+        assert!(t.chunks(2).all(|p| p[0] != 1));
+    }
+
+    #[test]
+    fn source_values_match_the_cpu_injection() {
+        let a = job([8, 8, 8], [[Boundary::Pec; 2]; 3], [[0; 2]; 3]);
+        let op = Operator::new(&a).unwrap();
+        let pl = Plan::new(&[&op], Tile::DEFAULT, 4).unwrap();
+        let g = pl.source_values(&[a.pulse], &[op.dt], 10, 3, 5);
+        for s in 0..3 {
+            let v = a.pulse.value(((10 + s) as f64 + 0.5) * op.dt);
+            assert_eq!(g[s], (v / 2.0) as f32);
+        }
+        assert_eq!(g[3], 0.0);
+    }
+
+    #[test]
+    fn batches_split_to_fit_and_spread_over_gpus() {
+        assert_eq!(split_to_fit(&[4, 4, 4, 9, 1], 10), Ok(vec![0..2, 2..3, 3..5]));
+        assert_eq!(split_to_fit(&[4, 11], 10), Err(1));
+        let s = spread(&[5.0, 1.0, 4.0, 2.0], 2);
+        assert_eq!(s, vec![vec![0, 1], vec![2, 3]]);
+        let mut all: Vec<usize> = spread(&[1.0; 7], 3).concat();
+        all.sort();
+        assert_eq!(all, (0..7).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn zchunk_balances_waves() {
+        let c = crate::bench::box_job(40, 1);
+        let op = Operator::new(&c).unwrap();
+        let l = choose_zchunk(&[&op], Tile::DEFAULT, 64);
+        assert!((2..=op.dims[2]).contains(&l));
+        assert!(l >= 8);
+        // 42 planes, 12 tiles a plane: with 12 slots one chunk per column (one wave of
+        // 43 planes) beats two waves of 22; with 24 slots two chunks of 21 fill one wave.
+        assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 12), 42);
+        assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 24), 21);
+        assert!(Tile::parse("32x8").is_ok() && Tile::parse("24x8").is_err());
+    }
+}
