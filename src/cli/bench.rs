@@ -66,7 +66,7 @@ pub struct BenchArgs {
     #[arg(long, value_enum, default_value_t = EngineChoice::Fdtd)]
     pub engine: EngineChoice,
     /// TLM launch shapes (THREADSxNODES[xMINBLOCKS][s], comma separated).
-    #[arg(long, value_delimiter = ',', default_value = "256x1")]
+    #[arg(long, value_delimiter = ',', default_value = "256x2")]
     pub tlm_shapes: Vec<String>,
 }
 

@@ -51,7 +51,8 @@ pub struct TlmConfig {
 }
 
 impl TlmConfig {
-    pub const DEFAULT: TlmConfig = TlmConfig { threads: 256, npt: 1, minb: 0, split: false };
+    /// Fastest on an H100 (docs/BENCHMARKS.md): 256 threads, 2 nodes each, branch-free gather.
+    pub const DEFAULT: TlmConfig = TlmConfig { threads: 256, npt: 2, minb: 0, split: false };
     pub fn validate(&self) -> Result<(), String> {
         if !(self.threads.is_power_of_two() && (32..=1024).contains(&self.threads) && (1..=8).contains(&self.npt) && self.minb * self.threads <= 2048) {
             return Err(format!("TLM launch shape {self}: threads a power of two in 32..=1024, 1..=8 nodes per thread, threads x min blocks <= 2048"));
