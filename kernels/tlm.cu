@@ -50,6 +50,9 @@ __device__ __forceinline__ double tlm_block_sum(double x, double* red) {
 
 // Incident pulses of a node from the reflections b of the last step; m: its
 // face/short bits (0: no walls), k: its coefficients (read only at walls).
+// Branch-free, so that a warp mixing wall and interior nodes issues each load
+// once: a pulse from a neighbour is multiplied by 1.0f, which is exact (the
+// CPU twin uses it as it is).
 __device__ __forceinline__ void scn_gather(const float* __restrict__ b, long long L, long long g, const int st[3], unsigned m,
                                            const float* __restrict__ k, float a[12]) {
 #pragma unroll
@@ -61,23 +64,19 @@ __device__ __forceinline__ void scn_gather(const float* __restrict__ b, long lon
             const int lp = 4 * d + 2 + pol;
             const int fn = 2 * d;
             const int fp = 2 * d + 1;
-            if (m & (1u << fn)) {
-                const float gw = (m & (1u << (6 + fn))) ? -1.0f : k[12 + 2 * fn + pol];
-                a[ln] = gw * b[ln * L + g];
-            } else {
-                a[ln] = b[lp * L + g - s];
-            }
-            if (m & (1u << fp)) {
-                const float gw = (m & (1u << (6 + fp))) ? -1.0f : k[12 + 2 * fp + pol];
-                a[lp] = gw * b[lp * L + g];
-            } else {
-                a[lp] = b[ln * L + g + s];
-            }
+            const bool wn = (m & (1u << fn)) != 0;
+            const bool wp = (m & (1u << fp)) != 0;
+            float gn = 1.0f;
+            float gp = 1.0f;
+            if (wn) gn = (m & (1u << (6 + fn))) ? -1.0f : k[12 + 2 * fn + pol];
+            if (wp) gp = (m & (1u << (6 + fp))) ? -1.0f : k[12 + 2 * fp + pol];
+            a[ln] = gn * b[wn ? ln * L + g : lp * L + g - s];
+            a[lp] = gp * b[wp ? lp * L + g : ln * L + g + s];
         }
     }
 }
 
-// Interior node without walls: every incident pulse comes from a neighbour.
+// Interior node without walls (TLM_SPLIT only): every incident pulse comes from a neighbour.
 __device__ __forceinline__ void scn_gather_plain(const float* __restrict__ b, long long L, long long g, const int st[3], float a[12]) {
 #pragma unroll
     for (int d = 0; d < 3; ++d) {
@@ -174,30 +173,30 @@ __device__ __forceinline__ void scn_node(const TlmPtrs& P, const TlmDesign* D, c
     if (m & (TLM_DEAD | TLM_SPECIAL)) return;
     float a[12];
     float o[12];
+    const unsigned kind = m >> TLM_KIND_SHIFT;
+    const float* __restrict__ k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF3;
+#if TLM_SPLIT
     if (m == 0) {
         scn_gather_plain(b, L, g, st, a);
+    } else
+#endif
+    scn_gather(b, L, g, st, m, k, a);
+    if (kind == 0 || !D->loaded) {
         scn_scatter_plain(a, o);
     } else {
-        const unsigned kind = m >> TLM_KIND_SHIFT;
-        const float* __restrict__ k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF3;
-        scn_gather(b, L, g, st, m, k, a);
-        if (kind == 0 || !D->loaded) {
-            scn_scatter_plain(a, o);
-        } else {
-            float* __restrict__ sp = P.stub + D->soff + i;
-            const long long LS = P.LS;
-            float c[3] = {sp[0], sp[LS], sp[2 * LS]};
-            float l[3] = {sp[3 * LS], sp[4 * LS], sp[5 * LS]};
-            const float inj[3] = {0.0f, 0.0f, 0.0f};
-            float v[3];
-            scn_scatter_loaded(a, o, c, l, k, inj, v);
-            sp[0] = c[0];
-            sp[LS] = c[1];
-            sp[2 * LS] = c[2];
-            sp[3 * LS] = l[0];
-            sp[4 * LS] = l[1];
-            sp[5 * LS] = l[2];
-        }
+        float* __restrict__ sp = P.stub + D->soff + i;
+        const long long LS = P.LS;
+        float c[3] = {sp[0], sp[LS], sp[2 * LS]};
+        float l[3] = {sp[3 * LS], sp[4 * LS], sp[5 * LS]};
+        const float inj[3] = {0.0f, 0.0f, 0.0f};
+        float v[3];
+        scn_scatter_loaded(a, o, c, l, k, inj, v);
+        sp[0] = c[0];
+        sp[LS] = c[1];
+        sp[2 * LS] = c[2];
+        sp[3 * LS] = l[0];
+        sp[4 * LS] = l[1];
+        sp[5 * LS] = l[2];
     }
 #pragma unroll
     for (int q = 0; q < 12; ++q) nb[q * L + g] = o[q];
@@ -274,6 +273,7 @@ __device__ __forceinline__ float scn_esum(const float a[12], int e) {
 // 2D shunt node. Links 2*m + side (m: mesh axis p or q, side 0 low, 1 high).
 // Coefficients per kind (TLM_COEF2 floats): y ky z[2] kz[2] gface[4] pad pad.
 
+// Branch-free like scn_gather (a neighbour's pulse times 1.0f, exact).
 __device__ __forceinline__ void shunt_gather(const float* __restrict__ b, long long L, long long g, const int st[3], unsigned m,
                                              const float* __restrict__ k, float a[4]) {
 #pragma unroll
@@ -282,13 +282,10 @@ __device__ __forceinline__ void shunt_gather(const float* __restrict__ b, long l
 #pragma unroll
         for (int side = 0; side < 2; ++side) {
             const int q = 2 * l + side;
-            if (!(m & (1u << q))) {
-                a[q] = b[(q ^ 1) * L + g + (side == 0 ? -s : s)];
-            } else if (m & (1u << (6 + q))) {
-                a[q] = -b[q * L + g];
-            } else {
-                a[q] = k[6 + q] * b[q * L + g];
-            }
+            const bool w = (m & (1u << q)) != 0;
+            float gw = 1.0f;
+            if (w) gw = (m & (1u << (6 + q))) ? -1.0f : k[6 + q];
+            a[q] = gw * b[w ? q * L + g : (q ^ 1) * L + g + (side == 0 ? -s : s)];
         }
     }
 }
@@ -332,25 +329,25 @@ __device__ __forceinline__ void shunt_node(const TlmPtrs& P, const TlmDesign* D,
     if (m & (TLM_DEAD | TLM_SPECIAL)) return;
     float a[4];
     float o[4];
+    const unsigned kind = m >> TLM_KIND_SHIFT;
+    const float* __restrict__ k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
+#if TLM_SPLIT
     if (m == 0) {
         shunt_gather_plain(b, L, g, st, a);
+    } else
+#endif
+    shunt_gather(b, L, g, st, m, k, a);
+    if (kind == 0 || !D->loaded) {
         shunt_scatter_plain(a, o);
     } else {
-        const unsigned kind = m >> TLM_KIND_SHIFT;
-        const float* __restrict__ k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
-        shunt_gather(b, L, g, st, m, k, a);
-        if (kind == 0 || !D->loaded) {
-            shunt_scatter_plain(a, o);
-        } else {
-            float* __restrict__ sp = P.stub + D->soff + i;
-            const long long LS = P.LS;
-            float c = sp[0];
-            float l[2] = {sp[LS], sp[2 * LS]};
-            shunt_scatter(a, o, &c, l, k, 0.0f);
-            sp[0] = c;
-            sp[LS] = l[0];
-            sp[2 * LS] = l[1];
-        }
+        float* __restrict__ sp = P.stub + D->soff + i;
+        const long long LS = P.LS;
+        float c = sp[0];
+        float l[2] = {sp[LS], sp[2 * LS]};
+        shunt_scatter(a, o, &c, l, k, 0.0f);
+        sp[0] = c;
+        sp[LS] = l[0];
+        sp[2 * LS] = l[1];
     }
 #pragma unroll
     for (int q = 0; q < 4; ++q) nb[q * L + g] = o[q];

@@ -32,6 +32,12 @@
 #else
 #define TLM_NODE_BOUNDS __launch_bounds__(TLM_THREADS)
 #endif
+// 1: interior nodes of a node kernel take a separate gather without wall
+// tests (a warp mixing wall and interior nodes then runs both); 0: one
+// branch-free gather for every node.
+#ifndef TLM_SPLIT
+#define TLM_SPLIT 0
+#endif
 // Threads per block of the port kernels (power of two).
 #ifndef TLM_PORT_THREADS
 #define TLM_PORT_THREADS 128

@@ -28,6 +28,9 @@ rc=$?
 grep -E "FAIL|error" "$OUT/check.log" | head -30
 grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-190
 grep -E "^CPU reference|^device-check" "$OUT/check.log"
+# --- TLM on CUDA: device-check also compares the TLM kernels (lines "[tlm SHAPE] ...").
+grep -E "^\[tlm 256x2\]|^TLM CPU reference" "$OUT/check.log" | cut -c1-190
+# --- end TLM
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
 echo "== 3. benchmark"
@@ -35,5 +38,11 @@ echo "== 3. benchmark"
     --scheme both --tiles 32x8,32x16 > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
 grep -E "error" "$OUT/bench.log"
+# --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations).
+"$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
+    --tlm-shapes 256x2 > "$OUT/bench-tlm.log" 2>&1
+echo "TLM bench exit code $?"
+# --- end TLM
 echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-120)"
 cat "$OUT/bench.log"
+cat "$OUT/bench-tlm.log"

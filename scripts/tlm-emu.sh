@@ -3,7 +3,7 @@
 # library with a small CUDA shim (scripts/tlm-emu/), then run the TLM check
 # list through the CUDA backend's stepping loop on that emulation and compare
 # with the CPU engines (traces, S-parameters, steps, end reasons, failures).
-# Two launch shapes; the step kernels run thread by thread, the port,
+# Two launch shapes (branch-free and split gathers); the step kernels run thread by thread, the port,
 # sampling and energy kernels as coroutines with real __syncthreads barriers.
 # Needs g++ (C++20) and a release build of emvolve.
 set -euo pipefail
@@ -12,10 +12,10 @@ BIN=${EMVOLVE:-target/release/emvolve}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 status=0
-for shape in "32 2 32" "64 1 64"; do
+for shape in "32 2 32 0" "64 1 64 1"; do
     set -- $shape
     g++ -std=c++20 -O2 -shared -fPIC -Wall -Wno-unknown-pragmas -Wno-unused-parameter \
-        -DTLM_THREADS=$1 -DTLM_NPT=$2 -DTLM_PORT_THREADS=$3 -o "$TMP/libtlmemu_$1_$2.so" scripts/tlm-emu/emu.cpp
-    "$BIN" tlm-emu --lib "$TMP/libtlmemu_$1_$2.so" || status=1
+        -DTLM_THREADS=$1 -DTLM_NPT=$2 -DTLM_PORT_THREADS=$3 -DTLM_SPLIT=$4 -o "$TMP/libtlmemu_$1_$2_$4.so" scripts/tlm-emu/emu.cpp
+    "$BIN" tlm-emu --lib "$TMP/libtlmemu_$1_$2_$4.so" || status=1
 done
 exit $status

@@ -20,9 +20,10 @@ extern "C" int emu_tlm_launch(int k, unsigned grid, unsigned block, const TlmPtr
     return 0;
 }
 
-// The launch shape the library was built for: node threads, nodes per thread, port threads.
+// The launch shape the library was built for: node threads, nodes per thread, port threads, split gather.
 extern "C" void emu_tlm_config(int* out) {
     out[0] = TLM_THREADS;
     out[1] = TLM_NPT;
     out[2] = TLM_PORT_THREADS;
+    out[3] = TLM_SPLIT;
 }

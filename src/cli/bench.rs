@@ -65,8 +65,8 @@ pub struct BenchArgs {
     /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
     #[arg(long, value_enum, default_value_t = EngineChoice::Fdtd)]
     pub engine: EngineChoice,
-    /// TLM launch shapes (THREADSxNODES per thread; the first also for the populations).
-    #[arg(long, value_delimiter = ',', default_value = "256x1")]
+    /// TLM launch shapes (THREADSxNODES[xMINBLOCKS][s], comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "256x2")]
     pub tlm_shapes: Vec<String>,
 }
 

@@ -43,7 +43,7 @@ pub struct DeviceCheckArgs {
     #[arg(long, value_enum, default_value_t = CheckEngine::All)]
     pub engine: CheckEngine,
     /// TLM launch shapes to check (THREADSxNODES per thread).
-    #[arg(long, value_delimiter = ',', default_value = "256x1,128x2")]
+    #[arg(long, value_delimiter = ',', default_value = "256x2,128x4")]
     pub tlm_shapes: Vec<String>,
 }
 

@@ -37,10 +37,10 @@ impl EmuDev {
             let c: libloading::Symbol<ConfigFn> = lib.get(b"emu_tlm_config").map_err(|e| e.to_string())?;
             (*l, *c)
         };
-        let mut c = [0i32; 3];
-        // SAFETY: writes three ints.
+        let mut c = [0i32; 4];
+        // SAFETY: writes four ints.
         unsafe { config(c.as_mut_ptr()) };
-        let cfg = TlmConfig { threads: c[0] as u32, npt: c[1] as u32, minb: 0 };
+        let cfg = TlmConfig { threads: c[0] as u32, npt: c[1] as u32, minb: 0, split: c[3] != 0 };
         Ok(EmuDev { _lib: lib, launch, cfg, port_threads: c[2] as u32, bufs: vec![], t: None, launches: [0; 8] })
     }
 

@@ -46,24 +46,31 @@ pub struct TlmConfig {
     pub npt: u32,
     /// Minimum resident blocks per SM asked of the compiler (0: none), which caps registers.
     pub minb: u32,
+    /// Interior nodes take a separate gather without wall tests (`TLM_SPLIT`).
+    pub split: bool,
 }
 
 impl TlmConfig {
-    pub const DEFAULT: TlmConfig = TlmConfig { threads: 256, npt: 1, minb: 0 };
+    /// Fastest on an H100 (docs/BENCHMARKS.md): 256 threads, 2 nodes each, branch-free gather.
+    pub const DEFAULT: TlmConfig = TlmConfig { threads: 256, npt: 2, minb: 0, split: false };
     pub fn validate(&self) -> Result<(), String> {
         if !(self.threads.is_power_of_two() && (32..=1024).contains(&self.threads) && (1..=8).contains(&self.npt) && self.minb * self.threads <= 2048) {
             return Err(format!("TLM launch shape {self}: threads a power of two in 32..=1024, 1..=8 nodes per thread, threads x min blocks <= 2048"));
         }
         Ok(())
     }
-    /// `THREADSxNODES` or `THREADSxNODESxMINBLOCKS`, e.g. `256x1`, `256x1x4`.
+    /// `THREADSxNODES[xMINBLOCKS][s]`, e.g. `256x1`, `256x2x4`, `256x2s` (s: split gather).
     pub fn parse(s: &str) -> Result<TlmConfig, String> {
-        let v: Vec<&str> = s.split('x').collect();
-        let num = |t: &str| t.parse::<u32>().map_err(|_| format!("'{s}': expected THREADSxNODES[xMINBLOCKS], e.g. 256x1"));
+        let (body, split) = match s.strip_suffix('s') {
+            Some(b) => (b, true),
+            None => (s, false),
+        };
+        let v: Vec<&str> = body.split('x').collect();
+        let num = |t: &str| t.parse::<u32>().map_err(|_| format!("'{s}': expected THREADSxNODES[xMINBLOCKS][s], e.g. 256x1"));
         let c = match v.as_slice() {
-            [t, n] => TlmConfig { threads: num(t)?, npt: num(n)?, minb: 0 },
-            [t, n, m] => TlmConfig { threads: num(t)?, npt: num(n)?, minb: num(m)? },
-            _ => return Err(format!("'{s}': expected THREADSxNODES[xMINBLOCKS], e.g. 256x1")),
+            [t, n] => TlmConfig { threads: num(t)?, npt: num(n)?, minb: 0, split },
+            [t, n, m] => TlmConfig { threads: num(t)?, npt: num(n)?, minb: num(m)?, split },
+            _ => return Err(format!("'{s}': expected THREADSxNODES[xMINBLOCKS][s], e.g. 256x1")),
         };
         c.validate()?;
         Ok(c)
@@ -75,6 +82,9 @@ impl std::fmt::Display for TlmConfig {
         write!(f, "{}x{}", self.threads, self.npt)?;
         if self.minb > 0 {
             write!(f, "x{}", self.minb)?;
+        }
+        if self.split {
+            write!(f, "s")?;
         }
         Ok(())
     }
@@ -388,7 +398,7 @@ fn tlm_ptx(arch: &'static str, cfg: TlmConfig) -> Result<Ptx, EngineError> {
         arch: Some(arch),
         // No contraction into fused multiply-adds: the CPU engine rounds every product.
         fmad: Some(false),
-        options: vec![format!("-DTLM_THREADS={}", cfg.threads), format!("-DTLM_NPT={}", cfg.npt), format!("-DTLM_MINB={}", cfg.minb)],
+        options: vec![format!("-DTLM_THREADS={}", cfg.threads), format!("-DTLM_NPT={}", cfg.npt), format!("-DTLM_MINB={}", cfg.minb), format!("-DTLM_SPLIT={}", cfg.split as u32)],
         ..Default::default()
     };
     let ptx = match compile_ptx_with_opts(&src, opts(arch)) {
