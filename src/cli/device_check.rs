@@ -407,6 +407,33 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         worst = worst.max(w);
         bad |= b;
     }
+    // The multi-GPU path (jobs spread over workers, one thread each), on the first GPU
+    // twice when only one is given; and sub-batches under a memory cap.
+    let two = if a.gpus.len() > 1 { a.gpus.clone() } else { vec![a.gpus[0], a.gpus[0]] };
+    let mut be2 = CudaBackend::new(&two)?;
+    be2.set_options(CudaOptions { tile: tiles[0], poison: true, ..Default::default() })?;
+    let g = be2.run_jobs(&rjobs, Some(&init), true)?;
+    let (w, b) = report(&format!("[fused {} gpus {:?}] random", tiles[0], two), &rjobs, &rcpu, &g, a.tol);
+    worst = worst.max(w);
+    bad |= b;
+    println!("  workers used: {}", be2.last_stats().gpus_used);
+    let cap = zjobs.iter().filter_map(|j| Operator::new(j).ok()).map(|o| cuda::batch::device_bytes(&o)).max().unwrap_or(0) * 3 / 2;
+    be.set_options(CudaOptions { tile: tiles[0], mem_limit: Some(cap), ..Default::default() })?;
+    let g = be.run_jobs(&zjobs, None, true)?;
+    let st = be.last_stats();
+    let (w, b) = report(&format!("[fused {} mem cap {:.1} MB]", tiles[0], cap as f64 / 1e6), &zjobs, &zcpu, &g, a.tol);
+    worst = worst.max(w);
+    bad |= b;
+    println!("  sub-batches under the cap: {}", st.sub_batches);
+    bad |= st.sub_batches < 2;
+    be.set_options(CudaOptions { tile: tiles[0], mem_limit: Some(1 << 20), ..Default::default() })?;
+    match be.run_jobs(&zjobs[..1], None, false) {
+        Err(e) => println!("  a design larger than the card (1 MB cap): error as expected: {e}"),
+        Ok(_) => {
+            println!("  a design larger than the card (1 MB cap): no error: FAIL");
+            bad = true;
+        }
+    }
     println!(
         "device-check {}: worst relative CPU/CUDA difference {worst:.2e} (tolerance {:.0e}) over {} random-field and {} zero-field jobs, GPUs {:?}",
         if bad { "FAIL" } else { "PASS" },

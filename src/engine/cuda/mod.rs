@@ -95,11 +95,13 @@ pub struct CudaOptions {
     pub poison: bool,
     /// Steps between copies of the port samples to the host.
     pub trace_chunk: usize,
+    /// Cap on the device bytes a batch may use per GPU (None: what the card has free).
+    pub mem_limit: Option<usize>,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256 }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None }
     }
 }
 
@@ -222,10 +224,10 @@ impl Gpu {
             return Err(EngineError::CudaUnavailable(format!("GPU {ordinal} requested, {n} device(s) present")));
         }
         let ctx = CudaContext::new(ordinal).map_err(drv)?;
-        // One stream per device orders everything; no per-buffer events needed.
-        // SAFETY: called before any buffer of this context exists.
+        // One stream per worker orders all its work; no per-buffer events needed.
+        // SAFETY: buffers of this backend are only used on the stream that made them.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        let stream = ctx.new_stream().map_err(drv)?;
         let (maj, min) = ctx.compute_capability().map_err(drv)?;
         let arch: &'static str = Box::leak(format!("sm_{maj}{min}").into_boxed_str());
         let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(drv)? as u32;
@@ -340,11 +342,10 @@ impl CudaBackend {
         if gpus.is_empty() {
             return Err(EngineError::CudaUnavailable("no GPU listed".into()));
         }
+        // One worker (context, stream, buffer pool, host thread) per listed GPU. A GPU
+        // listed twice gets two workers: the multi-GPU path can be tested on one device.
         let mut list = vec![];
         for &g in gpus {
-            if list.iter().any(|x: &Mutex<Gpu>| x.lock().unwrap().ordinal == g) {
-                continue;
-            }
             list.push(Mutex::new(Gpu::open(g)?));
         }
         Ok(CudaBackend { gpus: list, opts, stats: Mutex::new(RunStats::default()) })
@@ -512,7 +513,10 @@ impl Gpu {
         opts: &CudaOptions,
     ) -> Result<(Vec<(usize, Result<JobRun, SimFailure>)>, RunStats), EngineError> {
         let needs: Vec<usize> = idx.iter().map(|&i| batch::device_bytes(ops[i].as_ref().unwrap())).collect();
-        let budget = self.budget()?;
+        let mut budget = self.budget()?;
+        if let Some(m) = opts.mem_limit {
+            budget = budget.min(m);
+        }
         let parts = batch::split_to_fit(&needs, budget).map_err(|k| {
             EngineError::Cuda(format!(
                 "design '{}' needs {:.2} GiB of device memory, GPU {} ({}) can give {:.2} GiB",
