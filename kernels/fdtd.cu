@@ -130,87 +130,123 @@ __device__ __forceinline__ long long psi_index(const Dctx& K, int sl, int qx, in
     return K.D->psi_off[C * 3 + A] + q[0] + (long long)cd[0] * (q[1] + (long long)cd[1] * q[2]);
 }
 
-// CPU twin: cpu.rs stretch() on the H side. Outside the PML (no profile on
-// axis A, or slab number -1, i.e. b == 0) t passes unchanged; inside,
-// psi = b psi + c t and the result is t/kappa + psi. psi_out == 0: the
-// position is a halo copy of another block's, computed but not stored.
+// CPML profile at one position along one axis: slab number (-1 outside the
+// PML or without PML on the axis, where cpu.rs stretch() passes t through
+// because b == 0) and b, c, 1/kappa.
+struct Prof {
+    int sl;
+    float b;
+    float c;
+    float k;
+};
+
+__device__ __forceinline__ Prof no_prof() {
+    Prof r;
+    r.sl = -1;
+    r.b = 0.f;
+    r.c = 0.f;
+    r.k = 1.f;
+    return r;
+}
+
+// E side: nodes, padded q = 1..n+1.
+__device__ __forceinline__ Prof prof_e(const FdtdPtrs& P, const Dctx& K, int a, int q) {
+    Prof r = no_prof();
+    if (K.prof[a] >= 0 && q >= 1 && q <= K.n[a] + 1) {
+        const int i = K.prof[a] + q - 1;
+        r.sl = P.slab_e[i];
+        if (r.sl >= 0) {
+            r.b = P.pe_b[i];
+            r.c = P.pe_c[i];
+            r.k = P.pe_k[i];
+        }
+    }
+    return r;
+}
+
+// H side: half nodes, padded q = 1..n.
+__device__ __forceinline__ Prof prof_h(const FdtdPtrs& P, const Dctx& K, int a, int q) {
+    Prof r = no_prof();
+    if (K.prof[a] >= 0 && q >= 1 && q <= K.n[a]) {
+        const int i = K.prof[a] + q - 1;
+        r.sl = P.slab_h[i];
+        if (r.sl >= 0) {
+            r.b = P.ph_b[i];
+            r.c = P.ph_c[i];
+            r.k = P.ph_k[i];
+        }
+    }
+    return r;
+}
+
+// CPU twin: cpu.rs stretch(). Inside the PML psi = b psi + c t and the
+// result is t/kappa + psi; psi_out == 0: a halo copy of a position another
+// block owns, computed but not stored.
 template <int C, int A>
-__device__ __forceinline__ float stretch_h(const FdtdPtrs& P, const Dctx& K, float t, int qx, int qy, int qz,
-                                           const float* psi_in, float* psi_out) {
-    if (K.prof[A] < 0) return t;
-    const int q[3] = {qx, qy, qz};
-    const int i = K.prof[A] + q[A] - 1;
-    const int sl = P.slab_h[i];
-    if (sl < 0) return t;
-    const long long x = psi_index<C, A>(K, sl, qx, qy, qz);
-    const float s = P.ph_b[i] * psi_in[x] + P.ph_c[i] * t;
+__device__ __forceinline__ float stretch(const Dctx& K, float t, const Prof& pr, int qx, int qy, int qz,
+                                         const float* psi_in, float* psi_out) {
+    if (pr.sl < 0) return t;
+    const long long x = psi_index<C, A>(K, pr.sl, qx, qy, qz);
+    const float s = pr.b * psi_in[x] + pr.c * t;
     if (psi_out) psi_out[x] = s;
-    return t * P.ph_k[i] + s;
+    return t * pr.k + s;
 }
 
-template <int C, int A>
-__device__ __forceinline__ float stretch_e(const FdtdPtrs& P, const Dctx& K, float t, int qx, int qy, int qz) {
-    if (K.prof[A] < 0) return t;
-    const int q[3] = {qx, qy, qz};
-    const int i = K.prof[A] + q[A] - 1;
-    const int sl = P.slab_e[i];
-    if (sl < 0) return t;
-    const long long x = psi_index<C, A>(K, sl, qx, qy, qz);
-    const float s = P.pe_b[i] * P.psi_e[x] + P.pe_c[i] * t;
-    P.psi_e[x] = s;
-    return t * P.pe_k[i] + s;
-}
-
-// H_c -= db (t1 - t2), t1 = dE_B/dA, t2 = dE_A/dB, (A, B) cyclic after C; h = old H_c.
+// H_c -= db (t1 - t2), t1 = dE_B/dA, t2 = dE_A/dB, (A, B) cyclic after C;
+// h = old H_c; pa, pb = profiles along A and B.
 template <int C>
-__device__ __forceinline__ float h_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, float h,
-                                        float t1, float t2, const float* psi_in, float* psi_out) {
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    t1 = stretch_h<C, A>(P, K, t1, qx, qy, qz, psi_in, psi_out);
-    t2 = stretch_h<C, B>(P, K, t2, qx, qy, qz, psi_in, psi_out);
+__device__ __forceinline__ float h_core(const Dctx& K, int qx, int qy, int qz, float h, float t1, float t2,
+                                        const Prof& pa, const Prof& pb, const float* psi_in, float* psi_out) {
+    t1 = stretch<C, (C + 1) % 3>(K, t1, pa, qx, qy, qz, psi_in, psi_out);
+    t2 = stretch<C, (C + 2) % 3>(K, t2, pb, qx, qy, qz, psi_in, psi_out);
     return h - K.db * (t1 - t2);
 }
 
-// E_c = ca E_c + cb (t1 - t2), t1 = dH_B/dA, t2 = dH_A/dB, through the
-// material table; e = old E_c, mat = its material index.
+// E_c = ca E_c + cb (t1 - t2), t1 = dH_B/dA, t2 = dH_A/dB; e = old E_c.
 template <int C>
-__device__ __forceinline__ float e_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, int mat,
-                                        float t1, float t2, float e) {
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    t1 = stretch_e<C, A>(P, K, t1, qx, qy, qz);
-    t2 = stretch_e<C, B>(P, K, t2, qx, qy, qz);
-    const int m = K.coef + mat;
-    return P.ca[m] * e + P.cb[m] * (t1 - t2);
+__device__ __forceinline__ float e_core(const Dctx& K, int qx, int qy, int qz, float e, float ca, float cb, float t1,
+                                        float t2, const Prof& pa, const Prof& pb, float* psi) {
+    t1 = stretch<C, (C + 1) % 3>(K, t1, pa, qx, qy, qz, psi, psi);
+    t2 = stretch<C, (C + 2) % 3>(K, t2, pb, qx, qy, qz, psi, psi);
+    return ca * e + cb * (t1 - t2);
+}
+
+// The profile along axis A among those of x, y, z.
+template <int A>
+__device__ __forceinline__ const Prof& pick(const Prof& px, const Prof& py, const Prof& pz) {
+    return A == 0 ? px : (A == 1 ? py : pz);
 }
 
 __device__ __forceinline__ long long stride_of(const Dctx& K, int a) {
     return a == 0 ? 1 : (a == 1 ? (long long)K.s1 : K.s2);
 }
 
-template <int C>
-__device__ __forceinline__ void split_h(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, long long p) {
-    if (!h_in<C>(K, qx, qy, qz)) return;
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    const float* ea = P.e[A];
-    const float* eb = P.e[B];
-    const float t1 = (eb[p + stride_of(K, A)] - eb[p]) * K.id[A];
-    const float t2 = (ea[p + stride_of(K, B)] - ea[p]) * K.id[B];
-    P.h[C][p] = h_core<C>(P, K, qx, qy, qz, P.h[C][p], t1, t2, P.psi_h, P.psi_h);
-}
-
-template <int C>
-__device__ __forceinline__ void split_e(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, long long p) {
-    if (!e_in<C>(K, qx, qy, qz)) return;
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    const float* ha = P.h[A];
-    const float* hb = P.h[B];
-    const float t1 = (hb[p] - hb[p - stride_of(K, A)]) * K.id[A];
-    const float t2 = (ha[p] - ha[p - stride_of(K, B)]) * K.id[B];
-    P.e[C][p] = e_core<C>(P, K, qx, qy, qz, P.mat[C][p], t1, t2, P.e[C][p]);
+// Split H pass over one column; restrict pointers let the compiler overlap
+// the loads of successive planes.
+__device__ __forceinline__ void h_column(const Dctx& K, const Blk& B, int qx, int qy, const Prof& px, const Prof& py,
+                                         const FdtdPtrs& P, const float* __restrict__ ex, const float* __restrict__ ey,
+                                         const float* __restrict__ ez, float* __restrict__ hx, float* __restrict__ hy,
+                                         float* __restrict__ hz, float* __restrict__ psi) {
+    const long long sx = 1, sy = K.s1, sz = K.s2;
+    for (int qz = B.z0; qz < B.z1; ++qz) {
+        const Prof pz = prof_h(P, K, 2, qz);
+        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
+        if (h_in<0>(K, qx, qy, qz)) {
+            const float t1 = (ez[p + sy] - ez[p]) * K.id[1];
+            const float t2 = (ey[p + sz] - ey[p]) * K.id[2];
+            hx[p] = h_core<0>(K, qx, qy, qz, hx[p], t1, t2, py, pz, psi, psi);
+        }
+        if (h_in<1>(K, qx, qy, qz)) {
+            const float t1 = (ex[p + sz] - ex[p]) * K.id[2];
+            const float t2 = (ez[p + sx] - ez[p]) * K.id[0];
+            hy[p] = h_core<1>(K, qx, qy, qz, hy[p], t1, t2, pz, px, psi, psi);
+        }
+        if (h_in<2>(K, qx, qy, qz)) {
+            const float t1 = (ey[p + sx] - ey[p]) * K.id[0];
+            const float t2 = (ex[p + sy] - ex[p]) * K.id[1];
+            hz[p] = h_core<2>(K, qx, qy, qz, hz[p], t1, t2, px, py, psi, psi);
+        }
+    }
 }
 
 // CPU twin: cpu.rs fdtd_update_h. H half step in place, one launch for the batch.
@@ -221,12 +257,9 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_h(FdtdPtrs P) {
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
     if (qx >= K.dims[0] || qy >= K.dims[1]) return;
-    for (int qz = B.z0; qz < B.z1; ++qz) {
-        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-        split_h<0>(P, K, qx, qy, qz, p);
-        split_h<1>(P, K, qx, qy, qz, p);
-        split_h<2>(P, K, qx, qy, qz, p);
-    }
+    const Prof px = prof_h(P, K, 0, qx);
+    const Prof py = prof_h(P, K, 1, qy);
+    h_column(K, B, qx, qy, px, py, P, P.e[0], P.e[1], P.e[2], P.h[0], P.h[1], P.h[2], P.psi_h);
 }
 
 template <int C>
@@ -256,6 +289,38 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_pmc_ghosts(FdtdPtrs P)
     }
 }
 
+__device__ __forceinline__ void e_column(const Dctx& K, const Blk& B, int qx, int qy, const Prof& px, const Prof& py,
+                                         const FdtdPtrs& P, const float* __restrict__ hx, const float* __restrict__ hy,
+                                         const float* __restrict__ hz, float* __restrict__ ex, float* __restrict__ ey,
+                                         float* __restrict__ ez, const unsigned char* __restrict__ m0,
+                                         const unsigned char* __restrict__ m1, const unsigned char* __restrict__ m2,
+                                         const float* __restrict__ ca, const float* __restrict__ cb,
+                                         float* __restrict__ psi) {
+    const long long sx = 1, sy = K.s1, sz = K.s2;
+    for (int qz = B.z0; qz < B.z1; ++qz) {
+        const Prof pz = prof_e(P, K, 2, qz);
+        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
+        if (e_in<0>(K, qx, qy, qz)) {
+            const float t1 = (hz[p] - hz[p - sy]) * K.id[1];
+            const float t2 = (hy[p] - hy[p - sz]) * K.id[2];
+            const int m = K.coef + m0[p];
+            ex[p] = e_core<0>(K, qx, qy, qz, ex[p], ca[m], cb[m], t1, t2, py, pz, psi);
+        }
+        if (e_in<1>(K, qx, qy, qz)) {
+            const float t1 = (hx[p] - hx[p - sz]) * K.id[2];
+            const float t2 = (hz[p] - hz[p - sx]) * K.id[0];
+            const int m = K.coef + m1[p];
+            ey[p] = e_core<1>(K, qx, qy, qz, ey[p], ca[m], cb[m], t1, t2, pz, px, psi);
+        }
+        if (e_in<2>(K, qx, qy, qz)) {
+            const float t1 = (hy[p] - hy[p - sx]) * K.id[0];
+            const float t2 = (hx[p] - hx[p - sy]) * K.id[1];
+            const int m = K.coef + m2[p];
+            ez[p] = e_core<2>(K, qx, qy, qz, ez[p], ca[m], cb[m], t1, t2, px, py, psi);
+        }
+    }
+}
+
 // CPU twin: cpu.rs fdtd_update_e. E full step in place.
 extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
     Dctx K;
@@ -264,122 +329,116 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
     if (qx >= K.dims[0] || qy >= K.dims[1]) return;
-    for (int qz = B.z0; qz < B.z1; ++qz) {
-        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-        split_e<0>(P, K, qx, qy, qz, p);
-        split_e<1>(P, K, qx, qy, qz, p);
-        split_e<2>(P, K, qx, qy, qz, p);
-    }
+    const Prof px = prof_e(P, K, 0, qx);
+    const Prof py = prof_e(P, K, 1, qy);
+    e_column(K, B, qx, qy, px, py, P, P.h[0], P.h[1], P.h[2], P.e[0], P.e[1], P.e[2], P.mat[0], P.mat[1], P.mat[2],
+             P.ca, P.cb, P.psi_e);
 }
 
 // ---------------------------------------------------------------------------
 // Fused step: H half step, PMC ghosts and E full step in one pass, reading
 // the set (e, h, psi_h) and writing (e_out, h_out, psi_h_out); psi_e is
-// updated in place (only its owner touches it). Each plane z: E of plane z+1
-// (with a one-cell ring) goes to shared memory, H of plane z is computed for
-// the tile plus the column x = X0-1 (Hy, Hz) and the row y = Y0-1 (Hz, Hx)
-// that the E update needs (recomputed here from the read set, never read
-// from another block), and E of plane z follows from the new H of planes z
-// and z-1 (the latter kept in registers). A chunk starting at z0 > 0 first
-// recomputes H of plane z0-1. Every position of the padded arrays is written
-// by exactly one thread: E out of its update range is copied, H out of its
-// range is 0 or, on PMC faces, the mirror image (as fdtd_pmc_ghosts leaves it).
-// The ghost plane z = 0 (logical -1) takes its PMC mirror from plane 1, so
-// the owner of plane 0 (chunk 0; zchunk >= 2) writes it when it reaches plane 1.
+// updated in place (only its owner touches it).
+//
+// Each block walks its z-chunk plane by plane. A pipeline of EMV_NS stages
+// in shared memory holds, per plane, E on the tile plus a one-cell ring and
+// the old H on the tile plus the column x = X0-1 and row y = Y0-1; while
+// plane z is computed, planes up to z+EMV_NS-1 are on their way
+// (cp.async: the copies bypass registers and complete in commit order).
+// H of plane z is computed for the tile and for the halo column (Hy, Hz)
+// and row (Hz, Hx) that the E update needs, recomputed here from the read
+// set, never read from another block. E of plane z follows from the new H
+// of planes z (shared memory) and z-1 (registers). A chunk starting at
+// z0 > 0 first recomputes H of plane z0-1. Every position of the padded
+// arrays is written by exactly one thread: E out of its update range is
+// copied, H out of its range is 0 or, on PMC faces, the mirror image (as
+// fdtd_pmc_ghosts leaves it). The ghost plane z = 0 (logical -1) takes its
+// PMC mirror from plane 1, so the owner of plane 0 (chunk 0; zchunk >= 2)
+// writes it when it reaches plane 1.
 
-typedef float Ering[EMV_RH][EMV_RW];
+#ifndef EMV_NS
+#define EMV_NS 4
+#endif
+#define EMV_HW (EMV_TX + 1)
+#define EMV_HH (EMV_TY + 1)
 
-// Ring elements per thread (the ring has EMV_RH * EMV_RW positions).
-#define EMV_NR ((EMV_RH * EMV_RW + EMV_NT - 1) / EMV_NT)
+// Asynchronous 4-byte global -> shared copies (zero-filled when !ok). The CPU
+// emulation (scripts/kernel-emu) provides its own versions that land only at
+// cp_wait, the latest moment the hardware may complete them.
+#if defined(EMV_NO_CPASYNC) && !defined(EMV_EMU)
+// Fallback (the host retries with it if the cp.async build fails): plain loads.
+__device__ __forceinline__ void cp4(float* dst, const float* src, bool ok) { *dst = ok ? *src : 0.f; }
+__device__ __forceinline__ void cp_commit() {}
+template <int N>
+__device__ __forceinline__ void cp_wait() {}
+#elif !defined(EMV_EMU)
+__device__ __forceinline__ void cp4(float* dst, const float* src, bool ok) {
+    unsigned s;
+    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }\n" : "=r"(s) : "l"(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+#endif
 
-// E of plane qz on the tile and its one-cell ring, into registers (0 outside the array).
-__device__ __forceinline__ void ring_fetch(const FdtdPtrs& P, const Dctx& K, const Blk& B, int qz, int tid,
-                                           float (&r)[3][EMV_NR]) {
+struct Stage {
+    float e[3][EMV_RH][EMV_RW];
+    float h[3][EMV_HH][EMV_HW];
+};
+
+// Issue the copies of plane qz into a stage: E on the ring if e_ok, old H
+// on the tile, halo column and row if h_ok (zeros elsewhere). One group.
+__device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, const Blk& B, Stage& st, int qz, int tid,
+                                            bool e_ok, bool h_ok) {
     const bool zok = qz < K.dims[2];
-#pragma unroll
-    for (int k = 0; k < EMV_NR; ++k) {
-        const int i = tid + k * EMV_NT;
+    for (int i = tid; i < EMV_RH * EMV_RW; i += EMV_NT) {
         const int ry = i / EMV_RW;
         const int rx = i - ry * EMV_RW;
         const int gx = B.X0 - 1 + rx;
         const int gy = B.Y0 - 1 + ry;
-        r[0][k] = r[1][k] = r[2][k] = 0.f;
-        if (i < EMV_RH * EMV_RW && zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1]) {
-            const long long p = K.off + gx + (long long)gy * K.s1 + (long long)qz * K.s2;
-            r[0][k] = P.e[0][p];
-            r[1][k] = P.e[1][p];
-            r[2][k] = P.e[2][p];
-        }
+        const bool ok = e_ok && zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1];
+        const long long p = ok ? K.off + gx + (long long)gy * K.s1 + (long long)qz * K.s2 : 0;
+        cp4(&st.e[0][ry][rx], P.e[0] + p, ok);
+        cp4(&st.e[1][ry][rx], P.e[1] + p, ok);
+        cp4(&st.e[2][ry][rx], P.e[2] + p, ok);
     }
+    for (int i = tid; i < EMV_HH * EMV_HW; i += EMV_NT) {
+        const int hy = i / EMV_HW;
+        const int hx = i - hy * EMV_HW;
+        const int gx = B.X0 - 1 + hx;
+        const int gy = B.Y0 - 1 + hy;
+        const bool ok = h_ok && zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1] && (hx > 0 || hy > 0);
+        const long long p = ok ? K.off + gx + (long long)gy * K.s1 + (long long)qz * K.s2 : 0;
+        cp4(&st.h[0][hy][hx], P.h[0] + p, ok);
+        cp4(&st.h[1][hy][hx], P.h[1] + p, ok);
+        cp4(&st.h[2][hy][hx], P.h[2] + p, ok);
+    }
+    cp_commit();
 }
 
-__device__ __forceinline__ void ring_store(Ering* buf, int tid, const float (&r)[3][EMV_NR]) {
-#pragma unroll
-    for (int k = 0; k < EMV_NR; ++k) {
-        const int i = tid + k * EMV_NT;
-        if (i < EMV_RH * EMV_RW) {
-            const int ry = i / EMV_RW;
-            const int rx = i - ry * EMV_RW;
-            buf[0][ry][rx] = r[0][k];
-            buf[1][ry][rx] = r[1][k];
-            buf[2][ry][rx] = r[2][k];
-        }
-    }
-}
-
-// Old H and material indices a thread needs for plane qz: its own H (3),
-// Hy, Hz of the halo column (lx == 0), Hz, Hx of the halo row (ly == 0), and
-// its own three material indices.
-struct Pre {
-    float h[3];
-    float hxc[2];
-    float hyr[2];
-    unsigned char m[3];
-};
-
-__device__ __forceinline__ void pre_fetch(const FdtdPtrs& P, const Dctx& K, const Blk& B, int qx, int qy, int qz,
-                                          bool inside, Pre& r) {
-    r.h[0] = r.h[1] = r.h[2] = 0.f;
-    r.hxc[0] = r.hxc[1] = r.hyr[0] = r.hyr[1] = 0.f;
-    r.m[0] = r.m[1] = r.m[2] = 0;
-    if (qz >= K.dims[2]) return;
-    const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-    if (inside) {
-        r.h[0] = P.h[0][p];
-        r.h[1] = P.h[1][p];
-        r.h[2] = P.h[2][p];
-        r.m[0] = P.mat[0][p];
-        r.m[1] = P.mat[1][p];
-        r.m[2] = P.mat[2][p];
-    }
-    if (threadIdx.x == 0 && B.X0 > 0 && qy < K.dims[1]) {
-        r.hxc[0] = P.h[1][p - 1];
-        r.hxc[1] = P.h[2][p - 1];
-    }
-    if (threadIdx.y == 0 && B.Y0 > 0 && qx < K.dims[0]) {
-        r.hyr[0] = P.h[2][p - K.s1];
-        r.hyr[1] = P.h[0][p - K.s1];
-    }
-}
-
-// New H_c at padded (qx, qy, qz), ring coordinates (rx, ry) of that position
-// in Ec (plane z) and En (plane z+1); h = old H_c. 0 outside H_c's update range.
+// New H_c at padded (qx, qy, qz), whose ring coordinates are (rx, ry) in Ec
+// (plane z) and En (plane z+1) and whose old value is h. 0 outside H_c's range.
 template <int C>
-__device__ __forceinline__ float fused_h(const FdtdPtrs& P, const Dctx& K, const Ering* Ec, const Ering* En,
-                                         int rx, int ry, int qx, int qy, int qz, float h, float* psi_out) {
+__device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const Stage& Sn, int rx, int ry, int qx,
+                                         int qy, int qz, float h, const Prof& px, const Prof& py, const Prof& pz,
+                                         const float* psi_in, float* psi_out) {
     if (!h_in<C>(K, qx, qy, qz)) return 0.f;
     float t1, t2;
     if (C == 0) {
-        t1 = (Ec[2][ry + 1][rx] - Ec[2][ry][rx]) * K.id[1];
-        t2 = (En[1][ry][rx] - Ec[1][ry][rx]) * K.id[2];
+        t1 = (Sc.e[2][ry + 1][rx] - Sc.e[2][ry][rx]) * K.id[1];
+        t2 = (Sn.e[1][ry][rx] - Sc.e[1][ry][rx]) * K.id[2];
     } else if (C == 1) {
-        t1 = (En[0][ry][rx] - Ec[0][ry][rx]) * K.id[2];
-        t2 = (Ec[2][ry][rx + 1] - Ec[2][ry][rx]) * K.id[0];
+        t1 = (Sn.e[0][ry][rx] - Sc.e[0][ry][rx]) * K.id[2];
+        t2 = (Sc.e[2][ry][rx + 1] - Sc.e[2][ry][rx]) * K.id[0];
     } else {
-        t1 = (Ec[1][ry][rx + 1] - Ec[1][ry][rx]) * K.id[0];
-        t2 = (Ec[0][ry + 1][rx] - Ec[0][ry][rx]) * K.id[1];
+        t1 = (Sc.e[1][ry][rx + 1] - Sc.e[1][ry][rx]) * K.id[0];
+        t2 = (Sc.e[0][ry + 1][rx] - Sc.e[0][ry][rx]) * K.id[1];
     }
-    return h_core<C>(P, K, qx, qy, qz, h, t1, t2, P.psi_h, psi_out);
+    return h_core<C>(K, qx, qy, qz, h, t1, t2, pick<(C + 1) % 3>(px, py, pz), pick<(C + 2) % 3>(px, py, pz), psi_in,
+                     psi_out);
 }
 
 // Ghost fix of the thread's own H_c (x/y faces from the neighbour in the
@@ -387,8 +446,8 @@ __device__ __forceinline__ float fused_h(const FdtdPtrs& P, const Dctx& K, const
 // only in-range values and writes only ghost positions, so the threads of a
 // block need no barrier between them. Returns the (possibly new) value.
 template <int C>
-__device__ __forceinline__ float own_ghost(const Dctx& K, float (*sH)[EMV_TY + 1][EMV_TX + 1], int hx, int hy,
-                                           int qx, int qy, int qz, float h, float prev) {
+__device__ __forceinline__ float own_ghost(const Dctx& K, float (*sH)[EMV_HH][EMV_HW], int hx, int hy, int qx, int qy,
+                                           int qz, float h, float prev) {
     const int f = ghost_face<C>(K, qx, qy, qz);
     if (f < 0) return h;
     float v = 0.f;
@@ -406,15 +465,18 @@ __device__ __forceinline__ float own_ghost(const Dctx& K, float (*sH)[EMV_TY + 1
 
 // Minimum resident blocks per SM asked of the compiler (caps registers).
 #ifndef EMV_MINB
-#define EMV_MINB ((EMV_NT >= 512) ? 1 : (512 / EMV_NT))
+#define EMV_MINB ((EMV_NT >= 512) ? 1 : (768 / EMV_NT))
 #endif
 
 // CPU twin: cpu.rs fdtd_step (fdtd_update_h, fdtd_pmc_ghosts, fdtd_update_e).
-// Software pipelined: while plane z is computed, the E ring of plane z+2 and
-// the old H and materials of plane z+1 are on their way into registers.
 extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtrs P) {
-    __shared__ float sE[2][3][EMV_RH][EMV_RW];
-    __shared__ float sH[3][EMV_TY + 1][EMV_TX + 1];
+    __shared__ Stage sS[EMV_NS];
+    __shared__ float sH[3][EMV_HH][EMV_HW];
+    __shared__ Prof sPx[2][EMV_TX + 1];  // [E side, H side][x = X0-1 + i]
+    __shared__ Prof sPy[2][EMV_TY + 1];
+    __shared__ Prof sPz[2][2];  // [plane & 1][side]
+    __shared__ float sCa[256];
+    __shared__ float sCb[256];
     Dctx K;
     Blk B;
     load_ctx(P, K, B);
@@ -425,60 +487,106 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     const int qy = B.Y0 + ly;
     const bool inside = qx < K.dims[0] && qy < K.dims[1];
     const int zs = B.z0 > 0 ? B.z0 - 1 : 0;
-    const int hx = lx + 1;  // own position in sH; 0 is the halo column/row
+    const int hx = lx + 1;  // own position in sH and the stages' H; 0 is the halo column/row
     const int hy = ly + 1;
-    float r[3][EMV_NR];
-    ring_fetch(P, K, B, zs, tid, r);
-    ring_store(sE[0], tid, r);
-    ring_fetch(P, K, B, zs + 1, tid, r);
-    ring_store(sE[1], tid, r);
-    Pre cu, nx;
-    pre_fetch(P, K, B, qx, qy, zs, inside, cu);
-    int cur = 0;
+    // Halo work: threads of the first row take the row y = Y0-1, the next
+    // EMV_TY threads the column x = X0-1 (position (X0-1, Y0+xl)).
+    const int xl = tid - EMV_TX;
+    const bool xhalo = xl >= 0 && xl < EMV_TY;
+
+    // Pipeline prologue first, so the copies fly while the tables load.
+    for (int k = 0; k < EMV_NS; ++k) {
+        const int pz = zs + k;
+        stage_issue(P, K, B, sS[k], pz, tid, pz <= B.z1, pz < B.z1);
+    }
+    if (tid <= EMV_TX) {
+        sPx[0][tid] = prof_e(P, K, 0, B.X0 - 1 + tid);
+        sPx[1][tid] = prof_h(P, K, 0, B.X0 - 1 + tid);
+    } else if (tid - (EMV_TX + 1) <= EMV_TY) {
+        const int j = tid - (EMV_TX + 1);
+        sPy[0][j] = prof_e(P, K, 1, B.Y0 - 1 + j);
+        sPy[1][j] = prof_h(P, K, 1, B.Y0 - 1 + j);
+    }
+    if (tid == EMV_NT - 1) {
+        sPz[zs & 1][0] = prof_e(P, K, 2, zs);
+        sPz[zs & 1][1] = prof_h(P, K, 2, zs);
+    }
+    const int ncoef = K.D->ncoef;
+    for (int i = tid; i < ncoef; i += EMV_NT) {
+        sCa[i] = P.ca[K.coef + i];
+        sCb[i] = P.cb[K.coef + i];
+    }
+    unsigned char mc[3] = {0, 0, 0}, mn[3] = {0, 0, 0};
+    if (inside) {
+        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)zs * K.s2;
+        mc[0] = P.mat[0][p];
+        mc[1] = P.mat[1][p];
+        mc[2] = P.mat[2][p];
+    }
+    int sc = 0;  // stage of plane z
     float prev_x = 0.f, prev_y = 0.f;
     for (int qz = zs; qz < B.z1; ++qz) {
         const bool owned = qz >= B.z0;  // block-uniform
-        __syncthreads();  // ring of plane z+1 stored; previous plane done with sH
-        ring_fetch(P, K, B, qz + 2, tid, r);
-        pre_fetch(P, K, B, qx, qy, qz + 1, inside, nx);
-        const Ering* Ec = sE[cur];
-        const Ering* En = sE[cur ^ 1];
+        cp_wait<EMV_NS - 2>();  // this thread's copies of planes z and z+1 have landed
+        __syncthreads();        // ... everybody's; the previous plane is done with sH
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-        const float eo0 = Ec[0][hy][hx];
-        const float eo1 = Ec[1][hy][hx];
-        const float eo2 = Ec[2][hy][hx];
+        if (inside && qz + 1 < K.dims[2]) {
+            mn[0] = P.mat[0][p + K.s2];
+            mn[1] = P.mat[1][p + K.s2];
+            mn[2] = P.mat[2][p + K.s2];
+        }
+        if (tid == EMV_NT - 1) {
+            sPz[(qz + 1) & 1][0] = prof_e(P, K, 2, qz + 1);
+            sPz[(qz + 1) & 1][1] = prof_h(P, K, 2, qz + 1);
+        }
+        const Stage& Sc = sS[sc];
+        const Stage& Sn = sS[sc + 1 == EMV_NS ? 0 : sc + 1];
+        const Prof pzh = sPz[qz & 1][1];
+        const float eo0 = Sc.e[0][hy][hx];
+        const float eo1 = Sc.e[1][hy][hx];
+        const float eo2 = Sc.e[2][hy][hx];
         float h0 = 0.f, h1 = 0.f, h2 = 0.f;
         if (inside) {
             float* pso = owned ? P.psi_h_out : (float*)0;
-            h0 = fused_h<0>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[0], pso);
-            h1 = fused_h<1>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[1], pso);
-            h2 = fused_h<2>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[2], pso);
+            const Prof& px = sPx[1][hx];
+            const Prof& py = sPy[1][hy];
+            h0 = fused_h<0>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[0][hy][hx], px, py, pzh, P.psi_h, pso);
+            h1 = fused_h<1>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[1][hy][hx], px, py, pzh, P.psi_h, pso);
+            h2 = fused_h<2>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[2][hy][hx], px, py, pzh, P.psi_h, pso);
         }
         sH[0][hy][hx] = h0;
         sH[1][hy][hx] = h1;
         sH[2][hy][hx] = h2;
         if (owned) {
-            if (lx == 0) {  // column x = X0-1: Hy, Hz for E_z, E_y of column X0
-                float a1 = 0.f, a2 = 0.f;
-                if (B.X0 > 0 && qy < K.dims[1]) {
-                    a1 = fused_h<1>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, cu.hxc[0], (float*)0);
-                    a2 = fused_h<2>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, cu.hxc[1], (float*)0);
-                }
-                sH[1][hy][0] = a1;
-                sH[2][hy][0] = a2;
-            }
             if (ly == 0) {  // row y = Y0-1: Hz, Hx for E_x, E_z of row Y0
                 float a2 = 0.f, a0 = 0.f;
                 if (B.Y0 > 0 && qx < K.dims[0]) {
-                    a2 = fused_h<2>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, cu.hyr[0], (float*)0);
-                    a0 = fused_h<0>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, cu.hyr[1], (float*)0);
+                    const Prof& px = sPx[1][hx];
+                    const Prof& py = sPy[1][0];
+                    a2 = fused_h<2>(K, Sc, Sn, hx, 0, qx, B.Y0 - 1, qz, Sc.h[2][0][hx], px, py, pzh, P.psi_h, (float*)0);
+                    a0 = fused_h<0>(K, Sc, Sn, hx, 0, qx, B.Y0 - 1, qz, Sc.h[0][0][hx], px, py, pzh, P.psi_h, (float*)0);
                 }
                 sH[2][0][hx] = a2;
                 sH[0][0][hx] = a0;
             }
+            if (xhalo) {  // column x = X0-1: Hy, Hz for E_z, E_y of column X0
+                const int yy = B.Y0 + xl;
+                float a1 = 0.f, a2 = 0.f;
+                if (B.X0 > 0 && yy < K.dims[1]) {
+                    const Prof& px = sPx[1][0];
+                    const Prof& py = sPy[1][xl + 1];
+                    a1 = fused_h<1>(K, Sc, Sn, 0, xl + 1, B.X0 - 1, yy, qz, Sc.h[1][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
+                    a2 = fused_h<2>(K, Sc, Sn, 0, xl + 1, B.X0 - 1, yy, qz, Sc.h[2][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
+                }
+                sH[1][xl + 1][0] = a1;
+                sH[2][xl + 1][0] = a2;
+            }
         }
-        __syncthreads();  // sH complete; nobody reads Ec any more
-        ring_store(sE[cur], tid, r);  // plane z+2 takes the place of plane z
+        __syncthreads();  // sH complete; stage sc is no longer read
+        {
+            const int pz = qz + EMV_NS;  // refill the free stage, EMV_NS planes ahead
+            stage_issue(P, K, B, sS[sc], pz, tid, pz <= B.z1, pz < B.z1);
+        }
         if (owned && inside) {
             h0 = own_ghost<0>(K, sH, hx, hy, qx, qy, qz, h0, prev_x);
             h1 = own_ghost<1>(K, sH, hx, hy, qx, qy, qz, h1, prev_y);
@@ -493,21 +601,24 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
                 P.h_out[0][p - K.s2] = prev_x;
                 P.h_out[1][p - K.s2] = prev_y;
             }
+            const Prof& px = sPx[0][hx];
+            const Prof& py = sPy[0][hy];
+            const Prof pz = sPz[qz & 1][0];
             float e0 = eo0, e1 = eo1, e2 = eo2;
             if (e_in<0>(K, qx, qy, qz)) {
                 const float t1 = (h2 - sH[2][hy - 1][hx]) * K.id[1];
                 const float t2 = (h1 - prev_y) * K.id[2];
-                e0 = e_core<0>(P, K, qx, qy, qz, cu.m[0], t1, t2, eo0);
+                e0 = e_core<0>(K, qx, qy, qz, eo0, sCa[mc[0]], sCb[mc[0]], t1, t2, py, pz, P.psi_e);
             }
             if (e_in<1>(K, qx, qy, qz)) {
                 const float t1 = (h0 - prev_x) * K.id[2];
                 const float t2 = (h2 - sH[2][hy][hx - 1]) * K.id[0];
-                e1 = e_core<1>(P, K, qx, qy, qz, cu.m[1], t1, t2, eo1);
+                e1 = e_core<1>(K, qx, qy, qz, eo1, sCa[mc[1]], sCb[mc[1]], t1, t2, pz, px, P.psi_e);
             }
             if (e_in<2>(K, qx, qy, qz)) {
                 const float t1 = (h1 - sH[1][hy][hx - 1]) * K.id[0];
                 const float t2 = (h0 - sH[0][hy - 1][hx]) * K.id[1];
-                e2 = e_core<2>(P, K, qx, qy, qz, cu.m[2], t1, t2, eo2);
+                e2 = e_core<2>(K, qx, qy, qz, eo2, sCa[mc[2]], sCb[mc[2]], t1, t2, px, py, P.psi_e);
             }
             P.e_out[0][p] = e0;
             P.e_out[1][p] = e1;
@@ -518,9 +629,12 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         }
         prev_x = h0;
         prev_y = h1;
-        cu = nx;
-        cur ^= 1;
+        mc[0] = mn[0];
+        mc[1] = mn[1];
+        mc[2] = mn[2];
+        sc = sc + 1 == EMV_NS ? 0 : sc + 1;
     }
+    cp_wait<0>();  // no copy may land in shared memory after the block ends
 }
 
 // ---------------------------------------------------------------------------

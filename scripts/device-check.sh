@@ -3,37 +3,54 @@
 # table (printed last). Needs only the release binary next to this script
 # (the .device/ folder carried by the device tool):
 #   bash .device/device-check.sh 2>&1 | tee $OUT/log
-# Logs go to $OUT (or .device/out). GPUS=0,1 spreads the jobs over two GPUs.
+# Logs go to $OUT (or .device/out). Environment knobs:
+#   GPUS=0,1          spread the jobs over two GPUs
+#   CHECK_TILES=...   kernel variants checked against the CPU (TXxTY[:stages[:minblocks]])
+#   BENCH_TILES=...   kernel variants timed
+#   BENCH="--n 256 --steps 500 --steps2 1500 --population 64 --cells 300000"
+#   NCU=1             profile one fdtd_step launch with Nsight Compute into $OUT/ncu.txt
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$HERE/emvolve"
 OUT="${OUT:-$HERE/out}"
 GPUS="${GPUS:-0}"
+CHECK_TILES="${CHECK_TILES:-32x8,64x4}"
+BENCH_TILES="${BENCH_TILES:-32x8}"
+BENCH="${BENCH:---n 256 --steps 500 --steps2 1500 --population 64 --cells 300000}"
 mkdir -p "$OUT"
 date -u +"%Y-%m-%dT%H:%M:%SZ"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
 
 echo "== 1. compile only (NVRTC log and resources per kernel)"
-if ! "$BIN" device-check --compile-only --gpus "$GPUS" --tiles 32x8,32x16,64x4 2>&1 | tee "$OUT/compile.log"; then
+ALL_TILES=$(echo "$CHECK_TILES,$BENCH_TILES" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
+if ! "$BIN" device-check --compile-only --gpus "$GPUS" --tiles "$ALL_TILES" > "$OUT/compile.log" 2>&1; then
+    cat "$OUT/compile.log"
     echo "kernel compilation failed: see above"
     exit 2
 fi
-grep -q "compiled and loaded" "$OUT/compile.log" || { echo "kernel compilation failed"; exit 2; }
+grep -E "tile|fdtd_step|fdtd_update|warning" "$OUT/compile.log"
 
 echo "== 2. CPU vs CUDA (full table in check.log)"
 t0=$(date +%s)
-"$BIN" device-check --gpus "$GPUS" --tiles 32x8,32x16 > "$OUT/check.log" 2>&1
+"$BIN" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" > "$OUT/check.log" 2>&1
 rc=$?
-# Per variant: the worst line of each kind, every failing line, and the verdict.
-grep -E "FAIL|error" "$OUT/check.log" | head -30
-grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-190
-grep -E "^CPU reference|^device-check" "$OUT/check.log"
+grep -E "FAIL|error|panic" "$OUT/check.log" | cut -c1-240 | head -30
+grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-170
+grep -E "^CPU reference|workers used|sub-batches|larger than" "$OUT/check.log" | cut -c1-200
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
+if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
+    echo "== profile (ncu, $OUT/ncu.txt)"
+    timeout 240 ncu --kernel-name fdtd_step --launch-skip 20 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats \
+        "$BIN" bench --backend cuda --gpus "$GPUS" --n 192 --steps 30 --steps2 31 --population 0 > "$OUT/ncu.txt" 2>&1
+    echo "ncu exit code $?"
+    grep -E "DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Duration|Compute \(SM\) Throughput|Stall" "$OUT/ncu.txt" | head -20
+fi
+
 echo "== 3. benchmark"
-"$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 64 --cells 300000 \
-    --scheme both --tiles 32x8,32x16 > "$OUT/bench.log" 2>&1
+"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
-grep -E "error" "$OUT/bench.log"
-echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-120)"
+grep -E "error|panic" "$OUT/bench.log"
+echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-160)"
 cat "$OUT/bench.log"

@@ -197,21 +197,25 @@ fn ptx_for(arch: &'static str, tile: Tile) -> Result<Ptx, EngineError> {
         return Ok(p.clone());
     }
     let src = abi::kernel_source();
-    let opts = |arch: &'static str| CompileOptions {
+    let opts = |arch: &'static str, plain: bool| CompileOptions {
         arch: Some(arch),
         // No contraction into fused multiply-adds: the CPU engine rounds every product.
         fmad: Some(false),
-        options: vec![format!("-DEMV_TX={}", tile.tx), format!("-DEMV_TY={}", tile.ty)],
+        options: tile.defines().into_iter().chain(plain.then(|| "-DEMV_NO_CPASYNC=1".to_string())).collect(),
         ..Default::default()
     };
-    let ptx = match compile_ptx_with_opts(&src, opts(arch)) {
+    let ptx = match compile_ptx_with_opts(&src, opts(arch, false)) {
         Ok(p) => p,
         // Some NVRTC versions give no PTX for a real (sm_) target: retry with the virtual one.
         Err(CompileError::GetPtxError(_)) if arch.starts_with("sm_") => {
             let virt: &'static str = Box::leak(arch.replace("sm_", "compute_").into_boxed_str());
-            compile_ptx_with_opts(&src, opts(virt)).map_err(|e| EngineError::Cuda(compile_error_text(&e)))?
+            compile_ptx_with_opts(&src, opts(virt, false)).map_err(|e| EngineError::Cuda(compile_error_text(&e)))?
         }
-        Err(e) => return Err(EngineError::Cuda(compile_error_text(&e))),
+        // The asynchronous-copy pipeline did not build: say why, and build the plain-load variant.
+        Err(e) => {
+            eprintln!("warning: kernels with cp.async failed to compile for {arch}, tile {tile}; using plain loads:\n{}", compile_error_text(&e));
+            compile_ptx_with_opts(&src, opts(arch, true)).map_err(|e| EngineError::Cuda(compile_error_text(&e)))?
+        }
     };
     c.insert((arch, tile), ptx.clone());
     Ok(ptx)
