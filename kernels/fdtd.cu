@@ -389,43 +389,80 @@ struct Stage {
     float h[3][EMV_HH][EMV_HW];
 };
 
-// Issue the copies of plane qz into a stage: E on the ring if e_ok, old H
-// on the tile, halo column and row if h_ok (zeros elsewhere). One group.
-__device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, const Blk& B, Stage& st, int qz, int tid,
-                                            bool e_ok, bool h_ok) {
-    const bool zok = qz < K.dims[2];
-    for (int i = tid; i < EMV_RH * EMV_RW; i += EMV_NT) {
+// Ring / extended-tile elements per thread.
+#define EMV_NRE ((EMV_RH * EMV_RW + EMV_NT - 1) / EMV_NT)
+#define EMV_NRH ((EMV_HH * EMV_HW + EMV_NT - 1) / EMV_NT)
+
+// Plane-invariant part of a thread's copy slots: element i = tid + k * EMV_NT
+// of the E ring and of the extended H tile (the halo corner is not needed),
+// as an in-design xy offset, -1 outside the array.
+struct Slots {
+    int e[EMV_NRE];
+    int h[EMV_NRH];
+};
+
+__device__ __forceinline__ void make_slots(const Dctx& K, const Blk& B, int tid, Slots& sl) {
+#pragma unroll
+    for (int k = 0; k < EMV_NRE; ++k) {
+        const int i = tid + k * EMV_NT;
         const int ry = i / EMV_RW;
-        const int rx = i - ry * EMV_RW;
-        const int gx = B.X0 - 1 + rx;
+        const int gx = B.X0 - 1 + (i - ry * EMV_RW);
         const int gy = B.Y0 - 1 + ry;
-        const bool ok = e_ok && zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1];
-        const long long p = ok ? K.off + gx + (long long)gy * K.s1 + (long long)qz * K.s2 : 0;
-        cp4(&st.e[0][ry][rx], P.e[0] + p, ok);
-        cp4(&st.e[1][ry][rx], P.e[1] + p, ok);
-        cp4(&st.e[2][ry][rx], P.e[2] + p, ok);
+        sl.e[k] = (i < EMV_RH * EMV_RW && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1]) ? gx + gy * K.s1 : -1;
     }
-    for (int i = tid; i < EMV_HH * EMV_HW; i += EMV_NT) {
+#pragma unroll
+    for (int k = 0; k < EMV_NRH; ++k) {
+        const int i = tid + k * EMV_NT;
         const int hy = i / EMV_HW;
         const int hx = i - hy * EMV_HW;
         const int gx = B.X0 - 1 + hx;
         const int gy = B.Y0 - 1 + hy;
-        const bool ok = h_ok && zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1] && (hx > 0 || hy > 0);
-        const long long p = ok ? K.off + gx + (long long)gy * K.s1 + (long long)qz * K.s2 : 0;
-        cp4(&st.h[0][hy][hx], P.h[0] + p, ok);
-        cp4(&st.h[1][hy][hx], P.h[1] + p, ok);
-        cp4(&st.h[2][hy][hx], P.h[2] + p, ok);
+        sl.h[k] = (i < EMV_HH * EMV_HW && (hx > 0 || hy > 0) && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1])
+                      ? gx + gy * K.s1
+                      : -1;
+    }
+}
+
+// Issue the copies of plane qz into a stage: E on the ring if e_ok, old H
+// on the tile, halo column and row if h_ok (zeros elsewhere). One group.
+__device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, Stage& st, int qz, int tid, bool e_ok,
+                                            bool h_ok, const Slots& sl) {
+    const bool zok = qz < K.dims[2];
+    const long long zo = K.off + (long long)qz * K.s2;
+    float* se = &st.e[0][0][0];
+    float* sh = &st.h[0][0][0];
+#pragma unroll
+    for (int k = 0; k < EMV_NRE; ++k) {
+        const int i = tid + k * EMV_NT;
+        if (i < EMV_RH * EMV_RW) {
+            const bool ok = e_ok && zok && sl.e[k] >= 0;
+            const long long p = ok ? zo + sl.e[k] : 0;
+            cp4(se + i, P.e[0] + p, ok);
+            cp4(se + EMV_RH * EMV_RW + i, P.e[1] + p, ok);
+            cp4(se + 2 * EMV_RH * EMV_RW + i, P.e[2] + p, ok);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < EMV_NRH; ++k) {
+        const int i = tid + k * EMV_NT;
+        if (i < EMV_HH * EMV_HW) {
+            const bool ok = h_ok && zok && sl.h[k] >= 0;
+            const long long p = ok ? zo + sl.h[k] : 0;
+            cp4(sh + i, P.h[0] + p, ok);
+            cp4(sh + EMV_HH * EMV_HW + i, P.h[1] + p, ok);
+            cp4(sh + 2 * EMV_HH * EMV_HW + i, P.h[2] + p, ok);
+        }
     }
     cp_commit();
 }
 
-// New H_c at padded (qx, qy, qz), whose ring coordinates are (rx, ry) in Ec
-// (plane z) and En (plane z+1) and whose old value is h. 0 outside H_c's range.
+// New H_c at padded (qx, qy, qz) (inside its update range), whose ring
+// coordinates are (rx, ry) in Ec (plane z) and En (plane z+1) and whose old
+// value is h.
 template <int C>
 __device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const Stage& Sn, int rx, int ry, int qx,
                                          int qy, int qz, float h, const Prof& px, const Prof& py, const Prof& pz,
                                          const float* psi_in, float* psi_out) {
-    if (!h_in<C>(K, qx, qy, qz)) return 0.f;
     float t1, t2;
     if (C == 0) {
         t1 = (Sc.e[2][ry + 1][rx] - Sc.e[2][ry][rx]) * K.id[1];
@@ -441,26 +478,75 @@ __device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const S
                      psi_out);
 }
 
-// Ghost fix of the thread's own H_c (x/y faces from the neighbour in the
-// tile, z-high from the previous plane; z-low is deferred to plane 1). Reads
-// only in-range values and writes only ghost positions, so the threads of a
-// block need no barrier between them. Returns the (possibly new) value.
+// Plane-invariant classification of the thread's column: bit C of `in`
+// when E_C is in its update range along x and y, bit 3+C for H_C; for the
+// ghost test of H_C, cnt = axes out of range among x, y (the axis C counts
+// 3) and face = 2*axis+side of the last one.
 template <int C>
-__device__ __forceinline__ float own_ghost(const Dctx& K, float (*sH)[EMV_HH][EMV_HW], int hx, int hy, int qx, int qy,
-                                           int qz, float h, float prev) {
-    const int f = ghost_face<C>(K, qx, qy, qz);
-    if (f < 0) return h;
-    float v = 0.f;
-    if ((K.pmc >> f) & 1) {
-        const int a = f >> 1;
-        const int side = f & 1;
-        const int dlt = side ? -1 : 1;
-        if (a == 0) v = -sH[C][hy][hx + dlt];
-        else if (a == 1) v = -sH[C][hy + dlt][hx];
-        else v = side ? -prev : 0.f;
+__device__ __forceinline__ void classify(const Dctx& K, int qx, int qy, int& in, int& cnt, int& face) {
+    const int q[2] = {qx, qy};
+    bool ein = true, hin = true;
+    cnt = 0;
+    face = -1;
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+        const int ehi = (a == C) ? K.n[a] : K.n[a] + 1;
+        ein = ein && q[a] >= 1 && q[a] <= ehi;
+        if (!h_in_axis<C>(K, a, q[a])) {
+            hin = false;
+            if (a == C) {
+                cnt += 3;
+            } else {
+                ++cnt;
+                face = 2 * a + (q[a] == 0 ? 0 : 1);
+            }
+        }
     }
-    sH[C][hy][hx] = v;
-    return v;
+    if (ein) in |= 1 << C;
+    if (hin) in |= 1 << (3 + C);
+}
+
+template <int C>
+__device__ __forceinline__ bool e_in_z(const Dctx& K, int in, int qz) {
+    return ((in >> C) & 1) && qz >= 1 && qz <= (C == 2 ? K.n[2] : K.n[2] + 1);
+}
+
+template <int C>
+__device__ __forceinline__ bool h_in_z(const Dctx& K, int in, int qz) {
+    return ((in >> (3 + C)) & 1) && h_in_axis<C>(K, 2, qz);
+}
+
+// ghost_face<C> of the column's position on plane qz, from its classification.
+template <int C>
+__device__ __forceinline__ int ghost_z(const Dctx& K, int cnt, int face, int qz) {
+    if (!h_in_axis<C>(K, 2, qz)) {
+        if (C == 2) {
+            cnt += 3;
+        } else {
+            ++cnt;
+            face = 4 + (qz == 0 ? 0 : 1);
+        }
+    }
+    return cnt == 1 ? face : -1;
+}
+
+// Value of the thread's own ghost H_C on face f (as fdtd_pmc_ghosts leaves
+// it): 0 unless the face is PMC; then minus the new H_C of the inner
+// neighbour (recomputed here along x or y; the previous plane's for z-high;
+// z-low is deferred to plane 1).
+template <int C>
+__device__ __forceinline__ float ghost_val(const FdtdPtrs& P, const Dctx& K, int f, const Stage& Sc, const Stage& Sn,
+                                           int hx, int hy, int qx, int qy, int qz, float prev,
+                                           const Prof (*sPx)[EMV_TX + 1], const Prof (*sPy)[EMV_TY + 1],
+                                           const Prof& pz) {
+    if (!((K.pmc >> f) & 1)) return 0.f;
+    const int a = f >> 1;
+    const int d = (f & 1) ? -1 : 1;
+    if (a == 2) return (f & 1) ? -prev : 0.f;
+    const int ix = hx + (a == 0 ? d : 0);
+    const int iy = hy + (a == 1 ? d : 0);
+    return -fused_h<C>(K, Sc, Sn, ix, iy, qx + (a == 0 ? d : 0), qy + (a == 1 ? d : 0), qz, Sc.h[C][iy][ix],
+                       sPx[1][ix], sPy[1][iy], pz, P.psi_h, (float*)0);
 }
 
 // Minimum resident blocks per SM asked of the compiler (caps registers).
@@ -494,10 +580,12 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     const int xl = tid - EMV_TX;
     const bool xhalo = xl >= 0 && xl < EMV_TY;
 
+    Slots sl;
+    make_slots(K, B, tid, sl);
     // Pipeline prologue first, so the copies fly while the tables load.
     for (int k = 0; k < EMV_NS; ++k) {
         const int pz = zs + k;
-        stage_issue(P, K, B, sS[k], pz, tid, pz <= B.z1, pz < B.z1);
+        stage_issue(P, K, sS[k], pz, tid, pz <= B.z1, pz < B.z1, sl);
     }
     if (tid <= EMV_TX) {
         sPx[0][tid] = prof_e(P, K, 0, B.X0 - 1 + tid);
@@ -516,6 +604,10 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         sCa[i] = P.ca[K.coef + i];
         sCb[i] = P.cb[K.coef + i];
     }
+    int in = 0, c0, f0, c1, f1, c2, f2;
+    classify<0>(K, qx, qy, in, c0, f0);
+    classify<1>(K, qx, qy, in, c1, f1);
+    classify<2>(K, qx, qy, in, c2, f2);
     unsigned char mc[3] = {0, 0, 0}, mn[3] = {0, 0, 0};
     if (inside) {
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)zs * K.s2;
@@ -550,9 +642,17 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             float* pso = owned ? P.psi_h_out : (float*)0;
             const Prof& px = sPx[1][hx];
             const Prof& py = sPy[1][hy];
-            h0 = fused_h<0>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[0][hy][hx], px, py, pzh, P.psi_h, pso);
-            h1 = fused_h<1>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[1][hy][hx], px, py, pzh, P.psi_h, pso);
-            h2 = fused_h<2>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[2][hy][hx], px, py, pzh, P.psi_h, pso);
+            if (h_in_z<0>(K, in, qz)) h0 = fused_h<0>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[0][hy][hx], px, py, pzh, P.psi_h, pso);
+            if (h_in_z<1>(K, in, qz)) h1 = fused_h<1>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[1][hy][hx], px, py, pzh, P.psi_h, pso);
+            if (h_in_z<2>(K, in, qz)) h2 = fused_h<2>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[2][hy][hx], px, py, pzh, P.psi_h, pso);
+            if (owned) {
+                int f = ghost_z<0>(K, c0, f0, qz);
+                if (f >= 0) h0 = ghost_val<0>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, prev_x, sPx, sPy, pzh);
+                f = ghost_z<1>(K, c1, f1, qz);
+                if (f >= 0) h1 = ghost_val<1>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, prev_y, sPx, sPy, pzh);
+                f = ghost_z<2>(K, c2, f2, qz);
+                if (f >= 0) h2 = ghost_val<2>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, 0.f, sPx, sPy, pzh);
+            }
         }
         sH[0][hy][hx] = h0;
         sH[1][hy][hx] = h1;
@@ -560,44 +660,40 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         if (owned) {
             if (ly == 0) {  // row y = Y0-1: Hz, Hx for E_x, E_z of row Y0
                 float a2 = 0.f, a0 = 0.f;
+                const int yy = B.Y0 - 1;
                 if (B.Y0 > 0 && qx < K.dims[0]) {
                     const Prof& px = sPx[1][hx];
                     const Prof& py = sPy[1][0];
-                    a2 = fused_h<2>(K, Sc, Sn, hx, 0, qx, B.Y0 - 1, qz, Sc.h[2][0][hx], px, py, pzh, P.psi_h, (float*)0);
-                    a0 = fused_h<0>(K, Sc, Sn, hx, 0, qx, B.Y0 - 1, qz, Sc.h[0][0][hx], px, py, pzh, P.psi_h, (float*)0);
+                    if (h_in<2>(K, qx, yy, qz)) a2 = fused_h<2>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[2][0][hx], px, py, pzh, P.psi_h, (float*)0);
+                    if (h_in<0>(K, qx, yy, qz)) a0 = fused_h<0>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[0][0][hx], px, py, pzh, P.psi_h, (float*)0);
                 }
                 sH[2][0][hx] = a2;
                 sH[0][0][hx] = a0;
             }
             if (xhalo) {  // column x = X0-1: Hy, Hz for E_z, E_y of column X0
+                const int xx = B.X0 - 1;
                 const int yy = B.Y0 + xl;
                 float a1 = 0.f, a2 = 0.f;
                 if (B.X0 > 0 && yy < K.dims[1]) {
                     const Prof& px = sPx[1][0];
                     const Prof& py = sPy[1][xl + 1];
-                    a1 = fused_h<1>(K, Sc, Sn, 0, xl + 1, B.X0 - 1, yy, qz, Sc.h[1][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
-                    a2 = fused_h<2>(K, Sc, Sn, 0, xl + 1, B.X0 - 1, yy, qz, Sc.h[2][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
+                    if (h_in<1>(K, xx, yy, qz)) a1 = fused_h<1>(K, Sc, Sn, 0, xl + 1, xx, yy, qz, Sc.h[1][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
+                    if (h_in<2>(K, xx, yy, qz)) a2 = fused_h<2>(K, Sc, Sn, 0, xl + 1, xx, yy, qz, Sc.h[2][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
                 }
                 sH[1][xl + 1][0] = a1;
                 sH[2][xl + 1][0] = a2;
             }
         }
-        __syncthreads();  // sH complete; stage sc is no longer read
+        __syncthreads();  // sH complete (ghosts included); stage sc is no longer read
         {
             const int pz = qz + EMV_NS;  // refill the free stage, EMV_NS planes ahead
-            stage_issue(P, K, B, sS[sc], pz, tid, pz <= B.z1, pz < B.z1);
+            stage_issue(P, K, sS[sc], pz, tid, pz <= B.z1, pz < B.z1, sl);
         }
-        if (owned && inside) {
-            h0 = own_ghost<0>(K, sH, hx, hy, qx, qy, qz, h0, prev_x);
-            h1 = own_ghost<1>(K, sH, hx, hy, qx, qy, qz, h1, prev_y);
-            h2 = own_ghost<2>(K, sH, hx, hy, qx, qy, qz, h2, 0.f);
-        }
-        __syncthreads();  // ghosts in sH
         if (owned && inside) {
             if (qz == 1 && ((K.pmc >> 4) & 1)) {
                 // Ghost plane 0 of a PMC z-low face mirrors plane 1 (own column only).
-                prev_x = (h_in_axis<0>(K, 0, qx) && h_in_axis<0>(K, 1, qy)) ? -h0 : 0.f;
-                prev_y = (h_in_axis<1>(K, 0, qx) && h_in_axis<1>(K, 1, qy)) ? -h1 : 0.f;
+                prev_x = ((in >> 3) & 1) ? -h0 : 0.f;
+                prev_y = ((in >> 4) & 1) ? -h1 : 0.f;
                 P.h_out[0][p - K.s2] = prev_x;
                 P.h_out[1][p - K.s2] = prev_y;
             }
@@ -605,17 +701,17 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             const Prof& py = sPy[0][hy];
             const Prof pz = sPz[qz & 1][0];
             float e0 = eo0, e1 = eo1, e2 = eo2;
-            if (e_in<0>(K, qx, qy, qz)) {
+            if (e_in_z<0>(K, in, qz)) {
                 const float t1 = (h2 - sH[2][hy - 1][hx]) * K.id[1];
                 const float t2 = (h1 - prev_y) * K.id[2];
                 e0 = e_core<0>(K, qx, qy, qz, eo0, sCa[mc[0]], sCb[mc[0]], t1, t2, py, pz, P.psi_e);
             }
-            if (e_in<1>(K, qx, qy, qz)) {
+            if (e_in_z<1>(K, in, qz)) {
                 const float t1 = (h0 - prev_x) * K.id[2];
                 const float t2 = (h2 - sH[2][hy][hx - 1]) * K.id[0];
                 e1 = e_core<1>(K, qx, qy, qz, eo1, sCa[mc[1]], sCb[mc[1]], t1, t2, pz, px, P.psi_e);
             }
-            if (e_in<2>(K, qx, qy, qz)) {
+            if (e_in_z<2>(K, in, qz)) {
                 const float t1 = (h1 - sH[1][hy][hx - 1]) * K.id[0];
                 const float t2 = (h0 - sH[0][hy - 1][hx]) * K.id[1];
                 e2 = e_core<2>(K, qx, qy, qz, eo2, sCa[mc[2]], sCb[mc[2]], t1, t2, px, py, P.psi_e);

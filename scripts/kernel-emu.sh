@@ -14,7 +14,7 @@ for tile in 8x4 8x4:3 32x8; do
     g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -DEMV_TX=$tx -DEMV_TY=$ty -DEMV_NS=$ns \
         -o "$TMP/emu_$tile" scripts/kernel-emu/emu.cpp
     steps=12; [ "$tile" = 32x8 ] && steps=6
-    for args in "" "--zero" "--split" "--zchunk 7"; do
+    for args in "" "--zero" "--split" "--split --zchunk 1" "--zchunk 7"; do
         "$BIN" kernel-emu --emu "$TMP/emu_$tile" --tile "$tile" --steps $steps $args || status=1
     done
 done

@@ -178,11 +178,12 @@ fn i32_of(x: usize, what: &str) -> Result<i32, String> {
 }
 
 impl Plan {
-    /// Pack `ops` for tiles `tile` and chunks of `zchunk` planes (>= 2).
+    /// Pack `ops` for tiles `tile` and chunks of `zchunk` planes (the fused
+    /// kernel needs >= 2: chunk 0 owns planes 0 and 1).
     pub fn new(ops: &[&Operator], tile: Tile, zchunk: usize) -> Result<Plan, String> {
         tile.validate()?;
-        if zchunk < 2 {
-            return Err(format!("zchunk {zchunk} < 2"));
+        if zchunk < 1 {
+            return Err("zchunk 0".into());
         }
         let mut pl = Plan::default();
         let mut off = 0usize;

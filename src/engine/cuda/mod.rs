@@ -83,6 +83,9 @@ impl Scheme {
     }
 }
 
+/// Planes per thread of the split kernels unless set.
+pub const SPLIT_ZCHUNK: usize = 2;
+
 /// Tuning and checking knobs of the backend.
 #[derive(Debug, Clone)]
 pub struct CudaOptions {
@@ -562,7 +565,12 @@ impl Gpu {
         let ops: Vec<&Operator> = idx.iter().map(|&i| ops_all[i].as_ref().unwrap()).collect();
         let js: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
         let nd = ops.len();
-        let zchunk = opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, self.resident_blocks(&k, opts))).max(2);
+        let zchunk = match opts.scheme {
+            // The fused kernel walks z through its chunk (software pipeline); chunk 0 must own planes 0 and 1.
+            Scheme::Fused => opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, self.resident_blocks(&k, opts))).max(2),
+            // The split kernels want every cell on its own thread: a plane or two per block.
+            Scheme::Split => opts.zchunk.unwrap_or(SPLIT_ZCHUNK).max(1),
+        };
         let plan = Plan::new(&ops, opts.tile, zchunk).map_err(EngineError::Cuda)?;
         self.ensure_pool(plan.field_len, plan.psi_len)?;
         let stream = self.stream.clone();
