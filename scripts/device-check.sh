@@ -8,7 +8,7 @@
 #   CHECK_TILES=...   kernel variants checked against the CPU (TXxTY[:stages[:minblocks]])
 #   BENCH_TILES=...   kernel variants timed
 #   BENCH="--n 256 --steps 500 --steps2 1500 --population 64 --cells 300000"
-#   NCU=1             profile one fdtd_step launch with Nsight Compute into $OUT/ncu.txt
+#   NCU=1             profile one fdtd_step and one fdtd_update_e launch (Nsight Compute, $OUT/ncu_*.txt)
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$HERE/emvolve"
@@ -40,12 +40,16 @@ grep -E "^CPU reference|workers used|sub-batches|larger than" "$OUT/check.log" |
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
 if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
-    echo "== profile (ncu, $OUT/ncu.txt)"
-    timeout 240 ncu --kernel-name fdtd_step --launch-skip 20 --launch-count 1 \
-        --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats \
-        "$BIN" bench --backend cuda --gpus "$GPUS" --n 192 --steps 30 --steps2 31 --population 0 > "$OUT/ncu.txt" 2>&1
-    echo "ncu exit code $?"
-    grep -E "DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Duration|Compute \(SM\) Throughput|Stall" "$OUT/ncu.txt" | head -20
+    echo "== profile (ncu)"
+    for k in "fdtd_step --scheme fused" "fdtd_update_e --scheme split --split-zchunks 2"; do
+        set -- $k
+        name=$1; shift
+        timeout 200 ncu --kernel-name "$name" --launch-skip 20 --launch-count 1 \
+            --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats \
+            "$BIN" bench --backend cuda --gpus "$GPUS" --n 192 --steps 30 --steps2 31 --population 0 "$@" > "$OUT/ncu_$name.txt" 2>&1
+        echo "ncu $name exit code $?"
+        grep -E "DRAM Throughput|Achieved Occupancy|Registers Per|Duration|Compute \(SM\) Throughput|Warp Cycles Per Issued" "$OUT/ncu_$name.txt" | head -8
+    done
 fi
 
 echo "== 3. benchmark"
