@@ -149,32 +149,34 @@ __device__ __forceinline__ Prof no_prof() {
     return r;
 }
 
-// E side: nodes, padded q = 1..n+1.
+// Index into the profile tables of position q (padded) along axis a, -1
+// without PML there. E side: nodes, q = 1..n+1; H side: half nodes, q = 1..n.
+__device__ __forceinline__ int prof_index(const Dctx& K, int a, int q, bool e_side) {
+    return (K.prof[a] >= 0 && q >= 1 && q <= K.n[a] + (e_side ? 1 : 0)) ? K.prof[a] + q - 1 : -1;
+}
+
+// The four loads are independent (outside the slab the tables hold b = c = 0,
+// 1/kappa = 1): no chain of dependent loads.
 __device__ __forceinline__ Prof prof_e(const FdtdPtrs& P, const Dctx& K, int a, int q) {
     Prof r = no_prof();
-    if (K.prof[a] >= 0 && q >= 1 && q <= K.n[a] + 1) {
-        const int i = K.prof[a] + q - 1;
+    const int i = prof_index(K, a, q, true);
+    if (i >= 0) {
         r.sl = P.slab_e[i];
-        if (r.sl >= 0) {
-            r.b = P.pe_b[i];
-            r.c = P.pe_c[i];
-            r.k = P.pe_k[i];
-        }
+        r.b = P.pe_b[i];
+        r.c = P.pe_c[i];
+        r.k = P.pe_k[i];
     }
     return r;
 }
 
-// H side: half nodes, padded q = 1..n.
 __device__ __forceinline__ Prof prof_h(const FdtdPtrs& P, const Dctx& K, int a, int q) {
     Prof r = no_prof();
-    if (K.prof[a] >= 0 && q >= 1 && q <= K.n[a]) {
-        const int i = K.prof[a] + q - 1;
+    const int i = prof_index(K, a, q, false);
+    if (i >= 0) {
         r.sl = P.slab_h[i];
-        if (r.sl >= 0) {
-            r.b = P.ph_b[i];
-            r.c = P.ph_c[i];
-            r.k = P.ph_k[i];
-        }
+        r.b = P.ph_b[i];
+        r.c = P.ph_c[i];
+        r.k = P.ph_k[i];
     }
     return r;
 }
@@ -387,6 +389,7 @@ __device__ __forceinline__ void cp_wait() {
 struct Stage {
     float e[3][EMV_RH][EMV_RW];
     float h[3][EMV_HH][EMV_HW];
+    Prof pz[2];  // CPML profile of the plane along z: [E side, H side]
 };
 
 // Ring / extended-tile elements per thread.
@@ -451,6 +454,22 @@ __device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, St
             cp4(sh + i, P.h[0] + p, ok);
             cp4(sh + EMV_HH * EMV_HW + i, P.h[1] + p, ok);
             cp4(sh + 2 * EMV_HH * EMV_HW + i, P.h[2] + p, ok);
+        }
+    }
+    if (tid == EMV_NT - 1) {
+        // The plane's z profile travels with its data (no dependent loads on the critical path).
+#pragma unroll
+        for (int side = 0; side < 2; ++side) {
+            const int i = prof_index(K, 2, qz, side == 0);
+            Prof& d = st.pz[side];
+            if (i >= 0) {
+                cp4((float*)&d.sl, (const float*)((side == 0 ? P.slab_e : P.slab_h) + i), true);
+                cp4(&d.b, (side == 0 ? P.pe_b : P.ph_b) + i, true);
+                cp4(&d.c, (side == 0 ? P.pe_c : P.ph_c) + i, true);
+                cp4(&d.k, (side == 0 ? P.pe_k : P.ph_k) + i, true);
+            } else {
+                d = no_prof();
+            }
         }
     }
     cp_commit();
@@ -560,7 +579,6 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     __shared__ float sH[3][EMV_HH][EMV_HW];
     __shared__ Prof sPx[2][EMV_TX + 1];  // [E side, H side][x = X0-1 + i]
     __shared__ Prof sPy[2][EMV_TY + 1];
-    __shared__ Prof sPz[2][2];  // [plane & 1][side]
     __shared__ float sCa[256];
     __shared__ float sCb[256];
     Dctx K;
@@ -595,10 +613,6 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         sPy[0][j] = prof_e(P, K, 1, B.Y0 - 1 + j);
         sPy[1][j] = prof_h(P, K, 1, B.Y0 - 1 + j);
     }
-    if (tid == EMV_NT - 1) {
-        sPz[zs & 1][0] = prof_e(P, K, 2, zs);
-        sPz[zs & 1][1] = prof_h(P, K, 2, zs);
-    }
     const int ncoef = K.D->ncoef;
     for (int i = tid; i < ncoef; i += EMV_NT) {
         sCa[i] = P.ca[K.coef + i];
@@ -627,13 +641,10 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             mn[1] = P.mat[1][p + K.s2];
             mn[2] = P.mat[2][p + K.s2];
         }
-        if (tid == EMV_NT - 1) {
-            sPz[(qz + 1) & 1][0] = prof_e(P, K, 2, qz + 1);
-            sPz[(qz + 1) & 1][1] = prof_h(P, K, 2, qz + 1);
-        }
         const Stage& Sc = sS[sc];
         const Stage& Sn = sS[sc + 1 == EMV_NS ? 0 : sc + 1];
-        const Prof pzh = sPz[qz & 1][1];
+        const Prof pzh = Sc.pz[1];
+        const Prof pze = Sc.pz[0];  // read before the stage is refilled
         const float eo0 = Sc.e[0][hy][hx];
         const float eo1 = Sc.e[1][hy][hx];
         const float eo2 = Sc.e[2][hy][hx];
@@ -699,7 +710,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             }
             const Prof& px = sPx[0][hx];
             const Prof& py = sPy[0][hy];
-            const Prof pz = sPz[qz & 1][0];
+            const Prof& pz = pze;
             float e0 = eo0, e1 = eo1, e2 = eo2;
             if (e_in_z<0>(K, in, qz)) {
                 const float t1 = (h2 - sH[2][hy - 1][hx]) * K.id[1];

@@ -24,6 +24,7 @@ inline std::barrier<>* emu_barrier = nullptr;
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __align__(n) alignas(n)
 
 inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
 
