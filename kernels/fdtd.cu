@@ -497,6 +497,14 @@ __device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const S
                      psi_out);
 }
 
+// The thread's own three new H values. psi_in and psi_out are different
+// pools (ping-pong), so restrict lets every psi load be issued before the
+// first psi store instead of one round trip per component.
+__device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Stage& Sn, int hx, int hy, int qx, int qy,
+                                       int qz, int in, const Prof& px, const Prof& py, const Prof& pz,
+                                       const float* __restrict__ psi_in, float* __restrict__ psi_out, float& h0,
+                                       float& h1, float& h2);
+
 // Plane-invariant classification of the thread's column: bit C of `in`
 // when E_C is in its update range along x and y, bit 3+C for H_C; for the
 // ghost test of H_C, cnt = axes out of range among x, y (the axis C counts
@@ -547,6 +555,35 @@ __device__ __forceinline__ int ghost_z(const Dctx& K, int cnt, int face, int qz)
         }
     }
     return cnt == 1 ? face : -1;
+}
+
+__device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Stage& Sn, int hx, int hy, int qx, int qy,
+                                       int qz, int in, const Prof& px, const Prof& py, const Prof& pz,
+                                       const float* __restrict__ psi_in, float* __restrict__ psi_out, float& h0,
+                                       float& h1, float& h2) {
+    if (h_in_z<0>(K, in, qz)) h0 = fused_h<0>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[0][hy][hx], px, py, pz, psi_in, psi_out);
+    if (h_in_z<1>(K, in, qz)) h1 = fused_h<1>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[1][hy][hx], px, py, pz, psi_in, psi_out);
+    if (h_in_z<2>(K, in, qz)) h2 = fused_h<2>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[2][hy][hx], px, py, pz, psi_in, psi_out);
+}
+
+// CPML memory of E_C along A at the thread's position (0 when not needed),
+// gathered before any psi store: loads and stores of one array cannot be
+// reordered by the compiler, so gathering first saves a round trip per term.
+template <int C, int A>
+__device__ __forceinline__ float psi_get(const Dctx& K, bool on, const Prof& pr, int qx, int qy, int qz,
+                                         const float* psi, long long& x) {
+    x = 0;
+    if (!on || pr.sl < 0) return 0.f;
+    x = psi_index<C, A>(K, pr.sl, qx, qy, qz);
+    return psi[x];
+}
+
+// cpu.rs stretch() with the psi value already loaded.
+__device__ __forceinline__ float stretch_g(float t, const Prof& pr, float v, long long x, float* psi) {
+    if (pr.sl < 0) return t;
+    const float s = pr.b * v + pr.c * t;
+    psi[x] = s;
+    return t * pr.k + s;
 }
 
 // Value of the thread's own ghost H_C on face f (as fdtd_pmc_ghosts leaves
@@ -653,9 +690,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             float* pso = owned ? P.psi_h_out : (float*)0;
             const Prof& px = sPx[1][hx];
             const Prof& py = sPy[1][hy];
-            if (h_in_z<0>(K, in, qz)) h0 = fused_h<0>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[0][hy][hx], px, py, pzh, P.psi_h, pso);
-            if (h_in_z<1>(K, in, qz)) h1 = fused_h<1>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[1][hy][hx], px, py, pzh, P.psi_h, pso);
-            if (h_in_z<2>(K, in, qz)) h2 = fused_h<2>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[2][hy][hx], px, py, pzh, P.psi_h, pso);
+            own_h3(K, Sc, Sn, hx, hy, qx, qy, qz, in, px, py, pzh, P.psi_h, pso, h0, h1, h2);
             if (owned) {
                 int f = ghost_z<0>(K, c0, f0, qz);
                 if (f >= 0) h0 = ghost_val<0>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, prev_x, sPx, sPy, pzh);
@@ -712,20 +747,31 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             const Prof& py = sPy[0][hy];
             const Prof& pz = pze;
             float e0 = eo0, e1 = eo1, e2 = eo2;
-            if (e_in_z<0>(K, in, qz)) {
-                const float t1 = (h2 - sH[2][hy - 1][hx]) * K.id[1];
-                const float t2 = (h1 - prev_y) * K.id[2];
-                e0 = e_core<0>(K, qx, qy, qz, eo0, sCa[mc[0]], sCb[mc[0]], t1, t2, py, pz, P.psi_e);
+            const bool i0 = e_in_z<0>(K, in, qz);
+            const bool i1 = e_in_z<1>(K, in, qz);
+            const bool i2 = e_in_z<2>(K, in, qz);
+            // E_x: (A, B) = (y, z); E_y: (z, x); E_z: (x, y).
+            long long x01, x02, x12, x10, x20, x21;
+            const float v01 = psi_get<0, 1>(K, i0, py, qx, qy, qz, P.psi_e, x01);
+            const float v02 = psi_get<0, 2>(K, i0, pz, qx, qy, qz, P.psi_e, x02);
+            const float v12 = psi_get<1, 2>(K, i1, pz, qx, qy, qz, P.psi_e, x12);
+            const float v10 = psi_get<1, 0>(K, i1, px, qx, qy, qz, P.psi_e, x10);
+            const float v20 = psi_get<2, 0>(K, i2, px, qx, qy, qz, P.psi_e, x20);
+            const float v21 = psi_get<2, 1>(K, i2, py, qx, qy, qz, P.psi_e, x21);
+            if (i0) {
+                const float t1 = stretch_g((h2 - sH[2][hy - 1][hx]) * K.id[1], py, v01, x01, P.psi_e);
+                const float t2 = stretch_g((h1 - prev_y) * K.id[2], pz, v02, x02, P.psi_e);
+                e0 = sCa[mc[0]] * eo0 + sCb[mc[0]] * (t1 - t2);
             }
-            if (e_in_z<1>(K, in, qz)) {
-                const float t1 = (h0 - prev_x) * K.id[2];
-                const float t2 = (h2 - sH[2][hy][hx - 1]) * K.id[0];
-                e1 = e_core<1>(K, qx, qy, qz, eo1, sCa[mc[1]], sCb[mc[1]], t1, t2, pz, px, P.psi_e);
+            if (i1) {
+                const float t1 = stretch_g((h0 - prev_x) * K.id[2], pz, v12, x12, P.psi_e);
+                const float t2 = stretch_g((h2 - sH[2][hy][hx - 1]) * K.id[0], px, v10, x10, P.psi_e);
+                e1 = sCa[mc[1]] * eo1 + sCb[mc[1]] * (t1 - t2);
             }
-            if (e_in_z<2>(K, in, qz)) {
-                const float t1 = (h1 - sH[1][hy][hx - 1]) * K.id[0];
-                const float t2 = (h0 - sH[0][hy - 1][hx]) * K.id[1];
-                e2 = e_core<2>(K, qx, qy, qz, eo2, sCa[mc[2]], sCb[mc[2]], t1, t2, px, py, P.psi_e);
+            if (i2) {
+                const float t1 = stretch_g((h1 - sH[1][hy][hx - 1]) * K.id[0], px, v20, x20, P.psi_e);
+                const float t2 = stretch_g((h0 - sH[0][hy - 1][hx]) * K.id[1], py, v21, x21, P.psi_e);
+                e2 = sCa[mc[2]] * eo2 + sCb[mc[2]] * (t1 - t2);
             }
             P.e_out[0][p] = e0;
             P.e_out[1][p] = e1;

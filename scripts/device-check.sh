@@ -8,6 +8,7 @@
 #   CHECK_TILES=...   kernel variants checked against the CPU (TXxTY[:stages[:minblocks]])
 #   BENCH_TILES=...   kernel variants timed
 #   BENCH="--n 256 --steps 500 --steps2 1500 --population 64 --cells 300000"
+#   FULL_STEPS=200    steps of the CPU/CUDA comparison on the full-size benchmark workloads (0: skip)
 #   NCU=1             profile one fdtd_step and one fdtd_update_e launch (Nsight Compute, $OUT/ncu_*.txt)
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -32,11 +33,12 @@ grep -E "tile|fdtd_step|fdtd_update|warning" "$OUT/compile.log"
 
 echo "== 2. CPU vs CUDA (full table in check.log)"
 t0=$(date +%s)
-"$BIN" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" > "$OUT/check.log" 2>&1
+"$BIN" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
 rc=$?
 grep -E "FAIL|error|panic" "$OUT/check.log" | cut -c1-240 | head -30
 grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-170
 grep -E "^CPU reference|workers used|sub-batches|larger than" "$OUT/check.log" | cut -c1-200
+grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
 if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then

@@ -39,6 +39,10 @@ pub struct DeviceCheckArgs {
     /// Steps of the random-field runs.
     #[arg(long, default_value_t = 150)]
     pub steps: usize,
+    /// Also compare the full-size benchmark workloads (256^3 box, 64 x 300k-cell
+    /// population) for this many steps (0: skip).
+    #[arg(long, default_value_t = 0)]
+    pub full_steps: usize,
 }
 
 /// A job with an empty domain (vacuum and PEC materials, no ports).
@@ -419,6 +423,18 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         worst = worst.max(w);
         bad |= b;
     }
+    if a.full_steps > 0 {
+        let mut fj = vec![crate::bench::box_job(256, a.full_steps)];
+        fj.extend(crate::bench::population_jobs(64, 300_000, a.full_steps));
+        let t = std::time::Instant::now();
+        let fc: Vec<_> = cpu_reference(&fj, None).into_iter().map(|(r, _)| (r, None)).collect();
+        println!("CPU reference of the full-size workloads: {:.1} s", t.elapsed().as_secs_f64());
+        be.set_options(CudaOptions { tile: tiles[0], ..Default::default() })?;
+        let g = be.run_jobs(&fj, None, false)?;
+        let (w, b) = report(&format!("[fused {} full]", tiles[0]), &fj, &fc, &g, a.tol);
+        worst = worst.max(w);
+        bad |= b;
+    }
     // The multi-GPU path (jobs spread over workers, one thread each), on the first GPU
     // twice when only one is given; and sub-batches under a memory cap.
     let two = if a.gpus.len() > 1 { a.gpus.clone() } else { vec![a.gpus[0], a.gpus[0]] };
@@ -447,11 +463,12 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         }
     }
     println!(
-        "device-check {}: worst relative CPU/CUDA difference {worst:.2e} (tolerance {:.0e}) over {} random-field and {} zero-field jobs, GPUs {:?}",
+        "device-check {}: worst relative CPU/CUDA difference {worst:.2e} (tolerance {:.0e}) over {} random-field, {} zero-field{} jobs, GPUs {:?}",
         if bad { "FAIL" } else { "PASS" },
         a.tol,
         rjobs.len(),
         zjobs.len(),
+        if a.full_steps > 0 { format!(" and 65 full-size ({} steps)", a.full_steps) } else { String::new() },
         a.gpus
     );
     Ok(if bad { 1 } else { 0 })
