@@ -40,6 +40,7 @@ struct FdtdDesign {
     int zchunk;
     int nchunks;
     int coef_off;
+    int ncoef;
     int pmc;
     int prof_off[3];
     int slab_n[3];
@@ -56,7 +57,7 @@ struct FdtdDesign {
 // tiles:      thread-block tiles along x and y; zchunk: planes per z-chunk;
 //             nchunks: chunks along z. Block b of the design covers tile
 //             (b % tiles[0], (b / tiles[0]) % tiles[1]), chunk b / (tiles[0]*tiles[1]).
-// coef_off:   offset of the design's coefficient table (ca, cb, eps)
+// coef_off:   offset of the design's coefficient table (ca, cb, eps); ncoef entries (<= 256)
 // pmc:        bit 2*axis+side set when that face is a PMC
 // prof_off:   offset of the axis' CPML profile in the profile tables (n+1
 //             entries reserved for both E and H sides), -1: no PML on that axis

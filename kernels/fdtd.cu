@@ -130,87 +130,125 @@ __device__ __forceinline__ long long psi_index(const Dctx& K, int sl, int qx, in
     return K.D->psi_off[C * 3 + A] + q[0] + (long long)cd[0] * (q[1] + (long long)cd[1] * q[2]);
 }
 
-// CPU twin: cpu.rs stretch() on the H side. Outside the PML (no profile on
-// axis A, or slab number -1, i.e. b == 0) t passes unchanged; inside,
-// psi = b psi + c t and the result is t/kappa + psi. psi_out == 0: the
-// position is a halo copy of another block's, computed but not stored.
+// CPML profile at one position along one axis: slab number (-1 outside the
+// PML or without PML on the axis, where cpu.rs stretch() passes t through
+// because b == 0) and b, c, 1/kappa.
+struct Prof {
+    int sl;
+    float b;
+    float c;
+    float k;
+};
+
+__device__ __forceinline__ Prof no_prof() {
+    Prof r;
+    r.sl = -1;
+    r.b = 0.f;
+    r.c = 0.f;
+    r.k = 1.f;
+    return r;
+}
+
+// Index into the profile tables of position q (padded) along axis a, -1
+// without PML there. E side: nodes, q = 1..n+1; H side: half nodes, q = 1..n.
+__device__ __forceinline__ int prof_index(const Dctx& K, int a, int q, bool e_side) {
+    return (K.prof[a] >= 0 && q >= 1 && q <= K.n[a] + (e_side ? 1 : 0)) ? K.prof[a] + q - 1 : -1;
+}
+
+// The four loads are independent (outside the slab the tables hold b = c = 0,
+// 1/kappa = 1): no chain of dependent loads.
+__device__ __forceinline__ Prof prof_e(const FdtdPtrs& P, const Dctx& K, int a, int q) {
+    Prof r = no_prof();
+    const int i = prof_index(K, a, q, true);
+    if (i >= 0) {
+        r.sl = P.slab_e[i];
+        r.b = P.pe_b[i];
+        r.c = P.pe_c[i];
+        r.k = P.pe_k[i];
+    }
+    return r;
+}
+
+__device__ __forceinline__ Prof prof_h(const FdtdPtrs& P, const Dctx& K, int a, int q) {
+    Prof r = no_prof();
+    const int i = prof_index(K, a, q, false);
+    if (i >= 0) {
+        r.sl = P.slab_h[i];
+        r.b = P.ph_b[i];
+        r.c = P.ph_c[i];
+        r.k = P.ph_k[i];
+    }
+    return r;
+}
+
+// CPU twin: cpu.rs stretch(). Inside the PML psi = b psi + c t and the
+// result is t/kappa + psi; psi_out == 0: a halo copy of a position another
+// block owns, computed but not stored.
 template <int C, int A>
-__device__ __forceinline__ float stretch_h(const FdtdPtrs& P, const Dctx& K, float t, int qx, int qy, int qz,
-                                           const float* psi_in, float* psi_out) {
-    if (K.prof[A] < 0) return t;
-    const int q[3] = {qx, qy, qz};
-    const int i = K.prof[A] + q[A] - 1;
-    const int sl = P.slab_h[i];
-    if (sl < 0) return t;
-    const long long x = psi_index<C, A>(K, sl, qx, qy, qz);
-    const float s = P.ph_b[i] * psi_in[x] + P.ph_c[i] * t;
+__device__ __forceinline__ float stretch(const Dctx& K, float t, const Prof& pr, int qx, int qy, int qz,
+                                         const float* psi_in, float* psi_out) {
+    if (pr.sl < 0) return t;
+    const long long x = psi_index<C, A>(K, pr.sl, qx, qy, qz);
+    const float s = pr.b * psi_in[x] + pr.c * t;
     if (psi_out) psi_out[x] = s;
-    return t * P.ph_k[i] + s;
+    return t * pr.k + s;
 }
 
-template <int C, int A>
-__device__ __forceinline__ float stretch_e(const FdtdPtrs& P, const Dctx& K, float t, int qx, int qy, int qz) {
-    if (K.prof[A] < 0) return t;
-    const int q[3] = {qx, qy, qz};
-    const int i = K.prof[A] + q[A] - 1;
-    const int sl = P.slab_e[i];
-    if (sl < 0) return t;
-    const long long x = psi_index<C, A>(K, sl, qx, qy, qz);
-    const float s = P.pe_b[i] * P.psi_e[x] + P.pe_c[i] * t;
-    P.psi_e[x] = s;
-    return t * P.pe_k[i] + s;
-}
-
-// H_c -= db (t1 - t2), t1 = dE_B/dA, t2 = dE_A/dB, (A, B) cyclic after C; h = old H_c.
+// H_c -= db (t1 - t2), t1 = dE_B/dA, t2 = dE_A/dB, (A, B) cyclic after C;
+// h = old H_c; pa, pb = profiles along A and B.
 template <int C>
-__device__ __forceinline__ float h_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, float h,
-                                        float t1, float t2, const float* psi_in, float* psi_out) {
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    t1 = stretch_h<C, A>(P, K, t1, qx, qy, qz, psi_in, psi_out);
-    t2 = stretch_h<C, B>(P, K, t2, qx, qy, qz, psi_in, psi_out);
+__device__ __forceinline__ float h_core(const Dctx& K, int qx, int qy, int qz, float h, float t1, float t2,
+                                        const Prof& pa, const Prof& pb, const float* psi_in, float* psi_out) {
+    t1 = stretch<C, (C + 1) % 3>(K, t1, pa, qx, qy, qz, psi_in, psi_out);
+    t2 = stretch<C, (C + 2) % 3>(K, t2, pb, qx, qy, qz, psi_in, psi_out);
     return h - K.db * (t1 - t2);
 }
 
-// E_c = ca E_c + cb (t1 - t2), t1 = dH_B/dA, t2 = dH_A/dB, through the
-// material table; e = old E_c, mat = its material index.
+// E_c = ca E_c + cb (t1 - t2), t1 = dH_B/dA, t2 = dH_A/dB; e = old E_c.
 template <int C>
-__device__ __forceinline__ float e_core(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, int mat,
-                                        float t1, float t2, float e) {
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    t1 = stretch_e<C, A>(P, K, t1, qx, qy, qz);
-    t2 = stretch_e<C, B>(P, K, t2, qx, qy, qz);
-    const int m = K.coef + mat;
-    return P.ca[m] * e + P.cb[m] * (t1 - t2);
+__device__ __forceinline__ float e_core(const Dctx& K, int qx, int qy, int qz, float e, float ca, float cb, float t1,
+                                        float t2, const Prof& pa, const Prof& pb, float* psi) {
+    t1 = stretch<C, (C + 1) % 3>(K, t1, pa, qx, qy, qz, psi, psi);
+    t2 = stretch<C, (C + 2) % 3>(K, t2, pb, qx, qy, qz, psi, psi);
+    return ca * e + cb * (t1 - t2);
+}
+
+// The profile along axis A among those of x, y, z.
+template <int A>
+__device__ __forceinline__ const Prof& pick(const Prof& px, const Prof& py, const Prof& pz) {
+    return A == 0 ? px : (A == 1 ? py : pz);
 }
 
 __device__ __forceinline__ long long stride_of(const Dctx& K, int a) {
     return a == 0 ? 1 : (a == 1 ? (long long)K.s1 : K.s2);
 }
 
-template <int C>
-__device__ __forceinline__ void split_h(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, long long p) {
-    if (!h_in<C>(K, qx, qy, qz)) return;
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    const float* ea = P.e[A];
-    const float* eb = P.e[B];
-    const float t1 = (eb[p + stride_of(K, A)] - eb[p]) * K.id[A];
-    const float t2 = (ea[p + stride_of(K, B)] - ea[p]) * K.id[B];
-    P.h[C][p] = h_core<C>(P, K, qx, qy, qz, P.h[C][p], t1, t2, P.psi_h, P.psi_h);
-}
-
-template <int C>
-__device__ __forceinline__ void split_e(const FdtdPtrs& P, const Dctx& K, int qx, int qy, int qz, long long p) {
-    if (!e_in<C>(K, qx, qy, qz)) return;
-    const int A = (C + 1) % 3;
-    const int B = (C + 2) % 3;
-    const float* ha = P.h[A];
-    const float* hb = P.h[B];
-    const float t1 = (hb[p] - hb[p - stride_of(K, A)]) * K.id[A];
-    const float t2 = (ha[p] - ha[p - stride_of(K, B)]) * K.id[B];
-    P.e[C][p] = e_core<C>(P, K, qx, qy, qz, P.mat[C][p], t1, t2, P.e[C][p]);
+// Split H pass over one column; restrict pointers let the compiler overlap
+// the loads of successive planes.
+__device__ __forceinline__ void h_column(const Dctx& K, const Blk& B, int qx, int qy, const Prof& px, const Prof& py,
+                                         const FdtdPtrs& P, const float* __restrict__ ex, const float* __restrict__ ey,
+                                         const float* __restrict__ ez, float* __restrict__ hx, float* __restrict__ hy,
+                                         float* __restrict__ hz, float* __restrict__ psi) {
+    const long long sx = 1, sy = K.s1, sz = K.s2;
+    for (int qz = B.z0; qz < B.z1; ++qz) {
+        const Prof pz = prof_h(P, K, 2, qz);
+        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
+        if (h_in<0>(K, qx, qy, qz)) {
+            const float t1 = (ez[p + sy] - ez[p]) * K.id[1];
+            const float t2 = (ey[p + sz] - ey[p]) * K.id[2];
+            hx[p] = h_core<0>(K, qx, qy, qz, hx[p], t1, t2, py, pz, psi, psi);
+        }
+        if (h_in<1>(K, qx, qy, qz)) {
+            const float t1 = (ex[p + sz] - ex[p]) * K.id[2];
+            const float t2 = (ez[p + sx] - ez[p]) * K.id[0];
+            hy[p] = h_core<1>(K, qx, qy, qz, hy[p], t1, t2, pz, px, psi, psi);
+        }
+        if (h_in<2>(K, qx, qy, qz)) {
+            const float t1 = (ey[p + sx] - ey[p]) * K.id[0];
+            const float t2 = (ex[p + sy] - ex[p]) * K.id[1];
+            hz[p] = h_core<2>(K, qx, qy, qz, hz[p], t1, t2, px, py, psi, psi);
+        }
+    }
 }
 
 // CPU twin: cpu.rs fdtd_update_h. H half step in place, one launch for the batch.
@@ -221,12 +259,9 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_h(FdtdPtrs P) {
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
     if (qx >= K.dims[0] || qy >= K.dims[1]) return;
-    for (int qz = B.z0; qz < B.z1; ++qz) {
-        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-        split_h<0>(P, K, qx, qy, qz, p);
-        split_h<1>(P, K, qx, qy, qz, p);
-        split_h<2>(P, K, qx, qy, qz, p);
-    }
+    const Prof px = prof_h(P, K, 0, qx);
+    const Prof py = prof_h(P, K, 1, qy);
+    h_column(K, B, qx, qy, px, py, P, P.e[0], P.e[1], P.e[2], P.h[0], P.h[1], P.h[2], P.psi_h);
 }
 
 template <int C>
@@ -256,6 +291,38 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_pmc_ghosts(FdtdPtrs P)
     }
 }
 
+__device__ __forceinline__ void e_column(const Dctx& K, const Blk& B, int qx, int qy, const Prof& px, const Prof& py,
+                                         const FdtdPtrs& P, const float* __restrict__ hx, const float* __restrict__ hy,
+                                         const float* __restrict__ hz, float* __restrict__ ex, float* __restrict__ ey,
+                                         float* __restrict__ ez, const unsigned char* __restrict__ m0,
+                                         const unsigned char* __restrict__ m1, const unsigned char* __restrict__ m2,
+                                         const float* __restrict__ ca, const float* __restrict__ cb,
+                                         float* __restrict__ psi) {
+    const long long sx = 1, sy = K.s1, sz = K.s2;
+    for (int qz = B.z0; qz < B.z1; ++qz) {
+        const Prof pz = prof_e(P, K, 2, qz);
+        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
+        if (e_in<0>(K, qx, qy, qz)) {
+            const float t1 = (hz[p] - hz[p - sy]) * K.id[1];
+            const float t2 = (hy[p] - hy[p - sz]) * K.id[2];
+            const int m = K.coef + m0[p];
+            ex[p] = e_core<0>(K, qx, qy, qz, ex[p], ca[m], cb[m], t1, t2, py, pz, psi);
+        }
+        if (e_in<1>(K, qx, qy, qz)) {
+            const float t1 = (hx[p] - hx[p - sz]) * K.id[2];
+            const float t2 = (hz[p] - hz[p - sx]) * K.id[0];
+            const int m = K.coef + m1[p];
+            ey[p] = e_core<1>(K, qx, qy, qz, ey[p], ca[m], cb[m], t1, t2, pz, px, psi);
+        }
+        if (e_in<2>(K, qx, qy, qz)) {
+            const float t1 = (hy[p] - hy[p - sx]) * K.id[0];
+            const float t2 = (hx[p] - hx[p - sy]) * K.id[1];
+            const int m = K.coef + m2[p];
+            ez[p] = e_core<2>(K, qx, qy, qz, ez[p], ca[m], cb[m], t1, t2, px, py, psi);
+        }
+    }
+}
+
 // CPU twin: cpu.rs fdtd_update_e. E full step in place.
 extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
     Dctx K;
@@ -264,157 +331,293 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
     if (qx >= K.dims[0] || qy >= K.dims[1]) return;
-    for (int qz = B.z0; qz < B.z1; ++qz) {
-        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-        split_e<0>(P, K, qx, qy, qz, p);
-        split_e<1>(P, K, qx, qy, qz, p);
-        split_e<2>(P, K, qx, qy, qz, p);
-    }
+    const Prof px = prof_e(P, K, 0, qx);
+    const Prof py = prof_e(P, K, 1, qy);
+    e_column(K, B, qx, qy, px, py, P, P.h[0], P.h[1], P.h[2], P.e[0], P.e[1], P.e[2], P.mat[0], P.mat[1], P.mat[2],
+             P.ca, P.cb, P.psi_e);
 }
 
 // ---------------------------------------------------------------------------
 // Fused step: H half step, PMC ghosts and E full step in one pass, reading
 // the set (e, h, psi_h) and writing (e_out, h_out, psi_h_out); psi_e is
-// updated in place (only its owner touches it). Each plane z: E of plane z+1
-// (with a one-cell ring) goes to shared memory, H of plane z is computed for
-// the tile plus the column x = X0-1 (Hy, Hz) and the row y = Y0-1 (Hz, Hx)
-// that the E update needs (recomputed here from the read set, never read
-// from another block), and E of plane z follows from the new H of planes z
-// and z-1 (the latter kept in registers). A chunk starting at z0 > 0 first
-// recomputes H of plane z0-1. Every position of the padded arrays is written
-// by exactly one thread: E out of its update range is copied, H out of its
-// range is 0 or, on PMC faces, the mirror image (as fdtd_pmc_ghosts leaves it).
-// The ghost plane z = 0 (logical -1) takes its PMC mirror from plane 1, so
-// the owner of plane 0 (chunk 0; zchunk >= 2) writes it when it reaches plane 1.
+// updated in place (only its owner touches it).
+//
+// Each block walks its z-chunk plane by plane. A pipeline of EMV_NS stages
+// in shared memory holds, per plane, E on the tile plus a one-cell ring and
+// the old H on the tile plus the column x = X0-1 and row y = Y0-1; while
+// plane z is computed, planes up to z+EMV_NS-1 are on their way
+// (cp.async: the copies bypass registers and complete in commit order).
+// H of plane z is computed for the tile and for the halo column (Hy, Hz)
+// and row (Hz, Hx) that the E update needs, recomputed here from the read
+// set, never read from another block. E of plane z follows from the new H
+// of planes z (shared memory) and z-1 (registers). A chunk starting at
+// z0 > 0 first recomputes H of plane z0-1. Every position of the padded
+// arrays is written by exactly one thread: E out of its update range is
+// copied, H out of its range is 0 or, on PMC faces, the mirror image (as
+// fdtd_pmc_ghosts leaves it). The ghost plane z = 0 (logical -1) takes its
+// PMC mirror from plane 1, so the owner of plane 0 (chunk 0; zchunk >= 2)
+// writes it when it reaches plane 1.
 
-typedef float Ering[EMV_RH][EMV_RW];
+#ifndef EMV_NS
+#define EMV_NS 4
+#endif
+#define EMV_HW (EMV_TX + 1)
+#define EMV_HH (EMV_TY + 1)
 
-// Ring elements per thread (the ring has EMV_RH * EMV_RW positions).
-#define EMV_NR ((EMV_RH * EMV_RW + EMV_NT - 1) / EMV_NT)
-
-// E of plane qz on the tile and its one-cell ring, into registers (0 outside the array).
-__device__ __forceinline__ void ring_fetch(const FdtdPtrs& P, const Dctx& K, const Blk& B, int qz, int tid,
-                                           float (&r)[3][EMV_NR]) {
-    const bool zok = qz < K.dims[2];
-#pragma unroll
-    for (int k = 0; k < EMV_NR; ++k) {
-        const int i = tid + k * EMV_NT;
-        const int ry = i / EMV_RW;
-        const int rx = i - ry * EMV_RW;
-        const int gx = B.X0 - 1 + rx;
-        const int gy = B.Y0 - 1 + ry;
-        r[0][k] = r[1][k] = r[2][k] = 0.f;
-        if (i < EMV_RH * EMV_RW && zok && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1]) {
-            const long long p = K.off + gx + (long long)gy * K.s1 + (long long)qz * K.s2;
-            r[0][k] = P.e[0][p];
-            r[1][k] = P.e[1][p];
-            r[2][k] = P.e[2][p];
-        }
-    }
+// Asynchronous 4-byte global -> shared copies (zero-filled when !ok). The CPU
+// emulation (scripts/kernel-emu) provides its own versions that land only at
+// cp_wait, the latest moment the hardware may complete them.
+#if defined(EMV_NO_CPASYNC) && !defined(EMV_EMU)
+// Fallback (the host retries with it if the cp.async build fails): plain loads.
+__device__ __forceinline__ void cp4(float* dst, const float* src, bool ok) { *dst = ok ? *src : 0.f; }
+__device__ __forceinline__ void cp_commit() {}
+template <int N>
+__device__ __forceinline__ void cp_wait() {}
+#elif !defined(EMV_EMU)
+__device__ __forceinline__ void cp4(float* dst, const float* src, bool ok) {
+    unsigned s;
+    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }\n" : "=r"(s) : "l"(dst));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 4 : 0) : "memory");
 }
-
-__device__ __forceinline__ void ring_store(Ering* buf, int tid, const float (&r)[3][EMV_NR]) {
-#pragma unroll
-    for (int k = 0; k < EMV_NR; ++k) {
-        const int i = tid + k * EMV_NT;
-        if (i < EMV_RH * EMV_RW) {
-            const int ry = i / EMV_RW;
-            const int rx = i - ry * EMV_RW;
-            buf[0][ry][rx] = r[0][k];
-            buf[1][ry][rx] = r[1][k];
-            buf[2][ry][rx] = r[2][k];
-        }
-    }
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
+#endif
 
-// Old H and material indices a thread needs for plane qz: its own H (3),
-// Hy, Hz of the halo column (lx == 0), Hz, Hx of the halo row (ly == 0), and
-// its own three material indices.
-struct Pre {
-    float h[3];
-    float hxc[2];
-    float hyr[2];
-    unsigned char m[3];
+struct Stage {
+    float e[3][EMV_RH][EMV_RW];
+    float h[3][EMV_HH][EMV_HW];
+    Prof pz[2];  // CPML profile of the plane along z: [E side, H side]
 };
 
-__device__ __forceinline__ void pre_fetch(const FdtdPtrs& P, const Dctx& K, const Blk& B, int qx, int qy, int qz,
-                                          bool inside, Pre& r) {
-    r.h[0] = r.h[1] = r.h[2] = 0.f;
-    r.hxc[0] = r.hxc[1] = r.hyr[0] = r.hyr[1] = 0.f;
-    r.m[0] = r.m[1] = r.m[2] = 0;
-    if (qz >= K.dims[2]) return;
-    const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-    if (inside) {
-        r.h[0] = P.h[0][p];
-        r.h[1] = P.h[1][p];
-        r.h[2] = P.h[2][p];
-        r.m[0] = P.mat[0][p];
-        r.m[1] = P.mat[1][p];
-        r.m[2] = P.mat[2][p];
+// Ring / extended-tile elements per thread.
+#define EMV_NRE ((EMV_RH * EMV_RW + EMV_NT - 1) / EMV_NT)
+#define EMV_NRH ((EMV_HH * EMV_HW + EMV_NT - 1) / EMV_NT)
+
+// Plane-invariant part of a thread's copy slots: element i = tid + k * EMV_NT
+// of the E ring and of the extended H tile (the halo corner is not needed),
+// as an in-design xy offset, -1 outside the array.
+struct Slots {
+    int e[EMV_NRE];
+    int h[EMV_NRH];
+};
+
+__device__ __forceinline__ void make_slots(const Dctx& K, const Blk& B, int tid, Slots& sl) {
+#pragma unroll
+    for (int k = 0; k < EMV_NRE; ++k) {
+        const int i = tid + k * EMV_NT;
+        const int ry = i / EMV_RW;
+        const int gx = B.X0 - 1 + (i - ry * EMV_RW);
+        const int gy = B.Y0 - 1 + ry;
+        sl.e[k] = (i < EMV_RH * EMV_RW && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1]) ? gx + gy * K.s1 : -1;
     }
-    if (threadIdx.x == 0 && B.X0 > 0 && qy < K.dims[1]) {
-        r.hxc[0] = P.h[1][p - 1];
-        r.hxc[1] = P.h[2][p - 1];
-    }
-    if (threadIdx.y == 0 && B.Y0 > 0 && qx < K.dims[0]) {
-        r.hyr[0] = P.h[2][p - K.s1];
-        r.hyr[1] = P.h[0][p - K.s1];
+#pragma unroll
+    for (int k = 0; k < EMV_NRH; ++k) {
+        const int i = tid + k * EMV_NT;
+        const int hy = i / EMV_HW;
+        const int hx = i - hy * EMV_HW;
+        const int gx = B.X0 - 1 + hx;
+        const int gy = B.Y0 - 1 + hy;
+        sl.h[k] = (i < EMV_HH * EMV_HW && (hx > 0 || hy > 0) && gx >= 0 && gx < K.dims[0] && gy >= 0 && gy < K.dims[1])
+                      ? gx + gy * K.s1
+                      : -1;
     }
 }
 
-// New H_c at padded (qx, qy, qz), ring coordinates (rx, ry) of that position
-// in Ec (plane z) and En (plane z+1); h = old H_c. 0 outside H_c's update range.
+// Issue the copies of plane qz into a stage: E on the ring if e_ok, old H
+// on the tile, halo column and row if h_ok (zeros elsewhere). One group.
+__device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, Stage& st, int qz, int tid, bool e_ok,
+                                            bool h_ok, const Slots& sl) {
+    const bool zok = qz < K.dims[2];
+    const long long zo = K.off + (long long)qz * K.s2;
+    float* se = &st.e[0][0][0];
+    float* sh = &st.h[0][0][0];
+#pragma unroll
+    for (int k = 0; k < EMV_NRE; ++k) {
+        const int i = tid + k * EMV_NT;
+        if (i < EMV_RH * EMV_RW) {
+            const bool ok = e_ok && zok && sl.e[k] >= 0;
+            const long long p = ok ? zo + sl.e[k] : 0;
+            cp4(se + i, P.e[0] + p, ok);
+            cp4(se + EMV_RH * EMV_RW + i, P.e[1] + p, ok);
+            cp4(se + 2 * EMV_RH * EMV_RW + i, P.e[2] + p, ok);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < EMV_NRH; ++k) {
+        const int i = tid + k * EMV_NT;
+        if (i < EMV_HH * EMV_HW) {
+            const bool ok = h_ok && zok && sl.h[k] >= 0;
+            const long long p = ok ? zo + sl.h[k] : 0;
+            cp4(sh + i, P.h[0] + p, ok);
+            cp4(sh + EMV_HH * EMV_HW + i, P.h[1] + p, ok);
+            cp4(sh + 2 * EMV_HH * EMV_HW + i, P.h[2] + p, ok);
+        }
+    }
+    if (tid == EMV_NT - 1) {
+        // The plane's z profile travels with its data (no dependent loads on the critical path).
+#pragma unroll
+        for (int side = 0; side < 2; ++side) {
+            const int i = prof_index(K, 2, qz, side == 0);
+            Prof& d = st.pz[side];
+            if (i >= 0) {
+                cp4((float*)&d.sl, (const float*)((side == 0 ? P.slab_e : P.slab_h) + i), true);
+                cp4(&d.b, (side == 0 ? P.pe_b : P.ph_b) + i, true);
+                cp4(&d.c, (side == 0 ? P.pe_c : P.ph_c) + i, true);
+                cp4(&d.k, (side == 0 ? P.pe_k : P.ph_k) + i, true);
+            } else {
+                d = no_prof();
+            }
+        }
+    }
+    cp_commit();
+}
+
+// New H_c at padded (qx, qy, qz) (inside its update range), whose ring
+// coordinates are (rx, ry) in Ec (plane z) and En (plane z+1) and whose old
+// value is h.
 template <int C>
-__device__ __forceinline__ float fused_h(const FdtdPtrs& P, const Dctx& K, const Ering* Ec, const Ering* En,
-                                         int rx, int ry, int qx, int qy, int qz, float h, float* psi_out) {
-    if (!h_in<C>(K, qx, qy, qz)) return 0.f;
+__device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const Stage& Sn, int rx, int ry, int qx,
+                                         int qy, int qz, float h, const Prof& px, const Prof& py, const Prof& pz,
+                                         const float* psi_in, float* psi_out) {
     float t1, t2;
     if (C == 0) {
-        t1 = (Ec[2][ry + 1][rx] - Ec[2][ry][rx]) * K.id[1];
-        t2 = (En[1][ry][rx] - Ec[1][ry][rx]) * K.id[2];
+        t1 = (Sc.e[2][ry + 1][rx] - Sc.e[2][ry][rx]) * K.id[1];
+        t2 = (Sn.e[1][ry][rx] - Sc.e[1][ry][rx]) * K.id[2];
     } else if (C == 1) {
-        t1 = (En[0][ry][rx] - Ec[0][ry][rx]) * K.id[2];
-        t2 = (Ec[2][ry][rx + 1] - Ec[2][ry][rx]) * K.id[0];
+        t1 = (Sn.e[0][ry][rx] - Sc.e[0][ry][rx]) * K.id[2];
+        t2 = (Sc.e[2][ry][rx + 1] - Sc.e[2][ry][rx]) * K.id[0];
     } else {
-        t1 = (Ec[1][ry][rx + 1] - Ec[1][ry][rx]) * K.id[0];
-        t2 = (Ec[0][ry + 1][rx] - Ec[0][ry][rx]) * K.id[1];
+        t1 = (Sc.e[1][ry][rx + 1] - Sc.e[1][ry][rx]) * K.id[0];
+        t2 = (Sc.e[0][ry + 1][rx] - Sc.e[0][ry][rx]) * K.id[1];
     }
-    return h_core<C>(P, K, qx, qy, qz, h, t1, t2, P.psi_h, psi_out);
+    return h_core<C>(K, qx, qy, qz, h, t1, t2, pick<(C + 1) % 3>(px, py, pz), pick<(C + 2) % 3>(px, py, pz), psi_in,
+                     psi_out);
 }
 
-// Ghost fix of the thread's own H_c (x/y faces from the neighbour in the
-// tile, z-high from the previous plane; z-low is deferred to plane 1). Reads
-// only in-range values and writes only ghost positions, so the threads of a
-// block need no barrier between them. Returns the (possibly new) value.
+// The thread's own three new H values. psi_in and psi_out are different
+// pools (ping-pong), so restrict lets every psi load be issued before the
+// first psi store instead of one round trip per component.
+__device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Stage& Sn, int hx, int hy, int qx, int qy,
+                                       int qz, int in, const Prof& px, const Prof& py, const Prof& pz,
+                                       const float* __restrict__ psi_in, float* __restrict__ psi_out, float& h0,
+                                       float& h1, float& h2);
+
+// Plane-invariant classification of the thread's column: bit C of `in`
+// when E_C is in its update range along x and y, bit 3+C for H_C; for the
+// ghost test of H_C, cnt = axes out of range among x, y (the axis C counts
+// 3) and face = 2*axis+side of the last one.
 template <int C>
-__device__ __forceinline__ float own_ghost(const Dctx& K, float (*sH)[EMV_TY + 1][EMV_TX + 1], int hx, int hy,
-                                           int qx, int qy, int qz, float h, float prev) {
-    const int f = ghost_face<C>(K, qx, qy, qz);
-    if (f < 0) return h;
-    float v = 0.f;
-    if ((K.pmc >> f) & 1) {
-        const int a = f >> 1;
-        const int side = f & 1;
-        const int dlt = side ? -1 : 1;
-        if (a == 0) v = -sH[C][hy][hx + dlt];
-        else if (a == 1) v = -sH[C][hy + dlt][hx];
-        else v = side ? -prev : 0.f;
+__device__ __forceinline__ void classify(const Dctx& K, int qx, int qy, int& in, int& cnt, int& face) {
+    const int q[2] = {qx, qy};
+    bool ein = true, hin = true;
+    cnt = 0;
+    face = -1;
+#pragma unroll
+    for (int a = 0; a < 2; ++a) {
+        const int ehi = (a == C) ? K.n[a] : K.n[a] + 1;
+        ein = ein && q[a] >= 1 && q[a] <= ehi;
+        if (!h_in_axis<C>(K, a, q[a])) {
+            hin = false;
+            if (a == C) {
+                cnt += 3;
+            } else {
+                ++cnt;
+                face = 2 * a + (q[a] == 0 ? 0 : 1);
+            }
+        }
     }
-    sH[C][hy][hx] = v;
-    return v;
+    if (ein) in |= 1 << C;
+    if (hin) in |= 1 << (3 + C);
+}
+
+template <int C>
+__device__ __forceinline__ bool e_in_z(const Dctx& K, int in, int qz) {
+    return ((in >> C) & 1) && qz >= 1 && qz <= (C == 2 ? K.n[2] : K.n[2] + 1);
+}
+
+template <int C>
+__device__ __forceinline__ bool h_in_z(const Dctx& K, int in, int qz) {
+    return ((in >> (3 + C)) & 1) && h_in_axis<C>(K, 2, qz);
+}
+
+// ghost_face<C> of the column's position on plane qz, from its classification.
+template <int C>
+__device__ __forceinline__ int ghost_z(const Dctx& K, int cnt, int face, int qz) {
+    if (!h_in_axis<C>(K, 2, qz)) {
+        if (C == 2) {
+            cnt += 3;
+        } else {
+            ++cnt;
+            face = 4 + (qz == 0 ? 0 : 1);
+        }
+    }
+    return cnt == 1 ? face : -1;
+}
+
+__device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Stage& Sn, int hx, int hy, int qx, int qy,
+                                       int qz, int in, const Prof& px, const Prof& py, const Prof& pz,
+                                       const float* __restrict__ psi_in, float* __restrict__ psi_out, float& h0,
+                                       float& h1, float& h2) {
+    if (h_in_z<0>(K, in, qz)) h0 = fused_h<0>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[0][hy][hx], px, py, pz, psi_in, psi_out);
+    if (h_in_z<1>(K, in, qz)) h1 = fused_h<1>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[1][hy][hx], px, py, pz, psi_in, psi_out);
+    if (h_in_z<2>(K, in, qz)) h2 = fused_h<2>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[2][hy][hx], px, py, pz, psi_in, psi_out);
+}
+
+// CPML memory of E_C along A at the thread's position (0 when not needed),
+// gathered before any psi store: loads and stores of one array cannot be
+// reordered by the compiler, so gathering first saves a round trip per term.
+template <int C, int A>
+__device__ __forceinline__ float psi_get(const Dctx& K, bool on, const Prof& pr, int qx, int qy, int qz,
+                                         const float* psi, long long& x) {
+    x = 0;
+    if (!on || pr.sl < 0) return 0.f;
+    x = psi_index<C, A>(K, pr.sl, qx, qy, qz);
+    return psi[x];
+}
+
+// cpu.rs stretch() with the psi value already loaded.
+__device__ __forceinline__ float stretch_g(float t, const Prof& pr, float v, long long x, float* psi) {
+    if (pr.sl < 0) return t;
+    const float s = pr.b * v + pr.c * t;
+    psi[x] = s;
+    return t * pr.k + s;
+}
+
+// Value of the thread's own ghost H_C on face f (as fdtd_pmc_ghosts leaves
+// it): 0 unless the face is PMC; then minus the new H_C of the inner
+// neighbour (recomputed here along x or y; the previous plane's for z-high;
+// z-low is deferred to plane 1).
+template <int C>
+__device__ __forceinline__ float ghost_val(const FdtdPtrs& P, const Dctx& K, int f, const Stage& Sc, const Stage& Sn,
+                                           int hx, int hy, int qx, int qy, int qz, float prev,
+                                           const Prof (*sPx)[EMV_TX + 1], const Prof (*sPy)[EMV_TY + 1],
+                                           const Prof& pz) {
+    if (!((K.pmc >> f) & 1)) return 0.f;
+    const int a = f >> 1;
+    const int d = (f & 1) ? -1 : 1;
+    if (a == 2) return (f & 1) ? -prev : 0.f;
+    const int ix = hx + (a == 0 ? d : 0);
+    const int iy = hy + (a == 1 ? d : 0);
+    return -fused_h<C>(K, Sc, Sn, ix, iy, qx + (a == 0 ? d : 0), qy + (a == 1 ? d : 0), qz, Sc.h[C][iy][ix],
+                       sPx[1][ix], sPy[1][iy], pz, P.psi_h, (float*)0);
 }
 
 // Minimum resident blocks per SM asked of the compiler (caps registers).
 #ifndef EMV_MINB
-#define EMV_MINB ((EMV_NT >= 512) ? 1 : (512 / EMV_NT))
+#define EMV_MINB ((EMV_NT >= 512) ? 1 : (768 / EMV_NT))
 #endif
 
 // CPU twin: cpu.rs fdtd_step (fdtd_update_h, fdtd_pmc_ghosts, fdtd_update_e).
-// Software pipelined: while plane z is computed, the E ring of plane z+2 and
-// the old H and materials of plane z+1 are on their way into registers.
 extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtrs P) {
-    __shared__ float sE[2][3][EMV_RH][EMV_RW];
-    __shared__ float sH[3][EMV_TY + 1][EMV_TX + 1];
+    __shared__ Stage sS[EMV_NS];
+    __shared__ float sH[3][EMV_HH][EMV_HW];
+    __shared__ Prof sPx[2][EMV_TX + 1];  // [E side, H side][x = X0-1 + i]
+    __shared__ Prof sPy[2][EMV_TY + 1];
+    __shared__ float sCa[256];
+    __shared__ float sCb[256];
     Dctx K;
     Blk B;
     load_ctx(P, K, B);
@@ -425,89 +628,150 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     const int qy = B.Y0 + ly;
     const bool inside = qx < K.dims[0] && qy < K.dims[1];
     const int zs = B.z0 > 0 ? B.z0 - 1 : 0;
-    const int hx = lx + 1;  // own position in sH; 0 is the halo column/row
+    const int hx = lx + 1;  // own position in sH and the stages' H; 0 is the halo column/row
     const int hy = ly + 1;
-    float r[3][EMV_NR];
-    ring_fetch(P, K, B, zs, tid, r);
-    ring_store(sE[0], tid, r);
-    ring_fetch(P, K, B, zs + 1, tid, r);
-    ring_store(sE[1], tid, r);
-    Pre cu, nx;
-    pre_fetch(P, K, B, qx, qy, zs, inside, cu);
-    int cur = 0;
+    // Halo work: threads of the first row take the row y = Y0-1, the next
+    // EMV_TY threads the column x = X0-1 (position (X0-1, Y0+xl)).
+    const int xl = tid - EMV_TX;
+    const bool xhalo = xl >= 0 && xl < EMV_TY;
+
+    Slots sl;
+    make_slots(K, B, tid, sl);
+    // Pipeline prologue first, so the copies fly while the tables load.
+    for (int k = 0; k < EMV_NS; ++k) {
+        const int pz = zs + k;
+        stage_issue(P, K, sS[k], pz, tid, pz <= B.z1, pz < B.z1, sl);
+    }
+    if (tid <= EMV_TX) {
+        sPx[0][tid] = prof_e(P, K, 0, B.X0 - 1 + tid);
+        sPx[1][tid] = prof_h(P, K, 0, B.X0 - 1 + tid);
+    } else if (tid - (EMV_TX + 1) <= EMV_TY) {
+        const int j = tid - (EMV_TX + 1);
+        sPy[0][j] = prof_e(P, K, 1, B.Y0 - 1 + j);
+        sPy[1][j] = prof_h(P, K, 1, B.Y0 - 1 + j);
+    }
+    const int ncoef = K.D->ncoef;
+    for (int i = tid; i < ncoef; i += EMV_NT) {
+        sCa[i] = P.ca[K.coef + i];
+        sCb[i] = P.cb[K.coef + i];
+    }
+    int in = 0, c0, f0, c1, f1, c2, f2;
+    classify<0>(K, qx, qy, in, c0, f0);
+    classify<1>(K, qx, qy, in, c1, f1);
+    classify<2>(K, qx, qy, in, c2, f2);
+    unsigned char mc[3] = {0, 0, 0}, mn[3] = {0, 0, 0};
+    if (inside) {
+        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)zs * K.s2;
+        mc[0] = P.mat[0][p];
+        mc[1] = P.mat[1][p];
+        mc[2] = P.mat[2][p];
+    }
+    int sc = 0;  // stage of plane z
     float prev_x = 0.f, prev_y = 0.f;
     for (int qz = zs; qz < B.z1; ++qz) {
         const bool owned = qz >= B.z0;  // block-uniform
-        __syncthreads();  // ring of plane z+1 stored; previous plane done with sH
-        ring_fetch(P, K, B, qz + 2, tid, r);
-        pre_fetch(P, K, B, qx, qy, qz + 1, inside, nx);
-        const Ering* Ec = sE[cur];
-        const Ering* En = sE[cur ^ 1];
+        cp_wait<EMV_NS - 2>();  // this thread's copies of planes z and z+1 have landed
+        __syncthreads();        // ... everybody's; the previous plane is done with sH
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
-        const float eo0 = Ec[0][hy][hx];
-        const float eo1 = Ec[1][hy][hx];
-        const float eo2 = Ec[2][hy][hx];
+        if (inside && qz + 1 < K.dims[2]) {
+            mn[0] = P.mat[0][p + K.s2];
+            mn[1] = P.mat[1][p + K.s2];
+            mn[2] = P.mat[2][p + K.s2];
+        }
+        const Stage& Sc = sS[sc];
+        const Stage& Sn = sS[sc + 1 == EMV_NS ? 0 : sc + 1];
+        const Prof pzh = Sc.pz[1];
+        const Prof pze = Sc.pz[0];  // read before the stage is refilled
+        const float eo0 = Sc.e[0][hy][hx];
+        const float eo1 = Sc.e[1][hy][hx];
+        const float eo2 = Sc.e[2][hy][hx];
         float h0 = 0.f, h1 = 0.f, h2 = 0.f;
         if (inside) {
             float* pso = owned ? P.psi_h_out : (float*)0;
-            h0 = fused_h<0>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[0], pso);
-            h1 = fused_h<1>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[1], pso);
-            h2 = fused_h<2>(P, K, Ec, En, hx, hy, qx, qy, qz, cu.h[2], pso);
+            const Prof& px = sPx[1][hx];
+            const Prof& py = sPy[1][hy];
+            own_h3(K, Sc, Sn, hx, hy, qx, qy, qz, in, px, py, pzh, P.psi_h, pso, h0, h1, h2);
+            if (owned) {
+                int f = ghost_z<0>(K, c0, f0, qz);
+                if (f >= 0) h0 = ghost_val<0>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, prev_x, sPx, sPy, pzh);
+                f = ghost_z<1>(K, c1, f1, qz);
+                if (f >= 0) h1 = ghost_val<1>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, prev_y, sPx, sPy, pzh);
+                f = ghost_z<2>(K, c2, f2, qz);
+                if (f >= 0) h2 = ghost_val<2>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, 0.f, sPx, sPy, pzh);
+            }
         }
         sH[0][hy][hx] = h0;
         sH[1][hy][hx] = h1;
         sH[2][hy][hx] = h2;
         if (owned) {
-            if (lx == 0) {  // column x = X0-1: Hy, Hz for E_z, E_y of column X0
-                float a1 = 0.f, a2 = 0.f;
-                if (B.X0 > 0 && qy < K.dims[1]) {
-                    a1 = fused_h<1>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, cu.hxc[0], (float*)0);
-                    a2 = fused_h<2>(P, K, Ec, En, 0, hy, qx - 1, qy, qz, cu.hxc[1], (float*)0);
-                }
-                sH[1][hy][0] = a1;
-                sH[2][hy][0] = a2;
-            }
             if (ly == 0) {  // row y = Y0-1: Hz, Hx for E_x, E_z of row Y0
                 float a2 = 0.f, a0 = 0.f;
+                const int yy = B.Y0 - 1;
                 if (B.Y0 > 0 && qx < K.dims[0]) {
-                    a2 = fused_h<2>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, cu.hyr[0], (float*)0);
-                    a0 = fused_h<0>(P, K, Ec, En, hx, 0, qx, qy - 1, qz, cu.hyr[1], (float*)0);
+                    const Prof& px = sPx[1][hx];
+                    const Prof& py = sPy[1][0];
+                    if (h_in<2>(K, qx, yy, qz)) a2 = fused_h<2>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[2][0][hx], px, py, pzh, P.psi_h, (float*)0);
+                    if (h_in<0>(K, qx, yy, qz)) a0 = fused_h<0>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[0][0][hx], px, py, pzh, P.psi_h, (float*)0);
                 }
                 sH[2][0][hx] = a2;
                 sH[0][0][hx] = a0;
             }
+            if (xhalo) {  // column x = X0-1: Hy, Hz for E_z, E_y of column X0
+                const int xx = B.X0 - 1;
+                const int yy = B.Y0 + xl;
+                float a1 = 0.f, a2 = 0.f;
+                if (B.X0 > 0 && yy < K.dims[1]) {
+                    const Prof& px = sPx[1][0];
+                    const Prof& py = sPy[1][xl + 1];
+                    if (h_in<1>(K, xx, yy, qz)) a1 = fused_h<1>(K, Sc, Sn, 0, xl + 1, xx, yy, qz, Sc.h[1][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
+                    if (h_in<2>(K, xx, yy, qz)) a2 = fused_h<2>(K, Sc, Sn, 0, xl + 1, xx, yy, qz, Sc.h[2][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
+                }
+                sH[1][xl + 1][0] = a1;
+                sH[2][xl + 1][0] = a2;
+            }
         }
-        __syncthreads();  // sH complete; nobody reads Ec any more
-        ring_store(sE[cur], tid, r);  // plane z+2 takes the place of plane z
-        if (owned && inside) {
-            h0 = own_ghost<0>(K, sH, hx, hy, qx, qy, qz, h0, prev_x);
-            h1 = own_ghost<1>(K, sH, hx, hy, qx, qy, qz, h1, prev_y);
-            h2 = own_ghost<2>(K, sH, hx, hy, qx, qy, qz, h2, 0.f);
+        __syncthreads();  // sH complete (ghosts included); stage sc is no longer read
+        {
+            const int pz = qz + EMV_NS;  // refill the free stage, EMV_NS planes ahead
+            stage_issue(P, K, sS[sc], pz, tid, pz <= B.z1, pz < B.z1, sl);
         }
-        __syncthreads();  // ghosts in sH
         if (owned && inside) {
             if (qz == 1 && ((K.pmc >> 4) & 1)) {
                 // Ghost plane 0 of a PMC z-low face mirrors plane 1 (own column only).
-                prev_x = (h_in_axis<0>(K, 0, qx) && h_in_axis<0>(K, 1, qy)) ? -h0 : 0.f;
-                prev_y = (h_in_axis<1>(K, 0, qx) && h_in_axis<1>(K, 1, qy)) ? -h1 : 0.f;
+                prev_x = ((in >> 3) & 1) ? -h0 : 0.f;
+                prev_y = ((in >> 4) & 1) ? -h1 : 0.f;
                 P.h_out[0][p - K.s2] = prev_x;
                 P.h_out[1][p - K.s2] = prev_y;
             }
+            const Prof& px = sPx[0][hx];
+            const Prof& py = sPy[0][hy];
+            const Prof& pz = pze;
             float e0 = eo0, e1 = eo1, e2 = eo2;
-            if (e_in<0>(K, qx, qy, qz)) {
-                const float t1 = (h2 - sH[2][hy - 1][hx]) * K.id[1];
-                const float t2 = (h1 - prev_y) * K.id[2];
-                e0 = e_core<0>(P, K, qx, qy, qz, cu.m[0], t1, t2, eo0);
+            const bool i0 = e_in_z<0>(K, in, qz);
+            const bool i1 = e_in_z<1>(K, in, qz);
+            const bool i2 = e_in_z<2>(K, in, qz);
+            // E_x: (A, B) = (y, z); E_y: (z, x); E_z: (x, y).
+            long long x01, x02, x12, x10, x20, x21;
+            const float v01 = psi_get<0, 1>(K, i0, py, qx, qy, qz, P.psi_e, x01);
+            const float v02 = psi_get<0, 2>(K, i0, pz, qx, qy, qz, P.psi_e, x02);
+            const float v12 = psi_get<1, 2>(K, i1, pz, qx, qy, qz, P.psi_e, x12);
+            const float v10 = psi_get<1, 0>(K, i1, px, qx, qy, qz, P.psi_e, x10);
+            const float v20 = psi_get<2, 0>(K, i2, px, qx, qy, qz, P.psi_e, x20);
+            const float v21 = psi_get<2, 1>(K, i2, py, qx, qy, qz, P.psi_e, x21);
+            if (i0) {
+                const float t1 = stretch_g((h2 - sH[2][hy - 1][hx]) * K.id[1], py, v01, x01, P.psi_e);
+                const float t2 = stretch_g((h1 - prev_y) * K.id[2], pz, v02, x02, P.psi_e);
+                e0 = sCa[mc[0]] * eo0 + sCb[mc[0]] * (t1 - t2);
             }
-            if (e_in<1>(K, qx, qy, qz)) {
-                const float t1 = (h0 - prev_x) * K.id[2];
-                const float t2 = (h2 - sH[2][hy][hx - 1]) * K.id[0];
-                e1 = e_core<1>(P, K, qx, qy, qz, cu.m[1], t1, t2, eo1);
+            if (i1) {
+                const float t1 = stretch_g((h0 - prev_x) * K.id[2], pz, v12, x12, P.psi_e);
+                const float t2 = stretch_g((h2 - sH[2][hy][hx - 1]) * K.id[0], px, v10, x10, P.psi_e);
+                e1 = sCa[mc[1]] * eo1 + sCb[mc[1]] * (t1 - t2);
             }
-            if (e_in<2>(K, qx, qy, qz)) {
-                const float t1 = (h1 - sH[1][hy][hx - 1]) * K.id[0];
-                const float t2 = (h0 - sH[0][hy - 1][hx]) * K.id[1];
-                e2 = e_core<2>(P, K, qx, qy, qz, cu.m[2], t1, t2, eo2);
+            if (i2) {
+                const float t1 = stretch_g((h1 - sH[1][hy][hx - 1]) * K.id[0], px, v20, x20, P.psi_e);
+                const float t2 = stretch_g((h0 - sH[0][hy - 1][hx]) * K.id[1], py, v21, x21, P.psi_e);
+                e2 = sCa[mc[2]] * eo2 + sCb[mc[2]] * (t1 - t2);
             }
             P.e_out[0][p] = e0;
             P.e_out[1][p] = e1;
@@ -518,9 +782,12 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         }
         prev_x = h0;
         prev_y = h1;
-        cu = nx;
-        cur ^= 1;
+        mc[0] = mn[0];
+        mc[1] = mn[1];
+        mc[2] = mn[2];
+        sc = sc + 1 == EMV_NS ? 0 : sc + 1;
     }
+    cp_wait<0>();  // no copy may land in shared memory after the block ends
 }
 
 // ---------------------------------------------------------------------------

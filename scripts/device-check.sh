@@ -3,39 +3,63 @@
 # table (printed last). Needs only the release binary next to this script
 # (the .device/ folder carried by the device tool):
 #   bash .device/device-check.sh 2>&1 | tee $OUT/log
-# Logs go to $OUT (or .device/out). GPUS=0,1 spreads the jobs over two GPUs.
+# Logs go to $OUT (or .device/out). Environment knobs:
+#   GPUS=0,1          spread the jobs over two GPUs
+#   CHECK_TILES=...   kernel variants checked against the CPU (TXxTY[:stages[:minblocks]])
+#   BENCH_TILES=...   kernel variants timed
+#   BENCH="--n 256 --steps 500 --steps2 1500 --population 64 --cells 300000"
+#   FULL_STEPS=200    steps of the CPU/CUDA comparison on the full-size benchmark workloads (0: skip)
+#   NCU=1             profile one fdtd_step and one fdtd_update_e launch (Nsight Compute, $OUT/ncu_*.txt)
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$HERE/emvolve"
 OUT="${OUT:-$HERE/out}"
 GPUS="${GPUS:-0}"
+CHECK_TILES="${CHECK_TILES:-32x8,64x4}"
+BENCH_TILES="${BENCH_TILES:-32x8}"
+BENCH="${BENCH:---n 256 --steps 500 --steps2 1500 --population 64 --cells 300000}"
 mkdir -p "$OUT"
 date -u +"%Y-%m-%dT%H:%M:%SZ"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv 2>&1 | tee "$OUT/gpu.txt"
 
 echo "== 1. compile only (NVRTC log and resources per kernel)"
-if ! "$BIN" device-check --compile-only --gpus "$GPUS" --tiles 32x8,32x16,64x4 2>&1 | tee "$OUT/compile.log"; then
+ALL_TILES=$(echo "$CHECK_TILES,$BENCH_TILES" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
+if ! "$BIN" device-check --compile-only --gpus "$GPUS" --tiles "$ALL_TILES" > "$OUT/compile.log" 2>&1; then
+    cat "$OUT/compile.log"
     echo "kernel compilation failed: see above"
     exit 2
 fi
-grep -q "compiled and loaded" "$OUT/compile.log" || { echo "kernel compilation failed"; exit 2; }
+grep -E "tile|fdtd_step|fdtd_update|warning" "$OUT/compile.log"
 
 echo "== 2. CPU vs CUDA (full table in check.log)"
 t0=$(date +%s)
-"$BIN" device-check --gpus "$GPUS" --tiles 32x8,32x16 > "$OUT/check.log" 2>&1
+"$BIN" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
 rc=$?
 # Per variant: the worst line of each kind, every failing line, and the verdict.
-grep -E "FAIL|error" "$OUT/check.log" | head -30
-grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-190
-grep -E "^CPU reference|^device-check" "$OUT/check.log"
 # --- TLM on CUDA: device-check also compares the TLM kernels (lines "[tlm SHAPE] ...").
 grep -E "^\[tlm 256x2\]|^TLM CPU reference" "$OUT/check.log" | cut -c1-190
 # --- end TLM
+grep -E "FAIL|error|panic" "$OUT/check.log" | cut -c1-240 | head -30
+grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-170
+grep -E "^CPU reference|workers used|sub-batches|larger than" "$OUT/check.log" | cut -c1-200
+grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
+if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
+    echo "== profile (ncu)"
+    for k in "fdtd_step --scheme fused" "fdtd_update_e --scheme split --split-zchunks 2"; do
+        set -- $k
+        name=$1; shift
+        timeout 200 ncu --kernel-name "$name" --launch-skip 20 --launch-count 1 \
+            --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats \
+            "$BIN" bench --backend cuda --gpus "$GPUS" --n 192 --steps 30 --steps2 31 --population 0 "$@" > "$OUT/ncu_$name.txt" 2>&1
+        echo "ncu $name exit code $?"
+        grep -E "DRAM Throughput|Achieved Occupancy|Registers Per|Duration|Compute \(SM\) Throughput|Warp Cycles Per Issued" "$OUT/ncu_$name.txt" | head -8
+    done
+fi
+
 echo "== 3. benchmark"
-"$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 64 --cells 300000 \
-    --scheme both --tiles 32x8,32x16 > "$OUT/bench.log" 2>&1
+"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
 grep -E "error" "$OUT/bench.log"
 # --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations).
@@ -43,6 +67,7 @@ grep -E "error" "$OUT/bench.log"
     --tlm-shapes 256x2 > "$OUT/bench-tlm.log" 2>&1
 echo "TLM bench exit code $?"
 # --- end TLM
-echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-120)"
+grep -E "error|panic" "$OUT/bench.log"
+echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-160)"
 cat "$OUT/bench.log"
 cat "$OUT/bench-tlm.log"

@@ -9,12 +9,14 @@ BIN=${EMVOLVE:-target/release/emvolve}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 status=0
-for tile in 8x4 32x8; do
-    tx=${tile%x*}; ty=${tile#*x}
-    g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -DEMV_TX=$tx -DEMV_TY=$ty \
+for tile in 8x4 8x4:3 32x8; do
+    wh=${tile%%:*}; tx=${wh%x*}; ty=${wh#*x}; ns=4; [ "$tile" != "$wh" ] && ns=${tile#*:}
+    g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -DEMV_TX=$tx -DEMV_TY=$ty -DEMV_NS=$ns \
         -o "$TMP/emu_$tile" scripts/kernel-emu/emu.cpp
     steps=12; [ "$tile" = 32x8 ] && steps=6
-    for args in "" "--zero" "--split" "--zchunk 7"; do
+    for args in "" "--zero" "--split" "--split --zchunk 1" "--zchunk 7"; do
+        # The split kernels do not depend on the pipeline depth: once per tile shape.
+        case "$tile:$args" in *:*:--split*) continue ;; esac
         "$BIN" kernel-emu --emu "$TMP/emu_$tile" --tile "$tile" --steps $steps $args || status=1
     done
 done

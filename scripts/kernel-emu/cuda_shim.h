@@ -5,6 +5,8 @@
 // Used by scripts/kernel-emu.sh only; not part of the shipped program.
 #pragma once
 #include <barrier>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <mutex>
 #include <thread>
@@ -22,8 +24,34 @@ inline std::barrier<>* emu_barrier = nullptr;
 #define __forceinline__ inline
 #define __shared__ static
 #define __launch_bounds__(...)
+#define __align__(n) alignas(n)
 
 inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+
+// cp.async model: a thread's copies are queued per commit group and land
+// only at cp_wait, the latest moment the hardware may complete them, so a
+// read of a stage before its wait (or a refill that lands under a reader)
+// changes the results.
+#define EMV_EMU 1
+struct EmuCopy {
+    float* dst;
+    const float* src;
+    bool ok;
+};
+inline thread_local std::vector<std::vector<EmuCopy>> emu_groups;
+inline thread_local std::vector<EmuCopy> emu_open;
+inline void cp4(float* dst, const float* src, bool ok) { emu_open.push_back({dst, src, ok}); }
+inline void cp_commit() {
+    emu_groups.push_back(std::move(emu_open));
+    emu_open.clear();
+}
+template <int N>
+inline void cp_wait() {
+    while ((int)emu_groups.size() > N) {
+        for (auto& c : emu_groups.front()) *c.dst = c.ok ? *c.src : 0.f;
+        emu_groups.erase(emu_groups.begin());
+    }
+}
 
 inline double atomicAdd(double* a, double v) {
     static std::mutex m;
@@ -49,7 +77,13 @@ void emu_launch(F f, dim3 grid, dim3 block, Args... args) {
                 blockIdx.x = b;
                 threadIdx.x = t % block.x;
                 threadIdx.y = t / block.x;
+                emu_groups.clear();
+                emu_open.clear();
                 f(args...);
+                if (!emu_groups.empty() || !emu_open.empty()) {
+                    fprintf(stderr, "cp.async copies still pending when a thread of block %u ended\n", b);
+                    abort();
+                }
                 // A thread that returned early must not block the others' barriers.
                 emu_barrier->arrive_and_drop();
             });

@@ -59,7 +59,7 @@ pub struct BenchArgs {
     /// CUDA kernels: fused step, split half steps, or both.
     #[arg(long, value_enum, default_value_t = SchemeChoice::Fused)]
     pub scheme: SchemeChoice,
-    /// CUDA thread-block tiles to time (TXxTY, comma separated).
+    /// CUDA thread-block tiles to time (TXxTY[:stages[:minblocks]], comma separated).
     #[arg(long, value_delimiter = ',', default_value = "32x8")]
     pub tiles: Vec<String>,
     /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
@@ -68,6 +68,9 @@ pub struct BenchArgs {
     /// TLM launch shapes (THREADSxNODES[xMINBLOCKS][s], comma separated).
     #[arg(long, value_delimiter = ',', default_value = "256x2")]
     pub tlm_shapes: Vec<String>,
+    /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
+    #[arg(long, value_delimiter = ',')]
+    pub split_zchunks: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -186,10 +189,18 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let mut variants = vec![];
     for &sc in &schemes {
         for (k, &t) in tiles.iter().enumerate() {
-            if sc == Scheme::Split && k > 0 {
-                continue;
+            match sc {
+                Scheme::Fused => variants.push((sc, t, None)),
+                Scheme::Split if k == 0 => {
+                    if a.split_zchunks.is_empty() {
+                        variants.push((sc, t, None));
+                    }
+                    for &z in &a.split_zchunks {
+                        variants.push((sc, t, Some(z)));
+                    }
+                }
+                Scheme::Split => {}
             }
-            variants.push((sc, t));
         }
     }
     let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>)> = vec![(format!("box {n}^3, CPML all faces, dielectric"), Box::new(box_jobs))];
@@ -199,13 +210,17 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     for (name, make) in &workloads {
         let ops: Vec<Operator> = make(1).iter().map(|j| Operator::new(j).map_err(|e| anyhow::anyhow!("{e}"))).collect::<Result<_, _>>()?;
         let refs: Vec<&Operator> = ops.iter().collect();
-        for &(sc, t) in &variants {
-            be.set_options(CudaOptions { scheme: sc, tile: t, ..Default::default() })?;
+        for &(sc, t, zchunk) in &variants {
+            be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, ..Default::default() })?;
             // Warm-up: compiles the tile variant once and grows the buffer pool.
             be.run_batch(&make(2))?;
             let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
             let st = be.last_stats();
-            let mut r = row(format!("{name} [{} {t}, z {}]", sc.name(), st.zchunk), &make(1), s1, s2, w1, w2, u);
+            let what = match sc {
+                Scheme::Fused => format!("{name} [fused {t}, z {}]", st.zchunk),
+                Scheme::Split => format!("{name} [split {}x{}, {} plane(s)/thread]", t.tx, t.ty, st.zchunk),
+            };
+            let mut r = row(what, &make(1), s1, s2, w1, w2, u);
             r.setup_s = st.setup_s;
             r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
             r.bpc = Some(step_bytes(&refs, sc == Scheme::Fused) / r.cells as f64);

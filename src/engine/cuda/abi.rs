@@ -33,6 +33,7 @@ pub struct FdtdDesign {
     pub zchunk: i32,
     pub nchunks: i32,
     pub coef_off: i32,
+    pub ncoef: i32,
     pub pmc: i32,
     pub prof_off: [i32; 3],
     pub slab_n: [i32; 3],
@@ -226,7 +227,7 @@ mod tests {
 
     #[test]
     fn repr_c_structs_match_common_cuh() {
-        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, pmc, prof_off, slab_n, db, inv_d));
+        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, inv_d));
         check(
             "FdtdPtrs",
             layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, designs, blocks),

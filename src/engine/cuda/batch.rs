@@ -11,37 +11,73 @@ use super::abi::{FdtdDesign, FdtdPort};
 use crate::engine::fdtd::Operator;
 use crate::job::{Pulse, SimJob};
 
-/// Thread-block tile of the field kernels (threads along x and y).
+/// Thread-block tile of the field kernels (threads along x and y) and the
+/// fused kernel's pipeline: `ns` shared-memory stages (planes in flight + 2),
+/// `minb` minimum resident blocks per SM asked of the compiler (0: default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Tile {
     pub tx: usize,
     pub ty: usize,
+    pub ns: usize,
+    pub minb: usize,
 }
 
 impl Tile {
-    pub const DEFAULT: Tile = Tile { tx: 32, ty: 8 };
+    pub const DEFAULT: Tile = Tile { tx: 32, ty: 8, ns: 4, minb: 0 };
     pub fn threads(&self) -> usize {
         self.tx * self.ty
     }
-    /// Parse "32x8".
+    /// Parse "TXxTY[:NS[:MINB]]", e.g. "32x8" or "32x8:3:4".
     pub fn parse(s: &str) -> Result<Tile, String> {
-        let (a, b) = s.split_once('x').ok_or_else(|| format!("tile '{s}': expected TXxTY, e.g. 32x8"))?;
-        let t = Tile { tx: a.trim().parse().map_err(|_| format!("tile '{s}'"))?, ty: b.trim().parse().map_err(|_| format!("tile '{s}'"))? };
+        let bad = || format!("tile '{s}': expected TXxTY[:STAGES[:MINBLOCKS]], e.g. 32x8 or 32x8:4:3");
+        let mut parts = s.split(':');
+        let (a, b) = parts.next().unwrap_or("").split_once('x').ok_or_else(bad)?;
+        let num = |x: &str| x.trim().parse::<usize>().map_err(|_| bad());
+        let mut t = Tile { tx: num(a)?, ty: num(b)?, ..Tile::DEFAULT };
+        if let Some(ns) = parts.next() {
+            t.ns = num(ns)?;
+        }
+        if let Some(mb) = parts.next() {
+            t.minb = num(mb)?;
+        }
+        if parts.next().is_some() {
+            return Err(bad());
+        }
         t.validate()?;
         Ok(t)
     }
     pub fn validate(&self) -> Result<(), String> {
         let n = self.threads();
-        if self.tx < 2 || self.ty < 2 || !n.is_power_of_two() || n > 1024 {
-            return Err(format!("tile {}x{}: both sides >= 2 and a power-of-two thread count <= 1024 required", self.tx, self.ty));
+        if self.tx < 2 || self.ty < 2 || !n.is_power_of_two() || n > 1024 || n < self.tx + self.ty + 3 {
+            return Err(format!(
+                "tile {self}: both sides >= 2, a power-of-two thread count <= 1024 and at least tx + ty + 3 threads required"
+            ));
+        }
+        if !(3..=8).contains(&self.ns) {
+            return Err(format!("tile {self}: 3 to 8 pipeline stages"));
         }
         Ok(())
+    }
+    /// NVRTC defines for this variant.
+    pub fn defines(&self) -> Vec<String> {
+        let mut d = vec![format!("-DEMV_TX={}", self.tx), format!("-DEMV_TY={}", self.ty), format!("-DEMV_NS={}", self.ns)];
+        if self.minb > 0 {
+            d.push(format!("-DEMV_MINB={}", self.minb));
+        }
+        d
     }
 }
 
 impl std::fmt::Display for Tile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}", self.tx, self.ty)
+        write!(f, "{}x{}", self.tx, self.ty)?;
+        if self.ns != Tile::DEFAULT.ns || self.minb != 0 {
+            write!(f, ":{}", self.ns)?;
+        }
+        if self.minb != 0 {
+            write!(f, ":{}", self.minb)?;
+        }
+        Ok(())
     }
 }
 
@@ -142,11 +178,12 @@ fn i32_of(x: usize, what: &str) -> Result<i32, String> {
 }
 
 impl Plan {
-    /// Pack `ops` for tiles `tile` and chunks of `zchunk` planes (>= 2).
+    /// Pack `ops` for tiles `tile` and chunks of `zchunk` planes (the fused
+    /// kernel needs >= 2: chunk 0 owns planes 0 and 1).
     pub fn new(ops: &[&Operator], tile: Tile, zchunk: usize) -> Result<Plan, String> {
         tile.validate()?;
-        if zchunk < 2 {
-            return Err(format!("zchunk {zchunk} < 2"));
+        if zchunk < 1 {
+            return Err("zchunk 0".into());
         }
         let mut pl = Plan::default();
         let mut off = 0usize;
@@ -161,6 +198,7 @@ impl Plan {
                 zchunk: zchunk as i32,
                 nchunks: op.dims[2].div_ceil(zchunk) as i32,
                 coef_off: pl.ca.len() as i32,
+                ncoef: op.ca.len() as i32,
                 pmc: 0,
                 prof_off: [-1; 3],
                 slab_n: [0; 3],
@@ -420,7 +458,7 @@ mod tests {
         let c = crate::bench::box_job(20, 10);
         let ops: Vec<Operator> = [&a, &b, &c].iter().map(|j| Operator::new(j).unwrap()).collect();
         let refs: Vec<&Operator> = ops.iter().collect();
-        let tile = Tile { tx: 8, ty: 4 };
+        let tile = Tile { tx: 8, ty: 4, ..Tile::DEFAULT };
         let pl = Plan::new(&refs, tile, 5).unwrap();
         for (d, op) in ops.iter().enumerate() {
             let ds = &pl.designs[d];
@@ -433,6 +471,7 @@ mod tests {
             }
             let co = ds.coef_off as usize;
             assert_eq!(&pl.ca[co..co + op.ca.len()], &op.ca[..]);
+            assert_eq!(ds.ncoef as usize, op.ca.len());
             // Slab numbering follows b > 0 exactly and counts up from 0.
             for a in 0..3 {
                 match &op.pml[a] {
@@ -538,5 +577,9 @@ mod tests {
         assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 12), 42);
         assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 24), 21);
         assert!(Tile::parse("32x8").is_ok() && Tile::parse("24x8").is_err());
+        assert_eq!(Tile::parse("32x8:3:4").unwrap(), Tile { tx: 32, ty: 8, ns: 3, minb: 4 });
+        assert_eq!(Tile::parse("32x8:3:4").unwrap().to_string(), "32x8:3:4");
+        assert_eq!(Tile::DEFAULT.to_string(), "32x8");
+        assert!(Tile::parse("4x2").is_err() && Tile::parse("32x8:2").is_err() && Tile::parse("32x8:4:2:1").is_err());
     }
 }

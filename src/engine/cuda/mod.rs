@@ -85,6 +85,9 @@ impl Scheme {
     }
 }
 
+/// Planes per thread of the split kernels unless set.
+pub const SPLIT_ZCHUNK: usize = 2;
+
 /// Tuning and checking knobs of the backend.
 #[derive(Debug, Clone)]
 pub struct CudaOptions {
@@ -97,11 +100,13 @@ pub struct CudaOptions {
     pub poison: bool,
     /// Steps between copies of the port samples to the host.
     pub trace_chunk: usize,
+    /// Cap on the device bytes a batch may use per GPU (None: what the card has free).
+    pub mem_limit: Option<usize>,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256 }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None }
     }
 }
 
@@ -199,21 +204,25 @@ fn ptx_for(arch: &'static str, tile: Tile) -> Result<Ptx, EngineError> {
         return Ok(p.clone());
     }
     let src = abi::kernel_source();
-    let opts = |arch: &'static str| CompileOptions {
+    let opts = |arch: &'static str, plain: bool| CompileOptions {
         arch: Some(arch),
         // No contraction into fused multiply-adds: the CPU engine rounds every product.
         fmad: Some(false),
-        options: vec![format!("-DEMV_TX={}", tile.tx), format!("-DEMV_TY={}", tile.ty)],
+        options: tile.defines().into_iter().chain(plain.then(|| "-DEMV_NO_CPASYNC=1".to_string())).collect(),
         ..Default::default()
     };
-    let ptx = match compile_ptx_with_opts(&src, opts(arch)) {
+    let ptx = match compile_ptx_with_opts(&src, opts(arch, false)) {
         Ok(p) => p,
         // Some NVRTC versions give no PTX for a real (sm_) target: retry with the virtual one.
         Err(CompileError::GetPtxError(_)) if arch.starts_with("sm_") => {
             let virt: &'static str = Box::leak(arch.replace("sm_", "compute_").into_boxed_str());
-            compile_ptx_with_opts(&src, opts(virt)).map_err(|e| EngineError::Cuda(compile_error_text(&e)))?
+            compile_ptx_with_opts(&src, opts(virt, false)).map_err(|e| EngineError::Cuda(compile_error_text(&e)))?
         }
-        Err(e) => return Err(EngineError::Cuda(compile_error_text(&e))),
+        // The asynchronous-copy pipeline did not build: say why, and build the plain-load variant.
+        Err(e) => {
+            eprintln!("warning: kernels with cp.async failed to compile for {arch}, tile {tile}; using plain loads:\n{}", compile_error_text(&e));
+            compile_ptx_with_opts(&src, opts(arch, true)).map_err(|e| EngineError::Cuda(compile_error_text(&e)))?
+        }
     };
     c.insert((arch, tile), ptx.clone());
     Ok(ptx)
@@ -226,10 +235,10 @@ impl Gpu {
             return Err(EngineError::CudaUnavailable(format!("GPU {ordinal} requested, {n} device(s) present")));
         }
         let ctx = CudaContext::new(ordinal).map_err(drv)?;
-        // One stream per device orders everything; no per-buffer events needed.
-        // SAFETY: called before any buffer of this context exists.
+        // One stream per worker orders all its work; no per-buffer events needed.
+        // SAFETY: buffers of this backend are only used on the stream that made them.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        let stream = ctx.new_stream().map_err(drv)?;
         let (maj, min) = ctx.compute_capability().map_err(drv)?;
         let arch: &'static str = Box::leak(format!("sm_{maj}{min}").into_boxed_str());
         let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(drv)? as u32;
@@ -344,11 +353,10 @@ impl CudaBackend {
         if gpus.is_empty() {
             return Err(EngineError::CudaUnavailable("no GPU listed".into()));
         }
+        // One worker (context, stream, buffer pool, host thread) per listed GPU. A GPU
+        // listed twice gets two workers: the multi-GPU path can be tested on one device.
         let mut list = vec![];
         for &g in gpus {
-            if list.iter().any(|x: &Mutex<Gpu>| x.lock().unwrap().ordinal == g) {
-                continue;
-            }
             list.push(Mutex::new(Gpu::open(g)?));
         }
         Ok(CudaBackend { gpus: list, opts, stats: Mutex::new(RunStats::default()) })
@@ -538,7 +546,10 @@ impl Gpu {
         opts: &CudaOptions,
     ) -> Result<(Vec<(usize, Result<JobRun, SimFailure>)>, RunStats), EngineError> {
         let needs: Vec<usize> = idx.iter().map(|&i| batch::device_bytes(ops[i].as_ref().unwrap())).collect();
-        let budget = self.budget()?;
+        let mut budget = self.budget()?;
+        if let Some(m) = opts.mem_limit {
+            budget = budget.min(m);
+        }
         let parts = batch::split_to_fit(&needs, budget).map_err(|k| {
             EngineError::Cuda(format!(
                 "design '{}' needs {:.2} GiB of device memory, GPU {} ({}) can give {:.2} GiB",
@@ -580,7 +591,12 @@ impl Gpu {
         let ops: Vec<&Operator> = idx.iter().map(|&i| ops_all[i].as_ref().unwrap()).collect();
         let js: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
         let nd = ops.len();
-        let zchunk = opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, self.resident_blocks(&k, opts))).max(2);
+        let zchunk = match opts.scheme {
+            // The fused kernel walks z through its chunk (software pipeline); chunk 0 must own planes 0 and 1.
+            Scheme::Fused => opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, self.resident_blocks(&k, opts))).max(2),
+            // The split kernels want every cell on its own thread: a plane or two per block.
+            Scheme::Split => opts.zchunk.unwrap_or(SPLIT_ZCHUNK).max(1),
+        };
         let plan = Plan::new(&ops, opts.tile, zchunk).map_err(EngineError::Cuda)?;
         self.ensure_pool(plan.field_len, plan.psi_len)?;
         let stream = self.stream.clone();
