@@ -43,7 +43,20 @@ grep -E "FAIL|error|panic" "$OUT/check.log" | cut -c1-240 | head -30
 grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-170
 grep -E "^CPU reference|workers used|sub-batches|larger than" "$OUT/check.log" | cut -c1-200
 grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
+# Shipped designs through the user's path (design -> jobs -> backend -> S-parameters).
+grep -E "^\[design |^shipped designs" "$OUT/check.log" | cut -c1-220
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
+
+echo "== 2b. GA on the GPU: WR-28 iris filter, population 64, up to 40 generations; then one more generation resumed on the CPU"
+RUNS="${RUNS:-/tmp/emvolve-runs}"
+rm -rf "$RUNS"
+t0=$(date +%s)
+"$BIN" run designs/wr28_iris_filter.ron --backend cuda --gpus "$GPUS" --population 64 --generations 40 --quiet \
+    --name gpu_run --runs-dir "$RUNS" > "$OUT/ga.log" 2>&1
+echo "GA exit code $?, wall $(( $(date +%s) - t0 )) s"
+grep -E "^gen (0|10|20|30|40)/|stopped after" "$OUT/ga.log" | cut -c1-200
+"$BIN" resume "$RUNS/gpu_run" --more 1 --backend cpu --quiet > "$OUT/resume.log" 2>&1
+echo "resume on CPU exit code $?"; grep -E "^gen |stopped after|warning" "$OUT/resume.log" | tail -3
 
 if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
     echo "== profile (ncu)"

@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 pub mod bench;
 pub mod device_check;
+pub mod device_designs;
 pub mod kernel_emu;
 pub mod inspect;
 pub mod run;
