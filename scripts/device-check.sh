@@ -47,29 +47,22 @@ grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
 grep -E "^\[design |^shipped designs" "$OUT/check.log" | cut -c1-220
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
-echo "== 2b. GA on the GPU: WR-28 iris filter, population 64, up to 40 generations; then one more generation resumed on the CPU"
+echo "== 2b. GA on the GPU: WR-28 iris filter, population 64, 40 generations (evaluation and stagnation limits lifted)"
 RUNS="${RUNS:-/tmp/emvolve-runs}"
 rm -rf "$RUNS"
 t0=$(date +%s)
-"$BIN" run designs/wr28_iris_filter.ron --backend cuda --gpus "$GPUS" --population 64 --generations 40 --quiet \
-    --name gpu_run --runs-dir "$RUNS" > "$OUT/ga.log" 2>&1
+"$BIN" run designs/wr28_iris_filter.ron --backend cuda --gpus "$GPUS" --population 64 --generations 40 --max-evaluations 100000 \
+    --stagnation 1000 --quiet --name gpu40 --runs-dir "$RUNS" > "$OUT/ga.log" 2>&1
 echo "GA exit code $?, wall $(( $(date +%s) - t0 )) s"
 grep -E "^gen (0|10|20|30|40)/|stopped after" "$OUT/ga.log" | cut -c1-200
-"$BIN" resume "$RUNS/gpu_run" --more 1 --backend cpu --quiet > "$OUT/resume.log" 2>&1
-echo "resume on CPU exit code $?"; grep -E "^gen |stopped after|warning" "$OUT/resume.log" | tail -3
-
-if [ "${NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
-    echo "== profile (ncu)"
-    for k in "fdtd_step --scheme fused" "fdtd_update_e --scheme split --split-zchunks 2"; do
-        set -- $k
-        name=$1; shift
-        timeout 200 ncu --kernel-name "$name" --launch-skip 20 --launch-count 1 \
-            --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section LaunchStats \
-            "$BIN" bench --backend cuda --gpus "$GPUS" --n 192 --steps 30 --steps2 31 --population 0 "$@" > "$OUT/ncu_$name.txt" 2>&1
-        echo "ncu $name exit code $?"
-        grep -E "DRAM Throughput|Achieved Occupancy|Registers Per|Duration|Compute \(SM\) Throughput|Warp Cycles Per Issued" "$OUT/ncu_$name.txt" | head -8
-    done
-fi
+echo "== 2c. a run started on the GPU (4 generations) resumed on the CPU (2 more), and one started on the CPU resumed on the GPU"
+"$BIN" run designs/wr28_iris_filter.ron --backend cuda --population 16 --generations 4 --quiet --name g2c --runs-dir "$RUNS" > "$OUT/resume.log" 2>&1
+"$BIN" resume "$RUNS/g2c" --more 2 --backend cpu --quiet >> "$OUT/resume.log" 2>&1
+echo "GPU run -> CPU resume exit code $?"
+"$BIN" run designs/wr28_iris_filter.ron --backend cpu --population 16 --generations 2 --quiet --name c2g --runs-dir "$RUNS" >> "$OUT/resume.log" 2>&1
+"$BIN" resume "$RUNS/c2g" --more 2 --backend cuda --quiet >> "$OUT/resume.log" 2>&1
+echo "CPU run -> GPU resume exit code $?"
+grep -E "^backend|^gen [0-9]+/|stopped after generation" "$OUT/resume.log" | cut -c1-150
 
 echo "== 3. benchmark"
 "$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1

@@ -43,6 +43,12 @@ pub struct RunArgs {
     /// Override the seed.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Override the evaluation limit (stop.max_evaluations).
+    #[arg(long)]
+    pub max_evaluations: Option<usize>,
+    /// Override the stagnation limit in generations (stop.stagnation).
+    #[arg(long)]
+    pub stagnation: Option<usize>,
 }
 
 /// Options of both `run` and `resume`: where to compute and how to report.
@@ -127,6 +133,12 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     }
     if let Some(s) = a.seed {
         ga.seed = s;
+    }
+    if let Some(m) = a.max_evaluations {
+        ga.stop.max_evaluations = Some(m);
+    }
+    if let Some(n) = a.stagnation {
+        ga.stop.stagnation = Some(n);
     }
     ga.validate().context("optimiser settings")?;
     // Check settings against the problem (e.g. a fitness target with two objectives)
