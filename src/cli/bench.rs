@@ -35,6 +35,9 @@ pub enum SchemeChoice {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
+    /// Also time a design file at its midpoint, every port driven, to its own end criterion.
+    #[arg(long)]
+    pub design: Option<std::path::PathBuf>,
     /// Edge of the cubic benchmark grid (cells).
     #[arg(long, default_value_t = 100)]
     pub n: usize,
@@ -130,6 +133,29 @@ fn row(what: String, jobs1: &[SimJob], s1: usize, s2: usize, w1: f64, w2: f64, u
     }
 }
 
+/// One design as the optimiser runs it: midpoint values, every port driven, the design's end criterion.
+fn bench_design(path: &std::path::Path, use_cuda: bool, gpus: &[usize]) -> anyhow::Result<()> {
+    let design = crate::design::Design::load(path)?;
+    let backend: Box<dyn crate::engine::Backend> = if use_cuda { Box::new(cuda::CudaBackend::new(gpus)?) } else { Box::new(CpuBackend) };
+    let drives: Vec<usize> = (0..design.port_names().len()).collect();
+    let values = design.midpoint_values();
+    // Once to warm up (kernel compilation, allocation), once timed.
+    crate::evaluate::evaluate_designs(&design, std::slice::from_ref(&values), &drives, None, backend.as_ref(), &|_| {})?;
+    let t = Instant::now();
+    let r = crate::evaluate::evaluate_designs(&design, std::slice::from_ref(&values), &drives, None, backend.as_ref(), &|_| {})?.remove(0);
+    let secs = t.elapsed().as_secs_f64();
+    let s = r.map_err(|e| anyhow::anyhow!("{}: {e}", design.name()))?;
+    println!(
+        "design {} on {}: {:.3} s, {:.1} Mcells/s ({})",
+        design.name(),
+        backend.name(),
+        secs,
+        s.cell_updates() / secs / 1e6,
+        s.run_summary()
+    );
+    Ok(())
+}
+
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let s1 = a.steps;
     let s2 = a.steps2.unwrap_or(2 * a.steps).max(s1 + 1);
@@ -149,6 +175,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             ok
         }
     };
+    if let Some(path) = &a.design {
+        bench_design(path, use_cuda, &a.gpus)?;
+    }
     // --- TLM on CUDA (cli/tlm_check.rs)
     if a.engine == EngineChoice::Tlm {
         let shapes: Vec<crate::engine::cuda::tlm::TlmConfig> =
