@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, sheet_covers, ModalEnd, Stopper, WgPort};
+use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
 use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
 use crate::consts::{C0, ETA0};
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
@@ -95,7 +95,7 @@ impl Mesh {
                         flags[idx] = DEAD;
                         continue;
                     }
-                    let gl = pad_loss(job, c);
+                    let gl = pad_loss(job, c.map(|x| x as f64 + 0.5));
                     let (sig_e, sig_m) = pad_sigmas(gl, g.d, m.eps_r, m.mu_r);
                     let mut k = Coef::PLAIN;
                     for e in 0..3 {
@@ -146,6 +146,7 @@ impl Mesh {
                 }
             }
         }
+        let lat = Lattice::new(job, [false; 3]);
         for s in &job.sheets {
             let d = s.normal.index();
             let (u, v) = s.normal.others();
@@ -155,7 +156,7 @@ impl Mesh {
             }
             for iv in 0..n[v] {
                 for iu in 0..n[u] {
-                    if !sheet_covers(s.lo, s.hi, iu, iv) {
+                    if !lat.sheet_covers(s, iu, iv) {
                         continue;
                     }
                     let mut c = [0; 3];
@@ -437,7 +438,7 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
     for p in &job.ports {
         ports.push(match p.kind {
             PortKind::Lumped { .. } => P::L(resolve_lumped(job, &p.kind)?),
-            PortKind::Waveguide { .. } => P::W(WgPort::resolve(job, &p.kind)?),
+            PortKind::Waveguide { .. } => P::W(WgPort::resolve(job, &p.kind, &Lattice::new(job, [false; 3]))?),
         });
     }
     // Nodes updated one by one: sources of the driven guide port (profile weight)
@@ -448,7 +449,7 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
         src_e = w.e;
         for ie in 0..g.n[w.e] {
             for iw in 0..g.n[w.w] {
-                let c = w.cell(w.src_cell, ie, iw);
+                let c = w.cell(w.src_layer, ie, iw);
                 let idx = g.idx(c[0], c[1], c[2]);
                 if mesh.geo.flags[idx] & DEAD == 0 {
                     others.insert(idx, (w.profile[iw] as f32, None));
