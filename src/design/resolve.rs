@@ -35,10 +35,7 @@ pub(crate) enum Shape {
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     pub kind: EngineKind,
-    /// The invariant axis (declared, or inferred for Tlm2d), if any: every
-    /// primitive and port must be uniform along it.
-    pub invariant: Option<Axis>,
-    /// The axis meshed with a single cell spanning the domain, if any (see [`resolve`]).
+    /// The invariant axis (one cell), if any.
     pub collapse: Option<Axis>,
     /// `[axis][lo, hi]` in metres, without padding.
     pub domain: [[f64; 2]; 3],
@@ -169,7 +166,7 @@ pub(crate) fn resolve(
     // the large dy only relaxes the time step limit. TLM's 2D shunt node solves the
     // same 2D problem.
     let faces = boundary_faces(d);
-    let invariant = match opts.invariant {
+    let collapse = match opts.invariant {
         Some(a) => Some(a),
         None if kind == EngineKind::Tlm2d || d.engine.kind() == EngineKind::Tlm2d => {
             let a = infer_collapse(&cx, &domain)?;
@@ -180,13 +177,6 @@ pub(crate) fn resolve(
         }
         None => None,
     };
-    // The 3D SCN does not profit from the collapse: its time step is set by the
-    // smallest `d_a d_b / d_e` over the three axes, so one cell of b = 14 dx along y
-    // shrinks dt 14-fold (`dt = dx^2 / (2 c dy)`) and the node count saving is lost
-    // to steps; and its 14:1 cells need large stubs on every node, whose dispersion
-    // is worse than that of cubic cells. So the 3D TLM meshes the invariant axis
-    // with ordinary (near-cubic) cells; FDTD and the 2D TLM collapse it.
-    let collapse = if kind == EngineKind::Tlm { None } else { invariant };
 
     // Uniform cells per axis: n = round(L / cell) (at least 1) and d = L / n, so a
     // cell differs from `cell` by at most half a cell spread over the whole domain
@@ -210,7 +200,6 @@ pub(crate) fn resolve(
     }
     let mut r = Resolved {
         kind,
-        invariant,
         collapse,
         domain,
         n_dom,
@@ -310,7 +299,7 @@ fn not_invariant(cx: &Ctx, at: &str, inv: Axis, why: &str) -> DesignError {
 }
 
 fn primitive(cx: &Ctx, r: &mut Resolved, p: &Primitive, at: &str) -> Result<(), DesignError> {
-    let inv = r.invariant;
+    let inv = r.collapse;
     match p {
         Primitive::Box { material: name, min, max } => {
             let lo = cx.point(min, &format!("{at}.min"))?;
@@ -484,7 +473,7 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
     }
     let normal = flat[0];
     let ni = normal.index();
-    if r.invariant == Some(normal) {
+    if r.collapse == Some(normal) {
         return Err(not_invariant(cx, at, normal, "a Sheet normal to it lies at one position along it"));
     }
     let [dlo, dhi] = r.domain[ni];
@@ -504,7 +493,7 @@ fn sheet(cx: &Ctx, r: &Resolved, lo: [f64; 3], hi: [f64; 3], at: &str) -> Result
                 cx.err(at, format!("min.{0} ({1}) exceeds max.{0} ({2})", a.name(), cx.show(lo[i]), cx.show(hi[i])))
             );
         }
-        if r.invariant == Some(a) && !spans(cx, r, a, lo[i], hi[i]) {
+        if r.collapse == Some(a) && !spans(cx, r, a, lo[i], hi[i]) {
             return Err(not_invariant(cx, at, a, "a Sheet must reach both faces"));
         }
         let [dlo, dhi] = r.domain[i];
@@ -623,7 +612,7 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
                     }
                 }
             }
-            if let Some(inv) = r.invariant {
+            if let Some(inv) = r.collapse {
                 let i = inv.index();
                 if axis != inv || !spans(cx, r, inv, f[i].min(t[i]), f[i].max(t[i])) {
                     return Err(cx.err(
@@ -692,7 +681,7 @@ fn port(cx: &Ctx, r: &Resolved, p: &PortSpec, at: &str) -> Result<Port, DesignEr
                     format!("port `{name}`: a TE10 port needs Pec faces on both {} faces (its E field ends on them); boundaries.{} is {:?}/{:?}", e_axis.name(), e_axis.name(), tops[0], tops[1]),
                 ));
             }
-            if let Some(inv) = r.invariant {
+            if let Some(inv) = r.collapse {
                 if inv != e_axis {
                     return Err(cx.err(
                         at,

@@ -254,12 +254,6 @@ fn tlm2d_collapses_the_guides_narrow_side_and_override_keeps_options() {
     let d3 = Design::parse(&text.replace("Tlm2d(", "Fdtd("), "c.ron").unwrap();
     assert_eq!(d3.jobs(&v, &[0], None).unwrap()[0].grid.n, [28, 14, 60]);
     assert_eq!(d3.jobs(&v, &[0], Some(EngineKind::Tlm2d)).unwrap()[0].grid.n, [28, 1, 60]);
-    // The 3D TLM meshes a declared invariant axis with ordinary cells (its time step
-    // would shrink with the cell's aspect ratio), keeping the same x-z voxels.
-    let d4 = Design::parse(&text.replace("Tlm2d(cell: 0.25,", "Fdtd(cell: 0.25, invariant: Y,"), "c.ron").unwrap();
-    let (f4, t4) = (d4.jobs(&v, &[0], None).unwrap().remove(0), d4.jobs(&v, &[0], Some(EngineKind::Tlm)).unwrap().remove(0));
-    assert_eq!((f4.grid.n, t4.grid.n), ([28, 1, 60], [28, 14, 60]));
-    assert!((0..14).all(|j| (0..60).all(|k| (0..28).all(|i| t4.cell_mat[t4.grid.idx(i, j, k)] == f4.cell_mat[f4.grid.idx(i, 0, k)]))));
 }
 
 #[test]
