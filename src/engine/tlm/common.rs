@@ -221,11 +221,15 @@ impl ModalEnd {
 /// reference planes on their grid planes, and a sheet of zero width still
 /// shorts its line of nodes.
 ///
-/// The SCN cannot follow: its H lives at the node with its E, so a node on a
-/// conductor needs the tangential H kept and the normal E placed half a cell
-/// off. Shorting its links makes the wall act about a quarter cell inside the
-/// guide (an empty WR-28 of 28 cells behaves like 27.5), and shorting only its E
-/// sub-nodes lets pulses cross the metal through the H sub-nodes.
+/// The SCN stays on cell centres. Its H lives at the node with its E, so a node
+/// on a conductor must keep the tangential H and the normal E; tried on the
+/// nodal lattice of an H-plane slab (WR-28, a/28): shorting every link of such
+/// nodes puts the walls a quarter cell inside the guide (28 cells act as 27.5);
+/// shorting only their E sub-nodes lets pulses cross the metal through the H
+/// sub-nodes; adding the image of the opposite link on links into metal makes
+/// flat walls exact, but the iris edges then block too much (S21 -5.27 dB
+/// against FDTD's -4.74 dB; the filter's passband +0.6% against FDTD's). So the
+/// SCN keeps the first-order corner difference from FDTD described above.
 #[derive(Debug, Clone)]
 pub(super) struct Lattice {
     pub nodal: [bool; 3],

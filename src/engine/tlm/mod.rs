@@ -8,7 +8,10 @@
 //!   grid node of the mesh plane, where Yee keeps the E component, which makes
 //!   it FDTD's twin (see `Lattice` for why and what it measured).
 //! - Time step: set by the mesh so that every stub is non-negative
-//!   (`job.courant` is an FDTD setting and is ignored).
+//!   (`job.courant` is an FDTD setting and is ignored). The SCN runs a one-cell
+//!   axis between PEC faces (a collapsed invariant axis) as a cubic slab and
+//!   scales the port signals back (`scn::run`): exact, since the fields are
+//!   uniform across it, and 14 times cheaper than cubic cells over WR-28's b.
 //! - Walls: SCN walls sit halfway between nodes: PEC -1, PMC +1; PEC cells and
 //!   sheets short the links that reach them (a sheet covers the cells inside its
 //!   rectangle, grid nodes `lo..=hi` spanning cells `lo..hi`). 2D: a node
