@@ -9,7 +9,7 @@
 // parity, link l of node i of design d at b[l*L + off_d + i] (structure of
 // arrays: a warp reads 32 consecutive nodes of one link). off_d is a multiple
 // of 128. Nodes are numbered as the CPU engine numbers them (3D: x fastest;
-// 2D: the job's cell index). Stubs of loaded designs: stub[s*LS + soff_d + i].
+// 2D: p fastest over the grid nodes of the mesh plane, cells + 1 per axis). Stubs of loaded designs: stub[s*LS + soff_d + i].
 // The per-node word meta[off_d + i] is described in src/engine/tlm/pack.rs.
 
 #ifndef EMV_TLM_CUH

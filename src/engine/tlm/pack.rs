@@ -75,7 +75,7 @@ pub(crate) struct TlmPack {
     /// 3D SCN (12 links) or 2D shunt node (4 links).
     pub dim3: bool,
     pub dt: f64,
-    /// Grid cells per axis (= nodes; 2D: the job's grid with its single cell).
+    /// Grid cells per axis (3D: = nodes; 2D: the job's grid, nodes are cells + 1 along p, q).
     pub n: [usize; 3],
     /// Linear index strides the kernels use: 3D (1, nx, nx ny); 2D (p, q, 0).
     pub stride: [usize; 3],
