@@ -273,7 +273,10 @@ __device__ __forceinline__ float scn_esum(const float a[12], int e) {
 // 2D shunt node. Links 2*m + side (m: mesh axis p or q, side 0 low, 1 high).
 // Coefficients per kind (TLM_COEF2 floats): y ky z[2] kz[2] gface[4] pad pad.
 
-// Branch-free like scn_gather (a neighbour's pulse times 1.0f, exact).
+// Branch-free like scn_gather: a neighbour's pulse, or at a face (bit q) the
+// pulse the inward neighbour reflects on link q (PMC mirror, bit 6 + q), or the
+// node's own pulse times the face's reflection k[6 + q] (times 1.0f where no
+// reflection is applied, which is exact).
 __device__ __forceinline__ void shunt_gather(const float* __restrict__ b, long long L, long long g, const int st[3], unsigned m,
                                              const float* __restrict__ k, float a[4]) {
 #pragma unroll
@@ -283,9 +286,11 @@ __device__ __forceinline__ void shunt_gather(const float* __restrict__ b, long l
         for (int side = 0; side < 2; ++side) {
             const int q = 2 * l + side;
             const bool w = (m & (1u << q)) != 0;
-            float gw = 1.0f;
-            if (w) gw = (m & (1u << (6 + q))) ? -1.0f : k[6 + q];
-            a[q] = gw * b[w ? q * L + g : (q ^ 1) * L + g + (side == 0 ? -s : s)];
+            const bool mir = (m & (1u << (6 + q))) != 0;
+            const float gw = (w && !mir) ? k[6 + q] : 1.0f;
+            const long long out = side == 0 ? -s : s;
+            const long long at = w ? q * L + g + (mir ? -out : 0) : (q ^ 1) * L + g + out;
+            a[q] = gw * b[at];
         }
     }
 }
@@ -326,7 +331,7 @@ __device__ __forceinline__ void shunt_node(const TlmPtrs& P, const TlmDesign* D,
     const long long L = P.L;
     const long long g = D->off + i;
     const unsigned m = P.plain[g >> 5] ? 0u : P.meta[g];
-    if (m & (TLM_DEAD | TLM_SPECIAL)) return;
+    if (m & TLM_SPECIAL) return;
     float a[4];
     float o[4];
     const unsigned kind = m >> TLM_KIND_SHIFT;
@@ -337,7 +342,11 @@ __device__ __forceinline__ void shunt_node(const TlmPtrs& P, const TlmDesign* D,
     } else
 #endif
     shunt_gather(b, L, g, st, m, k, a);
-    if (kind == 0 || !D->loaded) {
+    if (m & TLM_SHORT) {
+        // A shorted node (V = 0): every incident pulse returns inverted.
+#pragma unroll
+        for (int q = 0; q < 4; ++q) o[q] = -a[q];
+    } else if (kind == 0 || !D->loaded) {
         shunt_scatter_plain(a, o);
     } else {
         float* __restrict__ sp = P.stub + D->soff + i;
@@ -451,6 +460,7 @@ __device__ void tlm_lumped_block(const TlmPtrs& P, int id, int col, double* red)
     const int st[3] = {D->stride[0], D->stride[1], D->stride[2]};
     double s2k = 0.0;
     double sk = 0.0;
+    double il = 0.0;  // 2D: the current through the node's links at their midpoints
     for (int q = threadIdx.x; q < Q.nodes; q += blockDim.x) {
         const int node = P.lumped_node[Q.node_off + q];
         const long long g = D->off + node;
@@ -473,10 +483,14 @@ __device__ void tlm_lumped_block(const TlmPtrs& P, int id, int col, double* red)
             const double ky = (double)k[1];
             s2k += 2.0 * ((double)(a[0] + a[1] + a[2] + a[3]) + (double)(k[0] * c)) * ky;
             sk += ky;
+            // shunt2d.rs tlm_shunt_ports: sum over the links of (incident - last reflected).
+#pragma unroll
+            for (int r = 0; r < 4; ++r) il += (double)(a[r] - P.b[r * L + g]);
         }
     }
     s2k = tlm_block_sum(s2k, red);
     sk = tlm_block_sum(sk, red);
+    if (!DIM3) il = tlm_block_sum(il, red) / Q.z;
     const double vs = Q.drive ? P.gval[Q.design * P.gstride + col] : 0.0;
     const double i = (vs + s2k) / (Q.r + Q.z * sk);
     const float inj = (float)(Q.z * i);
@@ -494,7 +508,7 @@ __device__ void tlm_lumped_block(const TlmPtrs& P, int id, int col, double* red)
     v = tlm_block_sum(v, red);
     if (threadIdx.x == 0) {
         P.tv[Q.slot * P.tstride + col] = v;
-        P.ti[Q.slot * P.tstride + col] = i;
+        P.ti[Q.slot * P.tstride + col] = DIM3 ? i : il;
     }
 }
 
@@ -532,7 +546,10 @@ __device__ void tlm_ports(const TlmPtrs& P, int step, int col) {
 extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_scn_ports(TlmPtrs P, int a0, int a1) { tlm_ports<true>(P, a0, a1); }
 extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_shunt_ports(TlmPtrs P, int a0, int a1) { tlm_ports<false>(P, a0, a1); }
 
-// One guide port per block (scn.rs / shunt2d.rs sample_wg), from the pulses just emitted.
+// One guide port per block, after the swap (P.b: the pulses just emitted, P.nb:
+// the last step's). 3D: scn.rs sample_wg, from the pulses crossing the face.
+// 2D: shunt2d.rs sample_wg, on the node layer of the reference plane.
+template <bool DIM3>
 __device__ void tlm_sample(const TlmPtrs& P, int col) {
     __shared__ double red[TLM_PORT_THREADS];
     const TlmWg W = P.wgs[P.wg_list[blockIdx.x]];
@@ -542,11 +559,33 @@ __device__ void tlm_sample(const TlmPtrs& P, int col) {
     double v = 0.0;
     double i = 0.0;
     for (int t = threadIdx.x; t < W.terms; t += blockDim.x) {
-        const double up = (double)up_l[P.wg_lo[W.term_off + t]];
-        const double down = (double)dn_l[P.wg_hi[W.term_off + t]];
         const double w = P.wg_w[W.term_off + t];
-        v += (up + down) * w * W.dw;
-        i += (up - down) / W.z * w * W.de;
+        if (DIM3) {
+            const double up = (double)up_l[P.wg_lo[W.term_off + t]];
+            const double down = (double)dn_l[P.wg_hi[W.term_off + t]];
+            v += (up + down) * w * W.dw;
+            i += (up - down) / W.z * w * W.de;
+        } else {
+            const int node = P.wg_lo[W.term_off + t];
+            const long long L = P.L;
+            const long long g = D->off + node;
+            const unsigned m = P.meta[g] & ~TLM_SPECIAL;
+            const unsigned kind = m >> TLM_KIND_SHIFT;
+            const float* k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
+            const int st[3] = {D->stride[0], D->stride[1], D->stride[2]};
+            float a[4];
+            shunt_gather(P.nb, L, g, st, m, k, a);
+            const int qn = W.link_down;
+            const int qp = W.link_up;
+            const double an = (double)a[qn];
+            const double ap = (double)a[qp];
+            const double bn = (double)P.b[qn * L + g];
+            const double bp = (double)P.b[qp * L + g];
+            const double bn0 = (double)P.nb[qn * L + g];
+            const double bp0 = (double)P.nb[qp * L + g];
+            v += 0.5 * ((an + bn) + (ap + bp)) * w * W.dw;
+            i += 0.5 * ((an - bn0) + (bp0 - ap)) / W.z * w * W.de;
+        }
     }
     v = tlm_block_sum(v, red);
     i = tlm_block_sum(i, red);
@@ -556,8 +595,8 @@ __device__ void tlm_sample(const TlmPtrs& P, int col) {
     }
 }
 
-extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_scn_sample(TlmPtrs P, int a0, int a1) { tlm_sample(P, a1); }
-extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_shunt_sample(TlmPtrs P, int a0, int a1) { tlm_sample(P, a1); }
+extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_scn_sample(TlmPtrs P, int a0, int a1) { tlm_sample<true>(P, a1); }
+extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_shunt_sample(TlmPtrs P, int a0, int a1) { tlm_sample<false>(P, a1); }
 
 // Stored energy of the designs due for a check (scn.rs tlm_scn_energy,
 // shunt2d.rs tlm_shunt_energy): pulses squared plus stub energies, per design.

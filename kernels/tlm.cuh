@@ -9,7 +9,7 @@
 // parity, link l of node i of design d at b[l*L + off_d + i] (structure of
 // arrays: a warp reads 32 consecutive nodes of one link). off_d is a multiple
 // of 128. Nodes are numbered as the CPU engine numbers them (3D: x fastest;
-// 2D: the job's cell index). Stubs of loaded designs: stub[s*LS + soff_d + i].
+// 2D: p fastest over the grid nodes of the mesh plane, cells + 1 per axis). Stubs of loaded designs: stub[s*LS + soff_d + i].
 // The per-node word meta[off_d + i] is described in src/engine/tlm/pack.rs.
 
 #ifndef EMV_TLM_CUH
@@ -44,6 +44,8 @@
 #endif
 
 #define TLM_DEAD (1u << 12)
+// Bit 12 in 2D: a shorted node (returns its incident pulses inverted).
+#define TLM_SHORT (1u << 12)
 #define TLM_SPECIAL (1u << 13)
 #define TLM_KIND_SHIFT 14
 #define TLM_COEF3 24
@@ -130,9 +132,12 @@ struct TlmWg {
     int terms;
     int slot;
 };
-// term t: nodes wg_lo/wg_hi[term_off + t] below/above the reference face,
+// 3D: term t: nodes wg_lo/wg_hi[term_off + t] below/above the reference face,
 // weight wg_w[term_off + t]; V = norm sum (up + down) w dw,
 // I = norm inward sum (up - down) / z w de.
+// 2D: term t: node wg_lo[term_off + t] on the reference plane (wg_hi the same);
+// V from this step's incident and reflected pulses of its two normal links,
+// I from the incident ones against last step's reflected (shunt2d.rs sample_wg).
 
 // Device pointers and strides (passed by value).
 struct TlmPtrs {
@@ -169,7 +174,8 @@ struct TlmPtrs {
     int gstride;
     int tstride;
 };
-// b, nb:   reflected pulses of the last step (read) and of this step (written)
+// b, nb:   reflected pulses of the last step (read) and of this step (written);
+//          the sample kernels run after the swap (b: this step's, nb: the last)
 // plain:   per 32 nodes of the pool: 1 when all their meta words are 0
 // blocks:  pairs (design, block of TLM_THREADS*TLM_NPT nodes) of the node kernels
 // jobs:    triples (role, index, count) of the port kernel: role 0 guide end,

@@ -148,7 +148,8 @@ pub fn iris_sections(count: usize, cells: usize, steps: usize, decay_db: f64) ->
 
 /// The TLM check list: the shipped iris filter in 2D (both drives, run to its
 /// own -50 dB decay), 3D iris sections ending by decay at different steps, the
-/// loaded 3D cavity, the stretched guide with a probe, the loaded 2D job, and
+/// filter's first drive in 3D (a one-cell slab), the loaded 3D cavity, the
+/// stretched guide with a probe, the loaded 2D job and the same as a 3D slab, and
 /// two jobs that must fail (NaN source) at the same step with the same message.
 /// `small` shortens everything (CPU emulation).
 pub fn check_jobs(small: bool) -> Vec<SimJob> {
@@ -166,9 +167,23 @@ pub fn check_jobs(small: bool) -> Vec<SimJob> {
     } else {
         v.extend(iris_sections(3, 40_000, 20_000, -40.0));
     }
+    // The filter's collapsed invariant axis on the SCN: a one-cell slab between PEC
+    // faces, run as a cubic slab with its port signals scaled back (scn::meshed).
+    let mut f3 = iris_filter_jobs(EngineKind::Tlm).remove(0);
+    f3.label = format!("3D TLM slab {}", f3.label);
+    if small {
+        f3.stop.max_steps = 3000;
+        f3.stop.decay_db = -20.0;
+    }
+    v.push(f3);
     v.push(loaded_cavity(EngineKind::Tlm, small));
     v.push(stretched_guide_probe(small));
     v.push(loaded_2d(small));
+    // The same job on the SCN: a one-cell slab with lumped ports (R and V scaled).
+    let mut s3 = loaded_2d(small);
+    s3.engine = EngineKind::Tlm;
+    s3.label = format!("3D slab {}", s3.label.trim_start_matches("2D "));
+    v.push(s3);
     let mut bad = loaded_cavity(EngineKind::Tlm, true);
     bad.label = "3D NaN source (must fail)".into();
     bad.pulse.tau = f64::NAN;

@@ -5,15 +5,19 @@
 //! terms. The per-node word (`meta`) packs the flags the kernels test:
 //!
 //! - bits 0..6: face `2*axis + side` (3D) or `2*m + side` (2D) reflects instead of connecting;
-//! - bits 6..12: that face is shorted (PEC neighbour or sheet), reflection -1;
-//! - bit 12: PEC node (never updated), bit 13: special node (updated by the port kernel);
+//! - bits 6..12: 3D: that face is shorted (PEC neighbour or sheet), reflection -1;
+//!   2D: that face is a PMC mirror (the pulse the inward neighbour reflects on the same link);
+//! - bit 12: 3D: PEC node (never updated); 2D: shorted node (returns its incident pulses
+//!   inverted); bit 13: special node (updated by the port kernel);
 //! - bits 14..32: coefficient kind (index into the job's coefficient table).
 
 use super::common::ModalEnd;
 pub(crate) use super::common::{finish_traces, non_finite, non_finite_port, Stopper};
-use crate::job::{EngineKind, SimFailure, SimJob};
+use crate::job::{EngineKind, PortTrace, SimFailure, SimJob};
 
 pub(crate) const META_DEAD: u32 = 1 << 12;
+/// The 2D meaning of bit 12.
+pub(crate) const META_SHORT: u32 = 1 << 12;
 pub(crate) const META_SPECIAL: u32 = 1 << 13;
 pub(crate) const META_KIND_SHIFT: u32 = 14;
 /// Floats per coefficient kind: 3D `y[3] ky[3] z[3] kz[3] gface[6][2]`.
@@ -49,7 +53,8 @@ pub(crate) struct PackEnd {
     pub me: ModalEnd,
 }
 
-/// A guide port's sampling terms: node below / above the reference face and weight.
+/// A guide port's sampling terms: node below / above the reference face and
+/// weight (3D); 2D: the node on the reference plane (`lo` = `hi`) and weight.
 #[derive(Debug, Clone)]
 pub(crate) struct PackWg {
     pub port: usize,
@@ -70,7 +75,7 @@ pub(crate) struct TlmPack {
     /// 3D SCN (12 links) or 2D shunt node (4 links).
     pub dim3: bool,
     pub dt: f64,
-    /// Grid cells per axis (= nodes; 2D: the job's grid with its single cell).
+    /// Grid cells per axis (3D: = nodes; 2D: the job's grid, nodes are cells + 1 along p, q).
     pub n: [usize; 3],
     /// Linear index strides the kernels use: 3D (1, nx, nx ny); 2D (p, q, 0).
     pub stride: [usize; 3],
@@ -87,6 +92,13 @@ pub(crate) struct TlmPack {
     pub is_wg: Vec<bool>,
     /// The driven port.
     pub drive: usize,
+    /// Sample offsets (V, I) of every port signal; None: the 3D rule of
+    /// [`finish_traces`] (guide ports half a step late, averaged with lumped ports).
+    pub offsets: Option<(f64, f64)>,
+    /// `SimOutput::cells`: the number of nodes the engine reports.
+    pub cells: usize,
+    /// Per port (V, I) factors applied to the finished traces (3D slab), or empty.
+    pub scale: Vec<(f64, f64)>,
 }
 
 impl TlmPack {
@@ -107,6 +119,19 @@ impl TlmPack {
     }
     pub fn nodes(&self) -> usize {
         self.meta.len()
+    }
+    /// Finish a run's traces as the CPU engine does: offsets, then scaling.
+    /// Returns (v_offset, i_offset).
+    pub fn finish(&self, traces: &mut [PortTrace]) -> (f64, f64) {
+        let off = match self.offsets {
+            Some(o) => o,
+            None => {
+                let o = finish_traces(traces, &self.is_wg);
+                (o, o)
+            }
+        };
+        scale_traces(traces, &self.scale);
+        off
     }
     /// Where the first non-finite pulse of `b` (one array per link) is, as the CPU engine says it.
     pub fn locate(&self, b: Vec<Vec<f32>>) -> String {
@@ -140,4 +165,12 @@ pub(crate) fn check_kinds(job: &SimJob, kinds: usize) -> Result<(), SimFailure> 
         return Err(SimFailure::Invalid(format!("{}: {kinds} coefficient kinds exceed the GPU's {}", job.label, 1u32 << (32 - META_KIND_SHIFT))));
     }
     Ok(())
+}
+
+/// Multiply each port's V and I by its factors (none when `scale` is empty).
+pub(crate) fn scale_traces(traces: &mut [PortTrace], scale: &[(f64, f64)]) {
+    for (tr, &(sv, si)) in traces.iter_mut().zip(scale) {
+        tr.v.iter_mut().for_each(|x| *x *= sv);
+        tr.i.iter_mut().for_each(|x| *x *= si);
+    }
 }

@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 
-use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
-use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, sheet_covers, ModalEnd, Stopper, WgPort};
+use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
+use super::pack::{scale_traces, check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
 use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
 use crate::consts::{C0, ETA0};
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
@@ -115,7 +115,7 @@ impl Geo {
                         flags[idx] = DEAD;
                         continue;
                     }
-                    let gl = pad_loss(job, c);
+                    let gl = pad_loss(job, c.map(|x| x as f64 + 0.5));
                     let (sig_e, sig_m) = pad_sigmas(gl, g.d, m.eps_r, m.mu_r);
                     let mut k = Coef::PLAIN;
                     for e in 0..3 {
@@ -166,6 +166,7 @@ impl Geo {
                 }
             }
         }
+        let lat = Lattice::new(job, [false; 3]);
         for s in &job.sheets {
             let d = s.normal.index();
             let (u, v) = s.normal.others();
@@ -175,7 +176,7 @@ impl Geo {
             }
             for iv in 0..n[v] {
                 for iu in 0..n[u] {
-                    if !sheet_covers(s.lo, s.hi, iu, iv) {
+                    if !lat.sheet_covers(s, iu, iv) {
                         continue;
                     }
                     let mut c = [0; 3];
@@ -436,7 +437,7 @@ impl ScnPorts {
         for p in &job.ports {
             ports.push(match p.kind {
                 PortKind::Lumped { .. } => ScnPort::L(resolve_lumped(job, &p.kind)?),
-                PortKind::Waveguide { .. } => ScnPort::W(WgPort::resolve(job, &p.kind)?),
+                PortKind::Waveguide { .. } => ScnPort::W(WgPort::resolve(job, &p.kind, &Lattice::new(job, [false; 3]))?),
             });
         }
         let mut others: BTreeMap<usize, (f32, Option<(usize, usize)>)> = Default::default();
@@ -445,7 +446,7 @@ impl ScnPorts {
             src_e = w.e;
             for ie in 0..g.n[w.e] {
                 for iw in 0..g.n[w.w] {
-                    let c = w.cell(w.src_cell, ie, iw);
+                    let c = w.cell(w.src_layer, ie, iw);
                     let idx = g.idx(c[0], c[1], c[2]);
                     if geo.flags[idx] & DEAD == 0 {
                         others.insert(idx, (w.profile[iw] as f32, None));
@@ -481,8 +482,60 @@ impl ScnPorts {
     }
 }
 
-/// Run one job with the 3D SCN.
+/// A single cell between PEC faces along axis `a`, driven only by ports whose E
+/// runs along `a`: every field is then uniform across the slab, E along `a`
+/// (TE_m0 of an H-plane structure: the job's collapsed invariant axis), and the
+/// slab's height h only scales the voltages along it. The SCN's time step is set
+/// by the smallest `d_a d_b / d_e`, so one cell of the guide height (b = 14 dx in
+/// WR-28 at a/28) would cut it 14-fold and load every node with large stubs; a
+/// cubic slab needs neither. Returns (a, h, the cubic height).
+fn slab(job: &SimJob) -> Option<(usize, f64, f64)> {
+    let g = &job.grid;
+    let a = (0..3).find(|&a| g.n[a] == 1 && job.boundaries[a] == [Boundary::Pec; 2])?;
+    let along = job.ports.iter().all(|p| match p.kind {
+        PortKind::Lumped { axis, .. } => axis.index() == a,
+        PortKind::Waveguide { e_axis, .. } => e_axis.index() == a,
+    });
+    let (p, q) = ((a + 1) % 3, (a + 2) % 3);
+    let h2 = (g.d[p] * g.d[q]).sqrt();
+    (along && (g.d[a] / h2 - 1.0).abs() > 1e-9).then_some((a, g.d[a], h2))
+}
+
+/// Run one job with the 3D SCN: a one-cell slab between PEC faces as a cubic
+/// slab ([`slab`]), with lumped resistances scaled to the new height and port
+/// signals scaled back (V along the slab by h / h2; guide-port V and I, whose
+/// modal normalisation holds sqrt(height), by sqrt(h / h2)).
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    let Some((j, scale)) = meshed(job) else { return run_mesh(job) };
+    let mut out = run_mesh(&j)?;
+    scale_traces(&mut out.traces, &scale);
+    Ok(out)
+}
+
+/// The job the SCN meshes in place of `job` when it is a one-cell slab
+/// ([`slab`]): the slab made cubic, lumped resistances scaled to the new
+/// height; with per port the factors (V, I) that scale its signals back.
+pub(crate) fn meshed(job: &SimJob) -> Option<(SimJob, Vec<(f64, f64)>)> {
+    let (a, h, h2) = slab(job)?;
+    let mut j = job.clone();
+    j.grid.d[a] = h2;
+    for p in &mut j.ports {
+        if let PortKind::Lumped { r_ohm, .. } = &mut p.kind {
+            *r_ohm *= h2 / h;
+        }
+    }
+    let scale = job
+        .ports
+        .iter()
+        .map(|p| match p.kind {
+            PortKind::Lumped { .. } => (h / h2, 1.0),
+            PortKind::Waveguide { .. } => ((h / h2).sqrt(), (h / h2).sqrt()),
+        })
+        .collect();
+    Some((j, scale))
+}
+
+fn run_mesh(job: &SimJob) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
     let mut sp = ScnPorts::new(job, &mut mesh.geo, mesh.dt)?;
     let g = &job.grid;
@@ -587,6 +640,11 @@ pub(crate) fn find_non_finite(b: &[Vec<f32>; 12], n: [usize; 3]) -> String {
 /// The job packed for the CUDA backend (see [`super::pack`]): the same geometry,
 /// coefficients, special nodes and port terms this engine steps with.
 pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
+    let (slabbed, scale) = match meshed(job) {
+        Some((j, sc)) => (Some(j), sc),
+        None => (None, vec![]),
+    };
+    let job = slabbed.as_ref().unwrap_or(job);
     let (mut geo, dt) = Geo::build(job)?;
     let sp = ScnPorts::new(job, &mut geo, dt)?;
     check_kinds(job, geo.coefs.len())?;
@@ -632,7 +690,25 @@ pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
         }
     }
     let ends = ends.into_iter().map(|e| PackEnd { nodes: e.nodes, link: e.link, me: e.me }).collect();
-    Ok(TlmPack { dim3: true, dt, n: g.n, stride: geo.stride, meta, coefs, loaded: geo.loaded, src_e, specials, lumped, ends, wgs, is_wg, drive: job.drive })
+    Ok(TlmPack {
+        dim3: true,
+        dt,
+        n: g.n,
+        stride: geo.stride,
+        meta,
+        coefs,
+        loaded: geo.loaded,
+        src_e,
+        specials,
+        lumped,
+        ends,
+        wgs,
+        is_wg,
+        drive: job.drive,
+        offsets: None,
+        cells: g.cells(),
+        scale,
+    })
 }
 
 /// Series source `vs` + resistor through the port's column of E_u sub-nodes,
@@ -801,18 +877,18 @@ mod tests {
         assert!(back < 1e-3 * direct);
     }
 
-    #[test]
-    fn lumped_port_on_a_parallel_plate_line_sees_half_its_impedance() {
-        // One cell wide (PMC sides), 10 cells high (PEC plates), open ends: a TEM line of
-        // eta0 * 10 ohm. A port across it in the middle sees both halves in parallel, and
-        // in parallel with half the capacitance of its own column of cells (the node's
-        // lumped capacitance sits on the port's side of the cut; a Yee edge port has the
-        // same): a first-order artefact, relative size w dt / 2.
-        let mut job = pec_box([1, 10, 200], 0.5e-3);
+    /// One cell wide (PMC sides), `ny` cells over 5 mm between PEC plates, open ends: a
+    /// TEM line of eta0 * 10 ohm. A port across it in the middle sees both halves in
+    /// parallel, and in parallel with half the capacitance of its own column of cells (the
+    /// node's lumped capacitance sits on the port's side of the cut; a Yee edge port has the
+    /// same): a first-order artefact, relative size w dt / 2.
+    fn check_parallel_plate_port(ny: usize) {
+        let mut job = pec_box([1, ny, 200], 0.5e-3);
+        job.grid.d[1] = 5e-3 / ny as f64;
         job.boundaries[0] = [Boundary::Pmc; 2];
         job.boundaries[2] = [Boundary::Absorbing; 2];
         let z = 5.0 * ETA0;
-        job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 100], len: 10, r_ohm: z } }];
+        job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 100], len: ny, r_ohm: z } }];
         job.pulse = Pulse::covering(1e9, 20e9);
         job.freqs = vec![2e9, 5e9, 10e9, 15e9, 20e9];
         job.stop = crate::job::StopRule { decay_db: -60.0, max_steps: 5000, check_every: 16 };
@@ -826,6 +902,46 @@ mod tests {
             let want = z / num_complex::Complex64::new(1.0, w * c_col * z);
             assert!((zin / want - 1.0).norm() < 2e-3, "Zin {zin} vs {want}");
             assert!(s11 < -30.0);
+        }
+    }
+
+    #[test]
+    fn lumped_port_on_a_parallel_plate_line_sees_half_its_impedance() {
+        check_parallel_plate_port(10);
+    }
+
+    #[test]
+    fn one_cell_slab_runs_as_a_cubic_slab() {
+        // The same line as one cell of 5 mm between the plates (a collapsed invariant
+        // axis): run as a 0.5 mm slab with R and V scaled, so Zin is the same.
+        let mut job = pec_box([1, 1, 200], 0.5e-3);
+        job.grid.d[1] = 5e-3;
+        job.boundaries[0] = [Boundary::Pmc; 2];
+        job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 100], len: 1, r_ohm: 1.0 } }];
+        let (a, h, h2) = slab(&job).unwrap();
+        assert!(a == 1 && h == 5e-3 && (h2 / 0.5e-3 - 1.0).abs() < 1e-12);
+        check_parallel_plate_port(1);
+        // A WR-28 iris: one cell of the full height b against 12 cubic cells over it.
+        let mut one = wr28(EngineKind::Tlm, 24, 1, 60, 0, 5, 3);
+        for z in 28..30 {
+            for x in (0..7).chain(17..24) {
+                one.cell_mat[z * 24 + x] = 1;
+            }
+        }
+        let mut cubic = wr28(EngineKind::Tlm, 24, 12, 60, 0, 5, 3);
+        for z in 28..30 {
+            for y in 0..12 {
+                for x in (0..7).chain(17..24) {
+                    cubic.cell_mat[(z * 12 + y) * 24 + x] = 1;
+                }
+            }
+        }
+        let ((s1, o1), (s2, _)) = (two_port_sparams(&one), two_port_sparams(&cubic));
+        assert_eq!(o1[0].cells, 24 * 60);
+        for (i, j) in [(1, 1), (2, 1), (2, 2)] {
+            let worst = s1.get(i, j).unwrap().iter().zip(s2.get(i, j).unwrap()).map(|(a, b)| (a - b).norm()).fold(0.0, f64::max);
+            println!("S{i}{j}: max |slab - cubic| = {worst:.1e}");
+            assert!(worst < 1e-4);
         }
     }
 

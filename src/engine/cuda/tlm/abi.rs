@@ -247,5 +247,6 @@ mod tests {
         }
         assert!(TLM_CUH.contains("#define TLM_DEAD (1u << 12)") && pack::META_DEAD == 1 << 12);
         assert!(TLM_CUH.contains("#define TLM_SPECIAL (1u << 13)") && pack::META_SPECIAL == 1 << 13);
+        assert!(TLM_CUH.contains("#define TLM_SHORT (1u << 12)") && pack::META_SHORT == 1 << 12);
     }
 }

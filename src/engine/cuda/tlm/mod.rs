@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use self::abi::{bytes, Kernel, Pod, TlmPtrs, KERNELS, PORT_THREADS};
 use self::plan::Plan;
 use super::{compile_error_text, drv, CudaBackend, Gpu, RunStats};
-use crate::engine::tlm::pack::{self, finish_traces, non_finite, non_finite_port, Stopper, TlmPack};
+use crate::engine::tlm::pack::{self, non_finite, non_finite_port, Stopper, TlmPack};
 use crate::engine::EngineError;
 use crate::job::{EndReason, EngineKind, PortTrace, SimFailure, SimJob, SimOutput};
 
@@ -373,9 +373,9 @@ pub(crate) fn drive(dev: &mut dyn Dev, jobs: &[&SimJob], packs: &[&TlmPack], tra
             Err(e) => Err(e),
             Ok(()) => {
                 let mut traces = r.traces;
-                let off = finish_traces(&mut traces, &packs[d].is_wg);
+                let (v_offset, i_offset) = packs[d].finish(&mut traces);
                 let ended = r.ended.unwrap_or(r.stop.at_cap());
-                Ok(SimOutput { dt: dts[d], steps: r.steps, v_offset: off, i_offset: off, traces, ended, cells: jobs[d].grid.cells() })
+                Ok(SimOutput { dt: dts[d], steps: r.steps, v_offset, i_offset, traces, ended, cells: packs[d].cells })
             }
         })
         .collect();
