@@ -164,7 +164,8 @@ pub(crate) fn resolve(
     // zero; every y-difference in the curl equations then vanishes identically and
     // the update is exactly the 2D TE update: no discretisation error along y, and
     // the large dy only relaxes the time step limit. TLM's 2D shunt node solves the
-    // same 2D problem.
+    // same 2D problem; the 3D SCN runs the one cell as a cubic slab (its time step
+    // would shrink with the cell's aspect ratio) and scales the port signals back.
     let faces = boundary_faces(d);
     let collapse = match opts.invariant {
         Some(a) => Some(a),
