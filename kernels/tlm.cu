@@ -311,6 +311,22 @@ __device__ __forceinline__ void shunt_scatter_plain(const float a[4], float b[4]
     for (int q = 0; q < 4; ++q) b[q] = v - a[q];
 }
 
+// shunt2d.rs short_scatter: a shorted node (V = 0); half-link q ends in the
+// short through half the series stub of its line pair, state s[q].
+__device__ __forceinline__ void shunt_scatter_short(const float a[4], float b[4], float s[4], const float* __restrict__ k) {
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const float zs = 0.5f * k[2 + q / 2];
+        if (zs == 0.0f) {
+            b[q] = -a[q];
+        } else {
+            const float i = 2.0f * (a[q] + s[q]) / (1.0f + zs);
+            b[q] = a[q] - i;
+            s[q] = zs * i - s[q];
+        }
+    }
+}
+
 // shunt2d.rs scatter: returns V.
 __device__ __forceinline__ float shunt_scatter(const float a[4], float b[4], float* c, float l[2], const float* __restrict__ k, float inj) {
     const float v = (2.0f * (a[0] + a[1] + a[2] + a[3] + k[0] * *c) - inj) * k[1];
@@ -342,8 +358,18 @@ __device__ __forceinline__ void shunt_node(const TlmPtrs& P, const TlmDesign* D,
     } else
 #endif
     shunt_gather(b, L, g, st, m, k, a);
-    if (m & TLM_SHORT) {
-        // A shorted node (V = 0): every incident pulse returns inverted.
+    if ((m & TLM_SHORT) && D->loaded) {
+        // A shorted node with stubs: state in stub arrays 3..7.
+        float* __restrict__ sp = P.stub + D->soff + i;
+        const long long LS = P.LS;
+        float s[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) s[q] = sp[(3 + q) * LS];
+        shunt_scatter_short(a, o, s, k);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) sp[(3 + q) * LS] = s[q];
+    } else if (m & TLM_SHORT) {
+        // Not loaded (no stubs anywhere): every incident pulse returns inverted.
 #pragma unroll
         for (int q = 0; q < 4; ++q) o[q] = -a[q];
     } else if (kind == 0 || !D->loaded) {
@@ -631,11 +657,21 @@ __device__ void tlm_energy(const TlmPtrs& P) {
                 }
             } else {
                 const float* k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
-                const float c = sp[0];
-                acc += (double)(k[0] * c * c);
-                for (int m = 0; m < 2; ++m) {
-                    const float l = sp[(1 + m) * LS];
-                    if (k[2 + m] > 0.0f) acc += (double)(l * l / k[2 + m]);
+                if (P.meta[g] & TLM_SHORT) {
+                    // Shorted node: the half-link stubs (z/2 each).
+                    double e = 0.0;
+                    for (int q = 0; q < 4; ++q) {
+                        const float s = sp[(3 + q) * LS];
+                        if (k[2 + q / 2] > 0.0f) e += (double)(s * s / (0.5f * k[2 + q / 2]));
+                    }
+                    acc += e;
+                } else {
+                    const float c = sp[0];
+                    acc += (double)(k[0] * c * c);
+                    for (int m = 0; m < 2; ++m) {
+                        const float l = sp[(1 + m) * LS];
+                        if (k[2 + m] > 0.0f) acc += (double)(l * l / k[2 + m]);
+                    }
                 }
             }
         }

@@ -9,7 +9,9 @@
 // parity, link l of node i of design d at b[l*L + off_d + i] (structure of
 // arrays: a warp reads 32 consecutive nodes of one link). off_d is a multiple
 // of 128. Nodes are numbered as the CPU engine numbers them (3D: x fastest;
-// 2D: p fastest over the grid nodes of the mesh plane, cells + 1 per axis). Stubs of loaded designs: stub[s*LS + soff_d + i].
+// 2D: p fastest over the grid nodes of the mesh plane, cells + 1 per axis). Stubs of loaded designs: stub[s*LS + soff_d + i]
+// (3D: s = 0..3 capacitive, 3..6 inductive; 2D: s = 0 capacitive, 1..3
+// inductive, 3..7 the half-link stub states of shorted nodes).
 // The per-node word meta[off_d + i] is described in src/engine/tlm/pack.rs.
 
 #ifndef EMV_TLM_CUH
@@ -44,7 +46,8 @@
 #endif
 
 #define TLM_DEAD (1u << 12)
-// Bit 12 in 2D: a shorted node (returns its incident pulses inverted).
+// Bit 12 in 2D: a shorted node (V = 0: each half-link ends in the short
+// through half its line pair's series stub, or returns inverted without one).
 #define TLM_SHORT (1u << 12)
 #define TLM_SPECIAL (1u << 13)
 #define TLM_KIND_SHIFT 14

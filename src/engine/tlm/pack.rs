@@ -7,8 +7,9 @@
 //! - bits 0..6: face `2*axis + side` (3D) or `2*m + side` (2D) reflects instead of connecting;
 //! - bits 6..12: 3D: that face is shorted (PEC neighbour or sheet), reflection -1;
 //!   2D: that face is a PMC mirror (the pulse the inward neighbour reflects on the same link);
-//! - bit 12: 3D: PEC node (never updated); 2D: shorted node (returns its incident pulses
-//!   inverted); bit 13: special node (updated by the port kernel);
+//! - bit 12: 3D: PEC node (never updated); 2D: shorted node (V = 0: each half-link ends
+//!   in the short through its half of the node's series stub, `shunt2d::short_scatter`,
+//!   or returns its incident pulse inverted where that stub is 0); bit 13: special node (updated by the port kernel);
 //! - bits 14..32: coefficient kind (index into the job's coefficient table).
 
 use super::common::ModalEnd;
@@ -109,12 +110,13 @@ impl TlmPack {
             4
         }
     }
-    /// Stub arrays per node when loaded (3D: 3 capacitive + 3 inductive; 2D: 1 + 2).
+    /// Stub arrays per node when loaded (3D: 3 capacitive + 3 inductive; 2D: 1 + 2,
+    /// then the 4 half-link stub states of shorted nodes).
     pub fn stubs(&self) -> usize {
         if self.dim3 {
             6
         } else {
-            3
+            7
         }
     }
     pub fn nodes(&self) -> usize {

@@ -18,7 +18,8 @@
 //!
 //! Nodes sit on the grid nodes of the mesh plane ([`common::Lattice`], nodal on
 //! both mesh axes), where Yee keeps E_e: a node touching a PEC cell, on a PEC
-//! face or in a sheet is shorted (V = 0). With the shunt node being Yee's 2D
+//! face or in a sheet is shorted (V = 0; each of its half-links keeps its
+//! share of the cell's inductive stub, [`short_scatter`]). With the shunt node being Yee's 2D
 //! scheme at its Courant limit (Johns; Chen et al. 1991), the job is then the
 //! same discrete problem as FDTD's one-cell-thick run: conductors, iris edges,
 //! lumped ports (on their grid node), sources and reference planes (on their
@@ -56,7 +57,8 @@ struct Coef {
 }
 
 const PLAIN: Coef = Coef { y: 0.0, ky: 0.25, z: [0.0; 2], kz: [0.5; 2], gface: [0.0; 4] };
-/// A shorted node: every incident pulse returns inverted.
+/// A shorted node (V = 0): each half-link ends in the short through its half
+/// of the node's series stub ([`short_scatter`]).
 const SHORT: u8 = 1 << 4;
 const SPECIAL: u8 = 1 << 5;
 const FACES: u8 = 0xF;
@@ -72,6 +74,25 @@ fn scatter(a: &[f32; 4], b: &mut [f32; 4], c: &mut f32, l: &mut [f32; 2], k: &Co
         b[2 * m + 1] = v + i - a[2 * m];
     }
     v
+}
+
+/// A shorted node (V = 0). Each of its half-links ends in the short through its
+/// own half of the node's series stub (`z_m / 2` for line pair m) with its own
+/// stub state `s[q]`: the cell's excess inductance stays on the links (so a wall
+/// sits exactly on the node for non-square cells too, as in Yee), and nothing
+/// crosses the node. Without a stub (`z_m = 0`) the pulse returns inverted.
+#[inline(always)]
+fn short_scatter(a: &[f32; 4], b: &mut [f32; 4], s: &mut [f32; 4], k: &Coef) {
+    for q in 0..4 {
+        let zs = 0.5 * k.z[q / 2];
+        if zs == 0.0 {
+            b[q] = -a[q];
+        } else {
+            let i = 2.0 * (a[q] + s[q]) / (1.0 + zs);
+            b[q] = a[q] - i;
+            s[q] = zs * i - s[q];
+        }
+    }
 }
 
 /// Geometry and coefficients (read-only while stepping).
@@ -102,6 +123,8 @@ pub(crate) struct Mesh {
     nb: [Vec<f32>; 4],
     cap: Vec<f32>,
     ind: [Vec<f32>; 2],
+    /// Shorted nodes: the stub state of each of the four half-links ([`short_scatter`]).
+    sh: [Vec<f32>; 4],
 }
 
 impl Mesh {
@@ -115,6 +138,7 @@ impl Mesh {
             nb: std::array::from_fn(|_| vec![0.0; total]),
             cap: vec![0.0; sl],
             ind: std::array::from_fn(|_| vec![0.0; sl]),
+            sh: std::array::from_fn(|_| vec![0.0; sl]),
         })
     }
 }
@@ -193,9 +217,9 @@ impl Geo {
                         }
                     }
                 }
+                // Shorted nodes keep their coefficients: their half-links use the series stubs.
                 if shorted[lat.idx(c3)] {
-                    flags[idx] = f | SHORT;
-                    continue;
+                    f |= SHORT;
                 }
                 let (se, sm) = pad_sigmas(pad_loss(job, lat.pos3(c3)), d, m.eps_r, m.mu_r);
                 let y = clean(2.0 * EPS0 * m.eps_r * area_e * z0 / dt - 4.0);
@@ -276,8 +300,8 @@ impl Mesh {
     }
 
     fn sweep(&mut self) {
-        let Mesh { g, b, nb, cap, ind } = self;
-        tlm_shunt_step(g, b, nb, cap, ind);
+        let Mesh { g, b, nb, cap, ind, sh } = self;
+        tlm_shunt_step(g, b, nb, cap, ind, sh);
     }
 
     /// One special node: incident link `over` replaced, `add` on every link, current `inj`.
@@ -306,23 +330,25 @@ impl Mesh {
 
 }
 
-/// One step of the ordinary nodes (not special; shorted nodes return their
-/// incident pulses inverted): gather from the last
+/// One step of the ordinary nodes (not special; shorted nodes through
+/// [`short_scatter`], with stub state `sh` where loaded): gather from the last
 /// step's reflections `b`, scatter, write `nb`; in parallel over runs of the
 /// linear node index (walls are flagged per node, so runs need not be whole
 /// rows). CPU twin of the CUDA kernel `tlm_shunt_step`.
-pub(crate) fn tlm_shunt_step(g: &Geo, b: &[Vec<f32>; 4], nb: &mut [Vec<f32>; 4], cap: &mut [f32], ind: &mut [Vec<f32>; 2]) {
+pub(crate) fn tlm_shunt_step(g: &Geo, b: &[Vec<f32>; 4], nb: &mut [Vec<f32>; 4], cap: &mut [f32], ind: &mut [Vec<f32>; 2], sh: &mut [Vec<f32>; 4]) {
     let total = g.flags.len();
     let row = (total / 64).max(1024).min(total);
     let nrows = total.div_ceil(row);
     let mut it = nb.iter_mut().map(|v| v.chunks_mut(row)).collect::<Vec<_>>();
     let outs: Vec<[&mut [f32]; 4]> = (0..nrows).map(|_| std::array::from_fn(|l| it[l].next().unwrap())).collect();
-    type Stubs<'a> = Option<(&'a mut [f32], &'a mut [f32], &'a mut [f32])>;
-    let stubs: Vec<Stubs> = if cap.is_empty() {
+    // Per run: cap, ind[0], ind[1], sh[0..4].
+    let stubs: Vec<Option<[&mut [f32]; 7]>> = if cap.is_empty() {
         (0..nrows).map(|_| None).collect()
     } else {
         let [i0, i1] = ind;
-        cap.chunks_mut(row).zip(i0.chunks_mut(row)).zip(i1.chunks_mut(row)).map(|((c, a), b)| Some((c, a, b))).collect()
+        let [s0, s1, s2, s3] = sh;
+        let mut it: Vec<_> = [cap, &mut i0[..], &mut i1[..], &mut s0[..], &mut s1[..], &mut s2[..], &mut s3[..]].into_iter().map(|v| v.chunks_mut(row)).collect();
+        (0..nrows).map(|_| Some(std::array::from_fn(|l| it[l].next().unwrap()))).collect()
     };
     outs.into_par_iter().zip(stubs).enumerate().for_each(|(r, (o, mut st))| {
         let mut bo = [0f32; 4];
@@ -333,20 +359,27 @@ pub(crate) fn tlm_shunt_step(g: &Geo, b: &[Vec<f32>; 4], nb: &mut [Vec<f32>; 4],
                 continue;
             }
             let a = if f == 0 { g.gather(b, idx, 0) } else { g.gather(b, idx, f & FACES) };
-            if f & SHORT != 0 {
-                for q in 0..4 {
-                    o[q][x] = -a[q];
-                }
-                continue;
-            }
             let kd = g.kind[idx];
             match st.as_mut() {
-                Some((c, l0, l1)) if kd != 0 => {
-                    let (mut cc, mut ll) = (c[x], [l0[x], l1[x]]);
+                Some(t) if f & SHORT != 0 => {
+                    let mut ss = [t[3][x], t[4][x], t[5][x], t[6][x]];
+                    short_scatter(&a, &mut bo, &mut ss, &g.coefs[kd as usize]);
+                    for q in 0..4 {
+                        t[3 + q][x] = ss[q];
+                    }
+                }
+                // Not loaded: no stubs anywhere, the pulses return inverted.
+                None if f & SHORT != 0 => {
+                    for q in 0..4 {
+                        bo[q] = -a[q];
+                    }
+                }
+                Some(t) if kd != 0 => {
+                    let (mut cc, mut ll) = (t[0][x], [t[1][x], t[2][x]]);
                     scatter(&a, &mut bo, &mut cc, &mut ll, &g.coefs[kd as usize], 0.0);
-                    c[x] = cc;
-                    l0[x] = ll[0];
-                    l1[x] = ll[1];
+                    t[0][x] = cc;
+                    t[1][x] = ll[0];
+                    t[2][x] = ll[1];
                 }
                 // No stubs or loss here: Gamma = -1/2, T = 1/2.
                 _ => {
@@ -583,6 +616,9 @@ pub(crate) fn tlm_shunt_energy(mesh: &Mesh) -> f64 {
             .into_par_iter()
             .map(|i| {
                 let k = &mesh.g.coefs[mesh.g.kind[i] as usize];
+                if mesh.g.short(i) {
+                    return (0..4).filter(|&q| k.z[q / 2] > 0.0).map(|q| (mesh.sh[q][i] * mesh.sh[q][i] / (0.5 * k.z[q / 2])) as f64).sum::<f64>();
+                }
                 let (c, l) = mesh.stubs(i);
                 let mut e = (k.y * c * c) as f64;
                 for m in 0..2 {
@@ -716,6 +752,28 @@ mod tests {
         let mut b = [0f32; 4];
         scatter(&[1.0, 0.0, 0.0, 0.0], &mut b, &mut 0.0, &mut [0.0; 2], &PLAIN, 0.0);
         assert_eq!(b, [-0.5, 0.5, 0.5, 0.5]);
+    }
+
+    #[test]
+    fn shorted_node_half_links_keep_their_stub_losslessly() {
+        // No stub: the pulse returns inverted. With z: a^2 + s^2/zs is conserved per half-link.
+        let mut k = PLAIN;
+        let (mut b, mut s) = ([0f32; 4], [0f32; 4]);
+        short_scatter(&[1.0, -2.0, 0.5, 3.0], &mut b, &mut s, &k);
+        assert_eq!((b, s), ([-1.0, 2.0, -0.5, -3.0], [0.0; 4]));
+        k.z = [0.004, 0.0];
+        let a = [1.0f32, -2.0, 0.5, 3.0];
+        s = [0.01, -0.02, 0.3, 0.0];
+        let s0 = s;
+        short_scatter(&a, &mut b, &mut s, &k);
+        for q in 0..2 {
+            let zs = 0.5 * k.z[0] as f64;
+            let before = (a[q] as f64).powi(2) + (s0[q] as f64).powi(2) / zs;
+            let after = (b[q] as f64).powi(2) + (s[q] as f64).powi(2) / zs;
+            assert!((after / before - 1.0).abs() < 1e-5, "{before} {after}");
+            assert!(b[q] != -a[q]);
+        }
+        assert_eq!((b[2], b[3], s[2], s[3]), (-0.5, -3.0, 0.3, 0.0));
     }
 
     #[test]

@@ -221,13 +221,20 @@ impl Plan {
             p.port_slot.push(slots);
             // Compulsory bytes.
             let live = pk.meta.iter().filter(|&&m| m & crate::engine::tlm::pack::META_DEAD == 0).count();
-            let loaded_nodes = if pk.loaded {
-                pk.meta.iter().filter(|&&m| m & crate::engine::tlm::pack::META_DEAD == 0 && (m >> crate::engine::tlm::pack::META_KIND_SHIFT) != 0).count()
-            } else {
+            // Stub values a step reads and writes: 3D loaded live nodes all six; 2D
+            // loaded nodes their three, shorted nodes their four half-link states.
+            let stub_vals: usize = if !pk.loaded {
                 0
+            } else if dim3 {
+                pk.meta.iter().filter(|&&m| m & crate::engine::tlm::pack::META_DEAD == 0 && (m >> crate::engine::tlm::pack::META_KIND_SHIFT) != 0).count() * stubs
+            } else {
+                pk.meta
+                    .iter()
+                    .map(|&m| if m & crate::engine::tlm::pack::META_SHORT != 0 { 4 } else if (m >> crate::engine::tlm::pack::META_KIND_SHIFT) != 0 { 3 } else { 0 })
+                    .sum()
             };
             let nonplain = pk.meta.chunks(32).filter(|c| c.iter().any(|&m| m != 0)).map(|c| c.len()).sum::<usize>();
-            p.step_bytes.push((live * links * 8 + loaded_nodes * stubs * 8 + nonplain * 4 + nodes.div_ceil(32)) as f64);
+            p.step_bytes.push((live * links * 8 + stub_vals * 8 + nonplain * 4 + nodes.div_ceil(32)) as f64);
             off += nodes.div_ceil(ALIGN) * ALIGN;
             if pk.loaded {
                 soff += nodes.div_ceil(ALIGN) * ALIGN;
