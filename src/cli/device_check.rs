@@ -247,7 +247,8 @@ fn rel_max(a: &[f32], b: &[f32]) -> (f64, f64) {
     (d, m)
 }
 
-fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
+/// Relative L2 difference of `a` from the reference `b` (infinite on length mismatch or NaN).
+pub(crate) fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
     if a.len() != b.len() {
         return f64::INFINITY;
     }

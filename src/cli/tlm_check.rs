@@ -212,24 +212,7 @@ impl TlmDiff {
     }
 }
 
-fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
-    if a.len() != b.len() {
-        return f64::INFINITY;
-    }
-    let (mut d, mut n) = (0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        d += (x - y) * (x - y);
-        n += y * y;
-    }
-    if d.is_nan() {
-        return f64::INFINITY;
-    }
-    if n > 0.0 {
-        (d / n).sqrt()
-    } else {
-        d.sqrt()
-    }
-}
+use super::device_check::rel_l2;
 
 fn same_end(a: &EndReason, b: &EndReason) -> bool {
     match (a, b) {
