@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::SParams;
@@ -77,38 +78,37 @@ pub fn evaluate_designs(
         }
     }
     let outs = backend.run_batch_progress(&jobs, &|n| done(n / per))?;
-    let mut outs: Vec<Option<_>> = outs.into_iter().map(Some).collect();
-    let mut res = Vec::with_capacity(candidates.len());
+    // Each candidate's outputs, in order; then the DFTs and fitness of all
+    // candidates in parallel (a generation's post-processing is seconds of
+    // sequential work otherwise, as long as the GPU's simulation).
+    let mut outs = outs.into_iter();
+    let mut work = Vec::with_capacity(candidates.len());
     for b in built {
-        let range = match b {
-            Ok(r) => r,
-            Err(e) => {
-                res.push(Err(e));
-                continue;
+        match b {
+            Ok(range) => {
+                let mine: Vec<_> = outs.by_ref().take(range.len()).collect();
+                work.push(Ok((range, mine)));
             }
-        };
-        let mut outputs = Vec::new();
-        let mut failure = None;
-        for m in range.clone() {
-            match outs[m].take().expect("each output is taken once") {
-                Ok(o) => outputs.push(o),
-                Err(e) => {
-                    failure.get_or_insert(format!("simulation: {e}"));
-                }
-            }
-        }
-        if let Some(f) = failure {
-            res.push(Err(f));
-            continue;
-        }
-        let js: Vec<&SimJob> = jobs[range.clone()].iter().collect();
-        let os: Vec<&SimOutput> = outputs.iter().collect();
-        let sp = SParams::from_runs(&js, &os);
-        match design.fitness(&sp) {
-            Ok(fitness) => res.push(Ok(Scored { sparams: sp, fitness, jobs: jobs[range].to_vec(), outputs })),
-            Err(e) => res.push(Err(format!("fitness: {e}"))),
+            Err(e) => work.push(Err(e)),
         }
     }
+    let res = work
+        .into_par_iter()
+        .map(|w| {
+            let (range, mine) = w?;
+            let mut outputs = Vec::with_capacity(mine.len());
+            for o in mine {
+                outputs.push(o.map_err(|e| format!("simulation: {e}"))?);
+            }
+            let js: Vec<&SimJob> = jobs[range.clone()].iter().collect();
+            let os: Vec<&SimOutput> = outputs.iter().collect();
+            let sp = SParams::from_runs(&js, &os);
+            match design.fitness(&sp) {
+                Ok(fitness) => Ok(Scored { sparams: sp, fitness, jobs: jobs[range].to_vec(), outputs }),
+                Err(e) => Err(format!("fitness: {e}")),
+            }
+        })
+        .collect();
     Ok(res)
 }
 
