@@ -38,6 +38,11 @@ pub struct BenchArgs {
     /// Also time a design file at its midpoint, every port driven, to its own end criterion.
     #[arg(long)]
     pub design: Option<std::path::PathBuf>,
+    /// With --design: also time one GA generation, this many random feasible
+    /// candidates of the design (fixed seed) simulated as one batch, per --tiles
+    /// variant on CUDA (exactly that tile; "auto": the backend's adaptive default).
+    #[arg(long, default_value_t = 0)]
+    pub generation: usize,
     /// Edge of the cubic benchmark grid (cells).
     #[arg(long, default_value_t = 100)]
     pub n: usize,
@@ -62,7 +67,7 @@ pub struct BenchArgs {
     /// CUDA kernels: fused step, split half steps, or both.
     #[arg(long, value_enum, default_value_t = SchemeChoice::Fused)]
     pub scheme: SchemeChoice,
-    /// CUDA thread-block tiles to time (TXxTY[:stages[:minblocks]], comma separated).
+    /// CUDA thread-block tiles to time (TXxTY[:stages[:minblocks]] or "auto", comma separated).
     #[arg(long, value_delimiter = ',', default_value = "32x8")]
     pub tiles: Vec<String>,
     /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
@@ -71,9 +76,29 @@ pub struct BenchArgs {
     /// TLM launch shapes (THREADSxNODES[xMINBLOCKS][s], comma separated).
     #[arg(long, value_delimiter = ',', default_value = "256x2")]
     pub tlm_shapes: Vec<String>,
+    /// CUDA graphs for the chunks of steps: on, off, or both (timed one after the other).
+    #[arg(long, value_enum, default_value_t = GraphsChoice::On)]
+    pub graphs: GraphsChoice,
     /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
     #[arg(long, value_delimiter = ',')]
     pub split_zchunks: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphsChoice {
+    On,
+    Off,
+    Both,
+}
+
+impl GraphsChoice {
+    fn values(self) -> Vec<bool> {
+        match self {
+            GraphsChoice::On => vec![true],
+            GraphsChoice::Off => vec![false],
+            GraphsChoice::Both => vec![true, false],
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -156,6 +181,92 @@ fn bench_design(path: &std::path::Path, use_cuda: bool, gpus: &[usize]) -> anyho
     Ok(())
 }
 
+/// `n` random feasible candidates of a design (seed 1), as a GA's first generation draws them.
+fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::collections::BTreeMap<String, f64>> {
+    use rand::SeedableRng;
+    let genes = design.genes();
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..100 * n {
+        if out.len() == n {
+            break;
+        }
+        let x = crate::ga::genome::random_genome(&genes, &mut rng);
+        let values: std::collections::BTreeMap<String, f64> = design.parameter_names().into_iter().zip(x).collect();
+        if design.constraint_violation(&values) == 0.0 {
+            out.push(values);
+        }
+    }
+    out
+}
+
+/// One GA generation of a design as one batch: wall time, designs/s and
+/// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
+fn bench_generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice) -> anyhow::Result<()> {
+    let design = crate::design::Design::load(path)?;
+    let drives: Vec<usize> = (0..design.port_names().len()).collect();
+    let cands = random_candidates(&design, n);
+    anyhow::ensure!(!cands.is_empty(), "{}: no feasible random candidate in {} draws", design.name(), 100 * n);
+    let t = Instant::now();
+    for c in &cands {
+        design.jobs(c, &drives, None)?;
+    }
+    println!("generation of {} {} candidates: their jobs (geometry, voxels) built in {:.2} s", cands.len(), design.name(), t.elapsed().as_secs_f64());
+    let time = |backend: &dyn Backend| -> anyhow::Result<(f64, f64, usize, usize)> {
+        let t = Instant::now();
+        let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, None, backend, &|_| {})?;
+        let secs = t.elapsed().as_secs_f64();
+        let mut upd = 0.0;
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for r in rs.iter().flatten() {
+            upd += r.cell_updates();
+            for o in &r.outputs {
+                lo = lo.min(o.steps);
+                hi = hi.max(o.steps);
+            }
+        }
+        Ok((secs, upd, lo, hi))
+    };
+    let line = |what: &str, secs: f64, upd: f64, lo: usize, hi: usize, extra: String| {
+        println!(
+            "generation of {} {} candidates on {what}: {secs:.2} s wall, {:.1} designs/s, {:.2} Gcells/s whole-run, steps {lo}..{hi}{extra}",
+            cands.len(),
+            design.name(),
+            cands.len() as f64 / secs,
+            upd / secs / 1e9
+        )
+    };
+    if !use_cuda {
+        let (secs, upd, lo, hi) = time(&CpuBackend)?;
+        line("cpu", secs, upd, lo, hi, String::new());
+        return Ok(());
+    }
+    let mut be = CudaBackend::new(gpus)?;
+    for t in tiles {
+        // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
+        let auto = t == "auto";
+        let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
+        for g in graphs.values() {
+            be.set_options(CudaOptions { tile, graphs: g, adapt: auto, ..Default::default() })?;
+            time(&be)?; // warm-up: compiles the variant, grows the pool
+            let (secs, upd, lo, hi) = time(&be)?;
+            let st = be.last_stats();
+            let extra = format!(
+                "; backend {:.2} s = setup {:.2} + stepping loop {:.2} (device busy {:.2} s = {:.2} Gcells/s, host waiting {:.2} s)",
+                st.wall_s,
+                st.setup_s,
+                st.loop_s,
+                st.kernel_s,
+                st.cell_updates / st.kernel_s / 1e9,
+                st.wait_s
+            );
+            let what = if auto { "auto".to_string() } else { tile.to_string() };
+            line(&format!("cuda [fused {what}, graphs {}]", if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
+        }
+    }
+    Ok(())
+}
+
 pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let s1 = a.steps;
     let s2 = a.steps2.unwrap_or(2 * a.steps).max(s1 + 1);
@@ -177,6 +288,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     };
     if let Some(path) = &a.design {
         bench_design(path, use_cuda, &a.gpus)?;
+        if a.generation > 0 {
+            bench_generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs)?;
+        }
     }
     // --- TLM on CUDA (cli/tlm_check.rs)
     if a.engine == EngineChoice::Tlm {
@@ -205,7 +319,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         print_table(&header, None, &rows);
         return Ok(0);
     }
-    let tiles: Vec<Tile> = a.tiles.iter().map(|t| Tile::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+    // (tile, adapt): "auto" is the backend's default (tile fitted to the designs, z re-chunked as they finish).
+    let tiles: Vec<(Tile, bool)> = a
+        .tiles
+        .iter()
+        .map(|t| if t == "auto" { Ok((Tile::DEFAULT, true)) } else { Tile::parse(t).map(|x| (x, false)) })
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!(e))?;
     let mut be = CudaBackend::new(&a.gpus)?;
     header = format!("backend: cuda on {}", be.devices().join("; "));
     // Device-to-device copy: 1 GiB each way, median of 10.
@@ -217,15 +337,15 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     };
     let mut variants = vec![];
     for &sc in &schemes {
-        for (k, &t) in tiles.iter().enumerate() {
+        for (k, &(t, adapt)) in tiles.iter().enumerate() {
             match sc {
-                Scheme::Fused => variants.push((sc, t, None)),
+                Scheme::Fused => variants.push((sc, t, adapt, None)),
                 Scheme::Split if k == 0 => {
                     if a.split_zchunks.is_empty() {
-                        variants.push((sc, t, None));
+                        variants.push((sc, t, false, None));
                     }
                     for &z in &a.split_zchunks {
-                        variants.push((sc, t, Some(z)));
+                        variants.push((sc, t, false, Some(z)));
                     }
                 }
                 Scheme::Split => {}
@@ -239,22 +359,25 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     for (name, make) in &workloads {
         let ops: Vec<Operator> = make(1).iter().map(|j| Operator::new(j).map_err(|e| anyhow::anyhow!("{e}"))).collect::<Result<_, _>>()?;
         let refs: Vec<&Operator> = ops.iter().collect();
-        for &(sc, t, zchunk) in &variants {
-            be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, ..Default::default() })?;
-            // Warm-up: compiles the tile variant once and grows the buffer pool.
-            be.run_batch(&make(2))?;
-            let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
-            let st = be.last_stats();
-            let what = match sc {
-                Scheme::Fused => format!("{name} [fused {t}, z {}]", st.zchunk),
-                Scheme::Split => format!("{name} [split {}x{}, {} plane(s)/thread]", t.tx, t.ty, st.zchunk),
-            };
-            let mut r = row(what, &make(1), s1, s2, w1, w2, u);
-            r.setup_s = st.setup_s;
-            r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
-            r.bpc = Some(step_bytes(&refs, sc == Scheme::Fused) / r.cells as f64);
-            r.bw = Some(st.bytes / st.kernel_s);
-            rows.push(r);
+        for &(sc, t, adapt, zchunk) in &variants {
+            for g in a.graphs.values() {
+                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, ..Default::default() })?;
+                // Warm-up: compiles the tile variant once and grows the buffer pool.
+                be.run_batch(&make(2))?;
+                let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
+                let st = be.last_stats();
+                let gr = if a.graphs == GraphsChoice::Both { format!(", graphs {}", if g { "on" } else { "off" }) } else { String::new() };
+                let what = match sc {
+                    Scheme::Fused => format!("{name} [fused {}, z {}{gr}]", if adapt { "auto".to_string() } else { t.to_string() }, st.zchunk),
+                    Scheme::Split => format!("{name} [split {}x{}, {} plane(s)/thread{gr}]", t.tx, t.ty, st.zchunk),
+                };
+                let mut r = row(what, &make(1), s1, s2, w1, w2, u);
+                r.setup_s = st.setup_s;
+                r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
+                r.bpc = Some(step_bytes(&refs, sc == Scheme::Fused) / r.cells as f64);
+                r.bw = Some(st.bytes / st.kernel_s);
+                rows.push(r);
+            }
         }
     }
     print_table(&header, Some(copy), &rows);

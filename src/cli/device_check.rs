@@ -449,19 +449,21 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     let rcpu = cpu_reference(&rjobs, Some(&init));
     let zcpu = cpu_reference(&zjobs, None);
     println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
+    // (scheme, tile, zchunk, CUDA graphs): the first tile also kernel by kernel.
     let mut variants = vec![];
     for (k, &t) in tiles.iter().enumerate() {
-        variants.push((Scheme::Fused, t, None));
+        variants.push((Scheme::Fused, t, None, true));
         if k == 0 {
-            variants.push((Scheme::Fused, t, Some(5)));
-            variants.push((Scheme::Split, t, None));
+            variants.push((Scheme::Fused, t, None, false));
+            variants.push((Scheme::Fused, t, Some(5), true));
+            variants.push((Scheme::Split, t, None, true));
         }
     }
     let mut worst = 0.0f64;
     let mut bad = false;
-    for (scheme, tile, zchunk) in variants {
-        be.set_options(CudaOptions { scheme, tile, zchunk, poison: scheme == Scheme::Fused, ..Default::default() })?;
-        let tag = format!("[{} {} z={}]", scheme.name(), tile, zchunk.map_or("auto".into(), |z| z.to_string()));
+    for (scheme, tile, zchunk, graphs) in variants {
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, poison: scheme == Scheme::Fused, ..Default::default() })?;
+        let tag = format!("[{} {} z={}{}]", scheme.name(), tile, zchunk.map_or("auto".into(), |z| z.to_string()), if graphs { "" } else { " no graphs" });
         let g = be.run_jobs(&rjobs, Some(&init), true)?;
         let (w, b) = report(&format!("{tag} random"), &rjobs, &rcpu, &g, a.tol);
         worst = worst.max(w);

@@ -349,6 +349,18 @@ impl Plan {
         t
     }
 
+    /// Re-chunk every design along z (same layout, same tiles): the block
+    /// table then follows. Used when few designs remain, so that their planes
+    /// spread over more blocks.
+    pub fn set_zchunk(&mut self, zchunk: usize) {
+        let zchunk = zchunk.max(1);
+        for (ds, nb) in self.designs.iter_mut().zip(self.blocks_per_design.iter_mut()) {
+            ds.zchunk = zchunk as i32;
+            ds.nchunks = (ds.dims[2] as usize).div_ceil(zchunk) as i32;
+            *nb = ds.tiles[0] as usize * ds.tiles[1] as usize * ds.nchunks as usize;
+        }
+    }
+
     /// Source values of steps `n0..n0+k` for every design, `[d * stride + s]`,
     /// computed exactly as cpu.rs `run_from` and `fdtd_inject` do.
     pub fn source_values(&self, pulses: &[Pulse], dts: &[f64], n0: usize, k: usize, stride: usize) -> Vec<f32> {
@@ -374,18 +386,38 @@ impl Plan {
 pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     let resident = resident.max(1);
     let max_z = ops.iter().map(|o| o.dims[2]).max().unwrap_or(2).max(2);
-    // At least 8 planes (the halo plane costs at most 1/8 more reads) where the grid has them.
-    let min_l = 8.min(max_z);
-    let mut best = (f64::INFINITY, min_l);
-    for l in min_l..=max_z.min(512) {
+    let mut best = (f64::INFINITY, 2);
+    for l in 2..=max_z.min(512) {
         let mut items = 0usize;
         for o in ops {
             items += o.dims[0].div_ceil(tile.tx) * o.dims[1].div_ceil(tile.ty) * o.dims[2].div_ceil(l);
         }
-        // Rounds of blocks times the longest block (its planes plus the halo plane).
-        let cost = (items as f64 / resident as f64).ceil() * (l.min(max_z) + 1) as f64;
+        // Rounds of blocks times the longest block: its planes, the halo
+        // plane and about one plane's worth of set-up (pipeline fill, tables).
+        let cost = (items as f64 / resident as f64).ceil() * (l.min(max_z) + 2) as f64;
         if cost < best.0 {
             best = (cost, l);
+        }
+    }
+    best.1
+}
+
+/// The tile of `tile`'s width that covers the designs' xy planes with the
+/// fewest idle threads: thin designs (a 2.5D run has 3 padded rows) waste
+/// most of an 8-row tile. Keeps `tile` unless a shorter one idles at least
+/// a fifth fewer thread slots.
+pub fn fit_tile(ops: &[&Operator], tile: Tile) -> Tile {
+    let slots = |t: Tile| -> usize { ops.iter().map(|o| o.dims[0].div_ceil(t.tx) * t.tx * o.dims[1].div_ceil(t.ty) * t.ty).sum() };
+    let mut best = (slots(tile), tile);
+    let mut t = tile;
+    while t.ty > 2 {
+        t.ty /= 2;
+        if t.validate().is_err() {
+            break;
+        }
+        let s = slots(t);
+        if (s as f64) < 0.8 * best.0 as f64 {
+            best = (s, t);
         }
     }
     best.1
@@ -563,6 +595,27 @@ mod tests {
         let mut all: Vec<usize> = spread(&[1.0; 7], 3).concat();
         all.sort();
         assert_eq!(all, (0..7).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn thin_designs_get_a_shorter_tile_and_rechunking_matches_a_fresh_plan() {
+        // A 2.5D slab (3 padded rows) idles 5 of 8 tile rows: 32x4 idles 1 of 4.
+        let thin = job([28, 1, 60], [[Boundary::Pec; 2], [Boundary::Pmc; 2], [Boundary::Pec; 2]], [[0, 0], [0, 0], [0, 0]]);
+        let cube = crate::bench::box_job(30, 10);
+        let (ot, oc) = (Operator::new(&thin).unwrap(), Operator::new(&cube).unwrap());
+        assert_eq!(fit_tile(&[&ot], Tile::DEFAULT), Tile { ty: 4, ..Tile::DEFAULT });
+        assert_eq!(fit_tile(&[&oc], Tile::DEFAULT), Tile::DEFAULT);
+        // Re-chunking in place gives the tables a plan built with that chunk has.
+        let mut pl = Plan::new(&[&ot, &oc], Tile::DEFAULT, 9).unwrap();
+        pl.set_zchunk(3);
+        let fresh = Plan::new(&[&ot, &oc], Tile::DEFAULT, 3).unwrap();
+        assert_eq!(pl.blocks_per_design, fresh.blocks_per_design);
+        for (a, b) in pl.designs.iter().zip(&fresh.designs) {
+            assert_eq!((a.zchunk, a.nchunks), (b.zchunk, b.nchunks));
+        }
+        assert_eq!(pl.block_table(&[false, true]), fresh.block_table(&[false, true]));
+        // One thin design left on a large device: small chunks, many blocks.
+        assert!(choose_zchunk(&[&ot], Tile { ty: 4, ..Tile::DEFAULT }, 396) <= 4);
     }
 
     #[test]

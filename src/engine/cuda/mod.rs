@@ -102,11 +102,18 @@ pub struct CudaOptions {
     pub trace_chunk: usize,
     /// Cap on the device bytes a batch may use per GPU (None: what the card has free).
     pub mem_limit: Option<usize>,
+    /// Replay each chunk of steps as a captured CUDA graph (one launch
+    /// instead of three per step) when the driver allows it.
+    pub graphs: bool,
+    /// Fused scheme: let each sub-batch use a shorter tile of the same width
+    /// when its designs are thin (batch::fit_tile), and re-chunk z as designs
+    /// finish (unless `zchunk` is set). Off: exactly `tile`, one z-chunking.
+    pub adapt: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true }
     }
 }
 
@@ -119,6 +126,10 @@ pub struct RunStats {
     pub kernel_s: f64,
     /// Whole call, seconds.
     pub wall_s: f64,
+    /// Host time of the stepping loops (launches, uploads, waits, trace
+    /// handling), and the part of it spent waiting for the device, seconds.
+    pub loop_s: f64,
+    pub wait_s: f64,
     /// Sum over jobs of cells x steps.
     pub cell_updates: f64,
     /// Compulsory device bytes of all steps (batch::step_bytes).
@@ -512,6 +523,8 @@ impl CudaBackend {
             let (res, s) = r?;
             st.setup_s = st.setup_s.max(setup_ops + s.setup_s);
             st.kernel_s = st.kernel_s.max(s.kernel_s);
+            st.loop_s = st.loop_s.max(s.loop_s);
+            st.wait_s = st.wait_s.max(s.wait_s);
             st.cell_updates += s.cell_updates;
             st.bytes += s.bytes;
             st.sub_batches += s.sub_batches;
@@ -567,6 +580,8 @@ impl Gpu {
             let (res, s) = self.run_sub_batch(jobs, ops, &sub, init, want_fields, opts)?;
             st.setup_s += s.setup_s;
             st.kernel_s += s.kernel_s;
+            st.loop_s += s.loop_s;
+            st.wait_s += s.wait_s;
             st.cell_updates += s.cell_updates;
             st.bytes += s.bytes;
             st.zchunk = s.zchunk;
@@ -587,22 +602,33 @@ impl Gpu {
         opts: &CudaOptions,
     ) -> Result<(Vec<Result<JobRun, SimFailure>>, RunStats), EngineError> {
         let t0 = Instant::now();
-        let k = self.kernels(opts.tile)?;
         let ops: Vec<&Operator> = idx.iter().map(|&i| ops_all[i].as_ref().unwrap()).collect();
         let js: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
         let nd = ops.len();
+        let fused = opts.scheme == Scheme::Fused;
+        let adapt = fused && opts.adapt;
+        let fitted;
+        let opts = if adapt {
+            fitted = CudaOptions { tile: batch::fit_tile(&ops, opts.tile), ..opts.clone() };
+            &fitted
+        } else {
+            opts
+        };
+        let k = self.kernels(opts.tile)?;
+        let resident = self.resident_blocks(&k, opts);
+        let rechunk = adapt && opts.zchunk.is_none();
         let zchunk = match opts.scheme {
             // The fused kernel walks z through its chunk (software pipeline); chunk 0 must own planes 0 and 1.
-            Scheme::Fused => opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, self.resident_blocks(&k, opts))).max(2),
+            Scheme::Fused => opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, resident)).max(2),
             // The split kernels want every cell on its own thread: a plane or two per block.
             Scheme::Split => opts.zchunk.unwrap_or(SPLIT_ZCHUNK).max(1),
         };
-        let plan = Plan::new(&ops, opts.tile, zchunk).map_err(EngineError::Cuda)?;
+        let mut plan = Plan::new(&ops, opts.tile, zchunk).map_err(EngineError::Cuda)?;
+        let mut cur_zchunk = zchunk;
         self.ensure_pool(plan.field_len, plan.psi_len)?;
         let stream = self.stream.clone();
         let pool = self.pool.as_mut().unwrap();
         let fl = plan.field_len;
-        let fused = opts.scheme == Scheme::Fused;
 
         // Fields: zero (or the given initial fields) in set 0; set 1 zero or poisoned.
         for set in 0..2 {
@@ -638,7 +664,7 @@ impl Gpu {
         stream.memset_zeros(&mut pool.psi_h[1].slice_mut(0..pl)).map_err(drv)?;
 
         // Small tables.
-        let designs = table(&stream, &plan.designs)?;
+        let mut designs = table(&stream, &plan.designs)?;
         let ca = table(&stream, &plan.ca)?;
         let cb = table(&stream, &plan.cb)?;
         let eps = table(&stream, &plan.eps)?;
@@ -660,14 +686,20 @@ impl Gpu {
         let src_idx = table(&stream, &plan.src_idx)?;
         let src_coef = table(&stream, &plan.src_coef)?;
         let kcap = opts.trace_chunk.max(1);
+        let n_src = plan.src_design.len();
         let mut gval = stream.alloc_zeros::<f32>((nd * kcap).max(1)).map_err(drv)?;
         let np = plan.ports.len();
         let tv = stream.alloc_zeros::<f64>((np * kcap).max(1)).map_err(drv)?;
         let ti = stream.alloc_zeros::<f64>((np * kcap).max(1)).map_err(drv)?;
         let mut energy = stream.alloc_zeros::<f64>(2 * nd).map_err(drv)?;
         let mut active_d = stream.alloc_zeros::<i32>(nd).map_err(drv)?;
-        let full_table = plan.block_table(&vec![true; nd]);
-        let mut blocks = table(&stream, &full_table)?;
+        // Room for the longest block table: every design, chunks of 2 planes when re-chunking.
+        let longest = if rechunk {
+            2 * plan.designs.iter().map(|d| d.tiles[0] as usize * d.tiles[1] as usize * (d.dims[2] as usize).div_ceil(2)).sum::<usize>()
+        } else {
+            plan.block_table(&vec![true; nd]).len()
+        };
+        let mut blocks = stream.alloc_zeros::<i32>(longest.max(2)).map_err(drv)?;
 
         // Pointer structs for each parity of the fused ping-pong (split: parity 0, in place).
         let fp = |set: usize| -> FdtdPtrs {
@@ -715,7 +747,7 @@ impl Gpu {
                 active: dptr(&active_d, &stream),
                 tv: dptr(&tv, &stream),
                 ti: dptr(&ti, &stream),
-                n_src: plan.src_design.len() as i32,
+                n_src: n_src as i32,
                 n_ports: np as i32,
                 gstride: kcap as i32,
                 tstride: kcap as i32,
@@ -745,10 +777,60 @@ impl Gpu {
         let step_bytes: Vec<f64> = ops.iter().map(|o| batch::step_bytes(&[o], fused)).collect();
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
         let tile_cfg = |blocks: usize| LaunchConfig { grid_dim: (blocks as u32, 1, 1), block_dim: (opts.tile.tx as u32, opts.tile.ty as u32, 1), shared_mem_bytes: 0 };
+        // Launch kk steps starting from field set `cur` (recorded instead of
+        // run while the stream is capturing); returns the set then current.
+        let launch_steps = |kk: usize, mut cur: usize, nblocks: usize| -> Result<usize, EngineError> {
+            for s in 0..kk {
+                let si = s as i32;
+                // SAFETY (all launches): the pointer structs address live buffers of this context
+                // sized by the plan; the kernels stay inside them (ranges from the same plan).
+                unsafe {
+                    match opts.scheme {
+                        Scheme::Fused => {
+                            stream.launch_builder(&k.step).arg(&fptrs[cur]).launch(tile_cfg(nblocks)).map_err(drv)?;
+                            cur = 1 - cur;
+                        }
+                        Scheme::Split => {
+                            stream.launch_builder(&k.update_h).arg(&fptrs[0]).launch(tile_cfg(nblocks)).map_err(drv)?;
+                            if any_pmc {
+                                stream.launch_builder(&k.pmc_ghosts).arg(&fptrs[0]).launch(tile_cfg(nblocks)).map_err(drv)?;
+                            }
+                            stream.launch_builder(&k.update_e).arg(&fptrs[0]).launch(tile_cfg(nblocks)).map_err(drv)?;
+                        }
+                    }
+                    if n_src > 0 {
+                        let cfg = LaunchConfig {
+                            grid_dim: ((n_src as u32).div_ceil(abi::INJECT_THREADS), 1, 1),
+                            block_dim: (abi::INJECT_THREADS, 1, 1),
+                            shared_mem_bytes: 0,
+                        };
+                        stream.launch_builder(&k.inject).arg(&pptrs[cur]).arg(&si).launch(cfg).map_err(drv)?;
+                    }
+                    if np > 0 {
+                        let cfg = LaunchConfig { grid_dim: (np as u32, 1, 1), block_dim: (abi::SAMPLE_THREADS, 1, 1), shared_mem_bytes: 0 };
+                        stream.launch_builder(&k.sample).arg(&pptrs[cur]).arg(&si).launch(cfg).map_err(drv)?;
+                    }
+                }
+            }
+            Ok(cur)
+        };
+        let mut graphs: std::collections::HashMap<(usize, usize, usize), cudarc::driver::CudaGraph> = Default::default();
+        let mut graphs_on = opts.graphs;
+        let mut wait_s = 0.0;
         let setup_s = t0.elapsed().as_secs_f64();
 
         while active.iter().any(|&a| a) {
             if table_dirty {
+                if rechunk {
+                    // Fewer designs left: spread their planes over more blocks.
+                    let live: Vec<&Operator> = (0..nd).filter(|&d| active[d]).map(|d| ops[d]).collect();
+                    let z = batch::choose_zchunk(&live, opts.tile, resident).max(2);
+                    if z != cur_zchunk {
+                        plan.set_zchunk(z);
+                        stream.memcpy_htod(&plan.designs, &mut designs).map_err(drv)?;
+                        cur_zchunk = z;
+                    }
+                }
                 let t = plan.block_table(&active);
                 nblocks = t.len() / 2;
                 stream.memcpy_htod(&t, &mut blocks.slice_mut(0..t.len())).map_err(drv)?;
@@ -768,37 +850,36 @@ impl Gpu {
             let g = plan.source_values(&pulses, &dts, n, kk, kcap);
             stream.memcpy_htod(&g, &mut gval).map_err(drv)?;
             let ev0 = stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv)?;
-            for s in 0..kk {
-                let si = s as i32;
-                // SAFETY (all launches): the pointer structs address live buffers of this context
-                // sized by the plan; the kernels stay inside them (ranges from the same plan).
-                unsafe {
-                    match opts.scheme {
-                        Scheme::Fused => {
-                            stream.launch_builder(&k.step).arg(&fptrs[cur]).launch(tile_cfg(nblocks)).map_err(drv)?;
-                            cur = 1 - cur;
-                        }
-                        Scheme::Split => {
-                            stream.launch_builder(&k.update_h).arg(&fptrs[0]).launch(tile_cfg(nblocks)).map_err(drv)?;
-                            if any_pmc {
-                                stream.launch_builder(&k.pmc_ghosts).arg(&fptrs[0]).launch(tile_cfg(nblocks)).map_err(drv)?;
-                            }
-                            stream.launch_builder(&k.update_e).arg(&fptrs[0]).launch(tile_cfg(nblocks)).map_err(drv)?;
-                        }
+            if graphs_on && !graphs.contains_key(&(kk, cur, nblocks)) {
+                // A chunk's launches depend only on (kk, cur, nblocks): capture them once.
+                if graphs.len() >= 64 {
+                    graphs.clear();
+                }
+                let mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+                let captured = stream.begin_capture(mode).map_err(drv).and_then(|_| {
+                    let r = launch_steps(kk, cur, nblocks);
+                    let g = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)).map_err(drv);
+                    r.and(g)
+                });
+                match captured {
+                    Ok(Some(g)) => {
+                        graphs.insert((kk, cur, nblocks), g);
                     }
-                    if !plan.src_design.is_empty() {
-                        let cfg = LaunchConfig {
-                            grid_dim: ((plan.src_design.len() as u32).div_ceil(abi::INJECT_THREADS), 1, 1),
-                            block_dim: (abi::INJECT_THREADS, 1, 1),
-                            shared_mem_bytes: 0,
-                        };
-                        stream.launch_builder(&k.inject).arg(&pptrs[cur]).arg(&si).launch(cfg).map_err(drv)?;
-                    }
-                    if np > 0 {
-                        let cfg = LaunchConfig { grid_dim: (np as u32, 1, 1), block_dim: (abi::SAMPLE_THREADS, 1, 1), shared_mem_bytes: 0 };
-                        stream.launch_builder(&k.sample).arg(&pptrs[cur]).arg(&si).launch(cfg).map_err(drv)?;
+                    other => {
+                        let why = other.err().map_or("empty graph".to_string(), |e| e.to_string());
+                        eprintln!("note: CUDA graph capture failed ({why}); launching kernel by kernel");
+                        graphs_on = false;
                     }
                 }
+            }
+            match graphs.get(&(kk, cur, nblocks)).filter(|_| graphs_on) {
+                Some(g) => {
+                    g.launch().map_err(drv)?;
+                    if fused {
+                        cur ^= kk & 1;
+                    }
+                }
+                None => cur = launch_steps(kk, cur, nblocks)?,
             }
             let ev1 = stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv)?;
             for d in 0..nd {
@@ -824,7 +905,9 @@ impl Gpu {
                 stream.memcpy_dtoh(&tv, &mut hv).map_err(drv)?;
                 stream.memcpy_dtoh(&ti, &mut hi).map_err(drv)?;
             }
+            let tw = Instant::now();
             stream.synchronize().map_err(drv)?;
+            wait_s += tw.elapsed().as_secs_f64();
             kernel_s += ev0.elapsed_ms(&ev1).map_err(drv)? as f64 * 1e-3;
             for d in 0..nd {
                 if !active[d] {
@@ -871,10 +954,14 @@ impl Gpu {
                 }
             }
         }
+        drop(graphs);
+        let wall_s = t0.elapsed().as_secs_f64();
         let st = RunStats {
             setup_s,
             kernel_s,
-            wall_s: t0.elapsed().as_secs_f64(),
+            wall_s,
+            loop_s: wall_s - setup_s,
+            wait_s,
             cell_updates: js.iter().zip(&runs).map(|(j, r)| j.grid.cells() as f64 * r.steps as f64).sum(),
             bytes,
             sub_batches: 1,
