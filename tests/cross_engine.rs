@@ -25,6 +25,33 @@
 //!   SCN 2.3725 GHz: +0.79%; 2.5 + 6 minutes here, too slow for the suite). The
 //!   same edge term (the patch's radiating edges are sheet edges) doubles it at
 //!   1.6 mm, the mesh this suite can afford: +1.50%. The test pins that at 2%.
+//!
+//! The SCN against FDTD on the shipped filter at finer meshes (issue's values,
+//! `FILTER_SETS[0]`; the design at a/n, its `max_steps` raised so that every run
+//! reaches -50 dB: at a/112 the shipped 30000 stops the SCN at -40 dB, which
+//! moves its numbers by < 0.4 dB). Release build, 2 shared cores, one job at a
+//! time; the FDTD centres move with how 3.6 / 2.6 / 4.97 / 5.55 mm snap to each
+//! mesh; the shift between the engines falls at first order or a little faster:
+//!
+//! | mesh  | centre FDTD / SCN (GHz) | shift   | worst S11 | worst S21 | FDTD  | SCN    |
+//! |-------|-------------------------|---------|-----------|-----------|-------|--------|
+//! | a/28  | 32.0118 / 31.6895       | -1.007% | 16.22 dB  | 10.46 dB  | 0.2 s | 0.4 s  |
+//! | a/56  | 32.2578 / 32.1292       | -0.399% | 10.48 dB  |  5.16 dB  | 1.6 s | 3.2 s  |
+//! | a/84  | 32.1185 / 32.0444       | -0.231% |  9.25 dB  |  3.09 dB  | 4.2 s | 10.1 s |
+//! | a/112 | 32.1374 / 32.0859       | -0.160% |  7.03 dB  |  2.25 dB  | 9.1 s | 34.6 s |
+//! | a/168 | 31.7758 / 31.7507       | -0.079% |  5.48 dB  |  1.24 dB  | 20 s  | 139 s  |
+//!
+//! (a/168 ran beside another engineer's build: its times are high.) The centre
+//! criterion (0.3%) holds from a/84 on; the 0.5 dB criterion fails at every mesh
+//! up to a/168: the worst points are on the skirts (at a/112 S21 at 30.9 GHz,
+//! S11 at 31.15 GHz, where S11 falls through -20 dB into the passband), where
+//! the 51 MHz shift of a/112 is 2.3 and 7.0 dB. The S11 gap also falls more
+//! slowly than the shift (16 dB per % of shift at a/28, 69 at a/168), so 0.5 dB
+//! needs a shift below about 0.01%: a mesh of the order of a/1000 (shift times
+//! n: 28, 22, 19, 18, 13 %). So no test asserts the criteria for the SCN
+//! on the filter. At the ranges' midpoint (w1 3.75, w2 2.75, l1 = l2 5.25 mm), for
+//! comparison: -0.861% / -0.364% / -0.200% / -0.151% at a/28 / 56 / 84 / 112,
+//! S11 13.3 / 7.3 / 7.7 / 6.2 dB, S21 9.9 / 3.5 / 2.2 / 1.5 dB.
 
 use emvolve::analysis::SParams;
 use emvolve::design::Design;
