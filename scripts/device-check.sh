@@ -47,6 +47,12 @@ grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
 grep -E "^\[design |^shipped designs" "$OUT/check.log" | cut -c1-220
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
+echo "== 2a. one GA generation as one batch: 64 random WR-28 iris filters, exact 32x8 tile vs the adaptive default"
+"$BIN" bench --backend cuda --gpus "$GPUS" --design designs/wr28_iris_filter.ron --generation 64 --tiles auto,32x8 \
+    --population 0 --n 16 --steps 5 > "$OUT/generation.log" 2>&1
+echo "generation bench exit code $?"
+grep -E "^generation of|error" "$OUT/generation.log" | cut -c1-260
+
 echo "== 2b. GA on the GPU: WR-28 iris filter, population 64, 40 generations (evaluation and stagnation limits lifted)"
 RUNS="${RUNS:-/tmp/emvolve-runs}"
 rm -rf "$RUNS"
@@ -67,6 +73,10 @@ grep -E "^backend|^gen [0-9]+/|stopped after generation" "$OUT/resume.log" | cut
 echo "== 3. benchmark"
 "$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
+# Diagnostic: the same box with PEC walls instead of CPML (what the CPML costs the fused kernel).
+"$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml 0 \
+    --tiles "${BENCH_TILES%%,*}" > "$OUT/bench-nopml.log" 2>&1
+echo "no-CPML bench exit code $?"
 grep -E "error" "$OUT/bench.log"
 # --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations).
 "$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
@@ -76,4 +86,5 @@ echo "TLM bench exit code $?"
 grep -E "error|panic" "$OUT/bench.log"
 echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-160)"
 cat "$OUT/bench.log"
+grep -E "^\| box" "$OUT/bench-nopml.log"
 cat "$OUT/bench-tlm.log"

@@ -7,6 +7,12 @@ use crate::job::*;
 /// An `n^3`-cell box of 1 mm cells, 10-cell CPML on every face, a dielectric
 /// block (eps_r 4.4, lossy) in the middle and a lumped port driving it.
 pub fn box_job(n: usize, steps: usize) -> SimJob {
+    box_job_pml(n, steps, if n >= 40 { 10 } else { n / 4 })
+}
+
+/// [`box_job`] with `pml` CPML cells on every face; 0: PEC walls instead
+/// (to see what the CPML costs a kernel).
+pub fn box_job_pml(n: usize, steps: usize, pml: usize) -> SimJob {
     let d = 1e-3;
     let grid = Grid { n: [n; 3], d: [d; 3], origin: [0.0; 3] };
     let mut cell_mat = vec![0u8; grid.cells()];
@@ -18,12 +24,11 @@ pub fn box_job(n: usize, steps: usize) -> SimJob {
             }
         }
     }
-    let pml = if n >= 40 { 10 } else { n / 4 };
     SimJob {
         label: format!("box {n}^3"),
         engine: EngineKind::Fdtd,
         grid,
-        boundaries: [[Boundary::Absorbing; 2]; 3],
+        boundaries: [[if pml > 0 { Boundary::Absorbing } else { Boundary::Pec }; 2]; 3],
         pml: [[pml; 2]; 3],
         materials: vec![Material::vacuum(), Material { name: "fr4".into(), eps_r: 4.4, sigma: 0.01, mu_r: 1.0, pec: false }],
         cell_mat,

@@ -46,6 +46,9 @@ pub struct BenchArgs {
     /// Edge of the cubic benchmark grid (cells).
     #[arg(long, default_value_t = 100)]
     pub n: usize,
+    /// CPML cells on each face of the box (default 10; 0: PEC walls, no CPML).
+    #[arg(long)]
+    pub box_pml: Option<usize>,
     /// Time steps of the first measurement.
     #[arg(long, default_value_t = 200)]
     pub steps: usize,
@@ -303,7 +306,13 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let pop = a.population;
     let cells = a.cells;
     let n = a.n;
-    let box_jobs = move |s: usize| vec![crate::bench::box_job(n, s)];
+    let box_pml = a.box_pml;
+    let box_jobs = move |s: usize| vec![box_pml.map_or_else(|| crate::bench::box_job(n, s), |p| crate::bench::box_job_pml(n, s, p))];
+    let box_name = match a.box_pml {
+        Some(0) => format!("box {n}^3, PEC walls (no CPML), dielectric"),
+        Some(p) => format!("box {n}^3, CPML {p} cells all faces, dielectric"),
+        None => format!("box {n}^3, CPML all faces, dielectric"),
+    };
     let pop_jobs = move |s: usize| crate::bench::population_jobs(pop, cells, s);
     let mut rows = vec![];
     let header;
@@ -311,7 +320,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         let cpu = CpuBackend;
         header = format!("backend: {}", cpu.name());
         let (w1, w2, u) = measure(&cpu, &box_jobs, s1, s2)?;
-        rows.push(row(format!("box {n}^3, CPML all faces, dielectric block"), &box_jobs(1), s1, s2, w1, w2, u));
+        rows.push(row(format!("{box_name} block"), &box_jobs(1), s1, s2, w1, w2, u));
         if pop > 0 {
             let (w1, w2, u) = measure(&cpu, &pop_jobs, s1, s2)?;
             rows.push(row(format!("population {pop} x {cells} cells, 2 TE10 ports"), &pop_jobs(1), s1, s2, w1, w2, u));
@@ -352,7 +361,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             }
         }
     }
-    let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>)> = vec![(format!("box {n}^3, CPML all faces, dielectric"), Box::new(box_jobs))];
+    let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>)> = vec![(box_name, Box::new(box_jobs))];
     if pop > 0 {
         workloads.push((format!("population {pop} x {cells} cells, TE10 ports"), Box::new(pop_jobs)));
     }
