@@ -10,6 +10,7 @@
 #   BENCH="--n 256 --steps 500 --steps2 1500 --population 64 --cells 300000"
 #   FULL_STEPS=200    steps of the CPU/CUDA comparison on the full-size benchmark workloads (0: skip)
 #   NCU=1             profile one fdtd_step and one fdtd_update_e launch (Nsight Compute, $OUT/ncu_*.txt)
+#   TLM_SHAPES=...    TLM launch shapes checked and timed (THREADSxNODES[xMINBLOCKS][s]), e.g. 256x1,256x2,256x2s,128x4
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$HERE/emvolve"
@@ -33,7 +34,7 @@ grep -E "tile|fdtd_step|fdtd_update|warning" "$OUT/compile.log"
 
 echo "== 2. CPU vs CUDA (full table in check.log)"
 t0=$(date +%s)
-"$BIN" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
+"$BIN" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --tlm-shapes "${TLM_SHAPES:-256x2,128x4}" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
 rc=$?
 # Per variant: the worst line of each kind, every failing line, and the verdict.
 # --- TLM on CUDA: device-check also compares the TLM kernels (lines "[tlm SHAPE] ...").
@@ -80,7 +81,7 @@ echo "no-CPML bench exit code $?"
 grep -E "error" "$OUT/bench.log"
 # --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations).
 "$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
-    --tlm-shapes 256x2 > "$OUT/bench-tlm.log" 2>&1
+    --tlm-shapes "${TLM_SHAPES:-256x2}" > "$OUT/bench-tlm.log" 2>&1
 echo "TLM bench exit code $?"
 # --- end TLM
 grep -E "error|panic" "$OUT/bench.log"

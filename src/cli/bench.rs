@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
+use super::bench_table::{measure, print_table, row};
 use crate::engine::cuda::batch::{step_bytes, Tile};
 use crate::engine::cuda::{self, CudaBackend, CudaOptions, Scheme};
 use crate::engine::fdtd::Operator;
@@ -108,57 +109,6 @@ impl GraphsChoice {
 pub enum EngineChoice {
     Fdtd,
     Tlm,
-}
-
-/// One measured row.
-struct Row {
-    what: String,
-    cells: usize,
-    s1: usize,
-    s2: usize,
-    setup_s: f64,
-    wall2: f64,
-    whole: f64,
-    marginal: f64,
-    kernel: Option<f64>,
-    bpc: Option<f64>,
-    bw: Option<f64>,
-}
-
-/// Run `make(steps)` at both step counts; returns (wall1, wall2, updates2, last stats of CUDA).
-fn measure(backend: &dyn Backend, make: &dyn Fn(usize) -> Vec<SimJob>, s1: usize, s2: usize) -> anyhow::Result<(f64, f64, f64)> {
-    let mut walls = vec![];
-    let mut upd = 0.0;
-    for s in [s1, s2] {
-        let jobs = make(s);
-        let t = Instant::now();
-        let out = backend.run_batch(&jobs)?;
-        walls.push(t.elapsed().as_secs_f64());
-        upd = 0.0;
-        for (j, o) in jobs.iter().zip(out) {
-            let o = o.map_err(|e| anyhow::anyhow!("{}: {e}", j.label))?;
-            upd += o.cells as f64 * o.steps as f64;
-        }
-    }
-    Ok((walls[0], walls[1], upd))
-}
-
-fn row(what: String, jobs1: &[SimJob], s1: usize, s2: usize, w1: f64, w2: f64, upd2: f64) -> Row {
-    let cells: usize = jobs1.iter().map(|j| j.grid.cells()).sum();
-    let extra = cells as f64 * (s2 - s1) as f64;
-    Row {
-        what,
-        cells,
-        s1,
-        s2,
-        setup_s: 0.0,
-        wall2: w2,
-        whole: upd2 / w2 / 1e9,
-        marginal: if w2 > w1 { extra / (w2 - w1) / 1e9 } else { f64::NAN },
-        kernel: None,
-        bpc: None,
-        bw: None,
-    }
 }
 
 /// One design as the optimiser runs it: midpoint values, every port driven, the design's end criterion.
@@ -325,7 +275,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
             let (w1, w2, u) = measure(&cpu, &pop_jobs, s1, s2)?;
             rows.push(row(format!("population {pop} x {cells} cells, 2 TE10 ports"), &pop_jobs(1), s1, s2, w1, w2, u));
         }
-        print_table(&header, None, &rows);
+        print_table(&header, None, "cell", "workload", &rows);
         return Ok(0);
     }
     // (tile, adapt): "auto" is the backend's default (tile fitted to the designs, z re-chunked as they finish).
@@ -381,44 +331,14 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
                     Scheme::Split => format!("{name} [split {}x{}, {} plane(s)/thread{gr}]", t.tx, t.ty, st.zchunk),
                 };
                 let mut r = row(what, &make(1), s1, s2, w1, w2, u);
-                r.setup_s = st.setup_s;
+                r.setup_s = Some(st.setup_s);
                 r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
-                r.bpc = Some(step_bytes(&refs, sc == Scheme::Fused) / r.cells as f64);
+                r.bytes = Some(step_bytes(&refs, sc == Scheme::Fused) / r.n as f64);
                 r.bw = Some(st.bytes / st.kernel_s);
                 rows.push(r);
             }
         }
     }
-    print_table(&header, Some(copy), &rows);
+    print_table(&header, Some(copy), "cell", "workload", &rows);
     Ok(0)
-}
-
-fn print_table(header: &str, copy: Option<f64>, rows: &[Row]) {
-    println!("{header}");
-    if let Some(c) = copy {
-        println!("device-to-device copy bandwidth (read + write): {:.0} GB/s", c / 1e9);
-    }
-    println!("| workload | cells | steps | setup s | wall s | whole-run Gcells/s | marginal Gcells/s | kernel Gcells/s | B/cell | kernel GB/s | of copy BW |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
-    for r in rows {
-        let f = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
-        println!(
-            "| {} | {} | {}/{} | {:.2} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} |",
-            r.what,
-            r.cells,
-            r.s1,
-            r.s2,
-            r.setup_s,
-            r.wall2,
-            r.whole,
-            r.marginal,
-            f(r.kernel, 2),
-            f(r.bpc, 1),
-            f(r.bw.map(|b| b / 1e9), 0),
-            match (r.bw, copy) {
-                (Some(b), Some(c)) => format!("{:.0}%", 100.0 * b / c),
-                _ => "-".into(),
-            }
-        );
-    }
 }

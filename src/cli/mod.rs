@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
+pub mod bench_table;
 pub mod device_check;
 pub mod device_designs;
 pub mod kernel_emu;

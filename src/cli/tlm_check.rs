@@ -9,6 +9,8 @@ use std::time::Instant;
 use clap::Args;
 use num_complex::Complex64;
 
+use super::bench_table::{measure, print_table, row};
+use super::device_check::rel_l2;
 use crate::analysis::SParams;
 use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
 use crate::engine::cuda::{self, CudaBackend, JobRun};
@@ -212,7 +214,6 @@ impl TlmDiff {
     }
 }
 
-use super::device_check::rel_l2;
 
 fn same_end(a: &EndReason, b: &EndReason) -> bool {
     match (a, b) {
@@ -446,19 +447,6 @@ pub fn filter_2d_population(count: usize, steps: usize) -> Vec<SimJob> {
     v
 }
 
-struct Row {
-    what: String,
-    nodes: usize,
-    s1: usize,
-    s2: usize,
-    wall2: f64,
-    whole: f64,
-    marginal: f64,
-    kernel: Option<f64>,
-    bpn: Option<f64>,
-    bw: Option<f64>,
-}
-
 /// `emvolve bench --engine tlm`: a large 3D box, a batched 3D population and a
 /// batched 2D population, each for every launch shape; on CUDA with kernel
 /// Gnodes/s, bytes per node and the fraction of the measured copy bandwidth.
@@ -471,46 +459,14 @@ pub fn bench(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda:
         workloads.push((format!("TLM 3D population {pop} x {cells} nodes, TE10 ends"), Box::new(pop3)));
         workloads.push((format!("TLM 2D population {pop} x iris filter"), Box::new(pop2)));
     }
-    let measure = |be: &dyn Backend, make: &dyn Fn(usize) -> Vec<SimJob>| -> anyhow::Result<(f64, f64, f64)> {
-        let mut walls = vec![];
-        let mut upd = 0.0;
-        for s in [s1, s2] {
-            let jobs = make(s);
-            let t = Instant::now();
-            let out = be.run_batch(&jobs)?;
-            walls.push(t.elapsed().as_secs_f64());
-            upd = 0.0;
-            for (j, o) in jobs.iter().zip(out) {
-                let o = o.map_err(|e| anyhow::anyhow!("{}: {e}", j.label))?;
-                upd += o.cells as f64 * o.steps as f64;
-            }
-        }
-        Ok((walls[0], walls[1], upd))
-    };
-    let row = |what: String, jobs1: &[SimJob], w1: f64, w2: f64, upd2: f64| -> Row {
-        let nodes: usize = jobs1.iter().map(|j| j.grid.cells()).sum();
-        let extra = nodes as f64 * (s2 - s1) as f64;
-        Row {
-            what,
-            nodes,
-            s1,
-            s2,
-            wall2: w2,
-            whole: upd2 / w2 / 1e9,
-            marginal: if w2 > w1 { extra / (w2 - w1) / 1e9 } else { f64::NAN },
-            kernel: None,
-            bpn: None,
-            bw: None,
-        }
-    };
     let mut rows = vec![];
     if !use_cuda {
         let cpu = CpuBackend;
         for (name, make) in &workloads {
-            let (w1, w2, u) = measure(&cpu, make.as_ref())?;
-            rows.push(row(name.clone(), &make(1), w1, w2, u));
+            let (w1, w2, u) = measure(&cpu, make.as_ref(), s1, s2)?;
+            rows.push(row(name.clone(), &make(1), s1, s2, w1, w2, u));
         }
-        print_table(&format!("backend: {}", cpu.name()), None, &rows);
+        print_table(&format!("backend: {}", cpu.name()), None, "node", "workload [threads x nodes/thread]", &rows);
         return Ok(0);
     }
     if !cuda::available() {
@@ -524,44 +480,17 @@ pub fn bench(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda:
             be.set_tlm_config(c)?;
             // Warm-up: compiles the launch shape once.
             be.run_batch(&make(2))?;
-            let (w1, w2, u) = measure(&be, make.as_ref())?;
+            let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
             let st = be.last_stats();
-            let mut r = row(format!("{name} [{c}]"), &make(1), w1, w2, u);
+            let mut r = row(format!("{name} [{c}]"), &make(1), s1, s2, w1, w2, u);
+            r.setup_s = Some(st.setup_s);
             r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
-            r.bpn = Some(st.bytes / st.cell_updates);
+            r.bytes = Some(st.bytes / st.cell_updates);
             r.bw = Some(st.bytes / st.kernel_s);
             rows.push(r);
         }
     }
-    print_table(&header, Some(copy), &rows);
+    print_table(&header, Some(copy), "node", "workload [threads x nodes/thread]", &rows);
     Ok(0)
 }
 
-fn print_table(header: &str, copy: Option<f64>, rows: &[Row]) {
-    println!("{header}");
-    if let Some(c) = copy {
-        println!("device-to-device copy bandwidth (read + write): {:.0} GB/s", c / 1e9);
-    }
-    println!("| workload [threads x nodes/thread] | nodes | steps | wall s | whole-run Gnodes/s | marginal Gnodes/s | kernel Gnodes/s | B/node | kernel GB/s | of copy BW |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
-    for r in rows {
-        let f = |x: Option<f64>, p: usize| x.map_or("-".to_string(), |v| format!("{v:.p$}"));
-        println!(
-            "| {} | {} | {}/{} | {:.2} | {:.2} | {:.2} | {} | {} | {} | {} |",
-            r.what,
-            r.nodes,
-            r.s1,
-            r.s2,
-            r.wall2,
-            r.whole,
-            r.marginal,
-            f(r.kernel, 2),
-            f(r.bpn, 1),
-            f(r.bw.map(|b| b / 1e9), 0),
-            match (r.bw, copy) {
-                (Some(b), Some(c)) => format!("{:.0}%", 100.0 * b / c),
-                _ => "-".into(),
-            }
-        );
-    }
-}

@@ -207,22 +207,35 @@ pub fn parse_c_structs(src: &str) -> Vec<(String, usize, Vec<(String, usize)>)> 
     out
 }
 
+/// Test support shared by the FDTD and TLM ABI checks.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::mem::{offset_of, size_of};
-
+pub(crate) mod layout_check {
+    /// (size, [(field, offset)]) of a `#[repr(C)]` struct, for [`check`].
     macro_rules! layout {
         ($t:ty; $($f:ident),* $(,)?) => {
-            (size_of::<$t>(), vec![$((stringify!($f).to_string(), offset_of!($t, $f))),*])
+            (std::mem::size_of::<$t>(), vec![$((stringify!($f).to_string(), std::mem::offset_of!($t, $f))),*])
         };
     }
+    pub(crate) use layout;
+
+    /// Compare a Rust struct's layout with the declaration of the same name in
+    /// `header` (file name `file`); names compare in lower case (C's `L` is `l`).
+    pub fn check(header: &str, file: &str, name: &str, rust: (usize, Vec<(String, usize)>)) {
+        let parsed = super::parse_c_structs(header);
+        let (_, size, fields) = parsed.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("struct {name} not in {file}"));
+        let c: Vec<(String, usize)> = fields.iter().map(|(f, o)| (f.to_lowercase(), *o)).collect();
+        assert_eq!(c, rust.1, "{name}: field names/offsets differ between {file} and the Rust mirror");
+        assert_eq!(*size, rust.0, "{name}: size differs between {file} and the Rust mirror");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout_check::layout;
+    use super::*;
 
     fn check(name: &str, rust: (usize, Vec<(String, usize)>)) {
-        let parsed = parse_c_structs(COMMON_CUH);
-        let (_, size, fields) = parsed.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("struct {name} not in common.cuh"));
-        assert_eq!(fields, &rust.1, "{name}: field names/offsets differ between common.cuh and abi.rs");
-        assert_eq!(*size, rust.0, "{name}: size differs between common.cuh and abi.rs");
+        layout_check::check(COMMON_CUH, "common.cuh", name, rust);
     }
 
     #[test]

@@ -176,21 +176,10 @@ pub fn bytes<T: Pod>(v: &[T]) -> &[u8] {
 mod tests {
     use super::*;
     use crate::engine::cuda::abi::{kernel_names, parse_c_structs};
-    use std::mem::{offset_of, size_of};
-
-    macro_rules! layout {
-        ($t:ty; $($f:ident),* $(,)?) => {
-            (size_of::<$t>(), vec![$((stringify!($f).to_string(), offset_of!($t, $f))),*])
-        };
-    }
+    use crate::engine::cuda::abi::layout_check::{self, layout};
 
     fn check(name: &str, rust: (usize, Vec<(String, usize)>)) {
-        let parsed = parse_c_structs(TLM_CUH);
-        let (_, size, fields) = parsed.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("struct {name} not in tlm.cuh"));
-        // The Rust names are the C names (`l`, `ls` are `L`, `LS`).
-        let c: Vec<(String, usize)> = fields.iter().map(|(f, o)| (f.to_lowercase(), *o)).collect();
-        assert_eq!(c, rust.1, "{name}: field names/offsets differ between tlm.cuh and abi.rs");
-        assert_eq!(*size, rust.0, "{name}: size differs between tlm.cuh and abi.rs");
+        layout_check::check(TLM_CUH, "tlm.cuh", name, rust);
     }
 
     #[test]
