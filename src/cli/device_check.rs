@@ -248,6 +248,30 @@ fn rel_max(a: &[f32], b: &[f32]) -> (f64, f64) {
 }
 
 /// Relative L2 difference of `a` from the reference `b` (infinite on length mismatch or NaN).
+/// max |S_dev - S_cpu| / max |S_cpu| over every S-parameter of one job's run
+/// (a NaN difference counts as infinite).
+pub(crate) fn s_rel_diff(job: &SimJob, cpu: &SimOutput, dev: &SimOutput) -> f64 {
+    let sc = SParams::from_runs(&[job], &[cpu]);
+    let sg = SParams::from_runs(&[job], &[dev]);
+    let (mut d, mut m) = (0.0f64, 0.0f64);
+    for (rc, rg) in sc.s.iter().zip(&sg.s) {
+        for (a, b) in rc.iter().zip(rg) {
+            if let (Some(a), Some(b)) = (a, b) {
+                for (x, y) in a.iter().zip(b) {
+                    let dd: Complex64 = x - y;
+                    d = d.max(if dd.norm().is_nan() { f64::INFINITY } else { dd.norm() });
+                    m = m.max(x.norm());
+                }
+            }
+        }
+    }
+    if m > 0.0 {
+        d / m
+    } else {
+        d
+    }
+}
+
 pub(crate) fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
     if a.len() != b.len() {
         return f64::INFINITY;
@@ -301,21 +325,7 @@ pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, cpu_f: Option<&Fi
     out.v = rel_l2(&gv, &cv);
     out.i = rel_l2(&gi, &ci);
     if !job.ports.is_empty() && out.mismatch.is_none() {
-        let sc = SParams::from_runs(&[job], &[c]);
-        let sg = SParams::from_runs(&[job], &[go]);
-        let (mut d, mut m) = (0.0f64, 0.0f64);
-        for (rc, rg) in sc.s.iter().zip(&sg.s) {
-            for (a, b) in rc.iter().zip(rg) {
-                if let (Some(a), Some(b)) = (a, b) {
-                    for (x, y) in a.iter().zip(b) {
-                        let dd: Complex64 = x - y;
-                        d = d.max(if dd.norm().is_nan() { f64::INFINITY } else { dd.norm() });
-                        m = m.max(x.norm());
-                    }
-                }
-            }
-        }
-        out.s = Some(if m > 0.0 { d / m } else { d });
+        out.s = Some(s_rel_diff(job, c, go));
     }
     if let (Some(cf), Some(gf)) = (cpu_f, g.fields.as_ref()) {
         let (mut de, mut me, mut dh, mut mh) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);

@@ -7,11 +7,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use num_complex::Complex64;
 
 use super::bench_table::{measure, print_table, row};
-use super::device_check::rel_l2;
-use crate::analysis::SParams;
+use super::device_check::{rel_l2, s_rel_diff};
 use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
 use crate::engine::cuda::{self, CudaBackend, JobRun};
 use crate::engine::tlm::pack::{self, TlmPack};
@@ -247,21 +245,7 @@ pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, dev: &Result<SimO
     out.v = rel_l2(&flat(g, true), &flat(c, true));
     out.i = rel_l2(&flat(g, false), &flat(c, false));
     if !job.ports.is_empty() && out.mismatch.is_none() {
-        let sc = SParams::from_runs(&[job], &[c]);
-        let sg = SParams::from_runs(&[job], &[g]);
-        let (mut d, mut m) = (0.0f64, 0.0f64);
-        for (rc, rg) in sc.s.iter().zip(&sg.s) {
-            for (a, b) in rc.iter().zip(rg) {
-                if let (Some(a), Some(b)) = (a, b) {
-                    for (x, y) in a.iter().zip(b) {
-                        let dd: Complex64 = x - y;
-                        d = d.max(if dd.norm().is_nan() { f64::INFINITY } else { dd.norm() });
-                        m = m.max(x.norm());
-                    }
-                }
-            }
-        }
-        out.s = Some(if m > 0.0 { d / m } else { d });
+        out.s = Some(s_rel_diff(job, c, g));
     }
     out
 }
