@@ -156,30 +156,21 @@ __device__ __forceinline__ int prof_index(const Dctx& K, int a, int q, bool e_si
 }
 
 // The four loads are independent (outside the slab the tables hold b = c = 0,
-// 1/kappa = 1): no chain of dependent loads.
-__device__ __forceinline__ Prof prof_e(const FdtdPtrs& P, const Dctx& K, int a, int q) {
+// 1/kappa = 1): no chain of dependent loads. e_side: E (node) or H (half-node) tables.
+__device__ __forceinline__ Prof prof_at(const FdtdPtrs& P, const Dctx& K, int a, int q, bool e_side) {
     Prof r = no_prof();
-    const int i = prof_index(K, a, q, true);
+    const int i = prof_index(K, a, q, e_side);
     if (i >= 0) {
-        r.sl = P.slab_e[i];
-        r.b = P.pe_b[i];
-        r.c = P.pe_c[i];
-        r.k = P.pe_k[i];
+        r.sl = (e_side ? P.slab_e : P.slab_h)[i];
+        r.b = (e_side ? P.pe_b : P.ph_b)[i];
+        r.c = (e_side ? P.pe_c : P.ph_c)[i];
+        r.k = (e_side ? P.pe_k : P.ph_k)[i];
     }
     return r;
 }
 
-__device__ __forceinline__ Prof prof_h(const FdtdPtrs& P, const Dctx& K, int a, int q) {
-    Prof r = no_prof();
-    const int i = prof_index(K, a, q, false);
-    if (i >= 0) {
-        r.sl = P.slab_h[i];
-        r.b = P.ph_b[i];
-        r.c = P.ph_c[i];
-        r.k = P.ph_k[i];
-    }
-    return r;
-}
+__device__ __forceinline__ Prof prof_e(const FdtdPtrs& P, const Dctx& K, int a, int q) { return prof_at(P, K, a, q, true); }
+__device__ __forceinline__ Prof prof_h(const FdtdPtrs& P, const Dctx& K, int a, int q) { return prof_at(P, K, a, q, false); }
 
 // CPU twin: cpu.rs stretch(). Inside the PML psi = b psi + c t and the
 // result is t/kappa + psi; psi_out == 0: a halo copy of a position another
