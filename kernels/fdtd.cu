@@ -352,6 +352,10 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
 #ifndef EMV_NS
 #define EMV_NS 4
 #endif
+// Halo H spread over four warps when a warp is exactly one tile row.
+#ifndef EMV_HALO_SPREAD
+#define EMV_HALO_SPREAD (EMV_TX == 32 && EMV_TY >= 4 && EMV_TY <= 32)
+#endif
 #define EMV_HW (EMV_TX + 1)
 #define EMV_HH (EMV_TY + 1)
 
@@ -621,10 +625,13 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     const int zs = B.z0 > 0 ? B.z0 - 1 : 0;
     const int hx = lx + 1;  // own position in sH and the stages' H; 0 is the halo column/row
     const int hy = ly + 1;
-    // Halo work: threads of the first row take the row y = Y0-1, the next
-    // EMV_TY threads the column x = X0-1 (position (X0-1, Y0+xl)).
+    // Halo work (EMV_HALO_SPREAD: one component per warp, see below; else
+    // threads of the first row take the row y = Y0-1, the next EMV_TY
+    // threads the column x = X0-1 (position (X0-1, Y0+xl))).
+#if !EMV_HALO_SPREAD
     const int xl = tid - EMV_TX;
     const bool xhalo = xl >= 0 && xl < EMV_TY;
+#endif
 
     Slots sl;
     make_slots(K, B, tid, sl);
@@ -695,6 +702,33 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         sH[1][hy][hx] = h1;
         sH[2][hy][hx] = h2;
         if (owned) {
+#if EMV_HALO_SPREAD
+            // One halo component per warp (a warp is one tile row): rows 0, 1
+            // take Hz, Hx of the row y = Y0-1; rows 2, 3 (first TY lanes)
+            // Hy, Hz of the column x = X0-1.
+            if (ly < 2) {
+                const int yy = B.Y0 - 1;
+                const bool ok = B.Y0 > 0 && qx < K.dims[0];
+                const Prof& px = sPx[1][hx];
+                const Prof& py = sPy[1][0];
+                if (ly == 0) {
+                    sH[2][0][hx] = ok && h_in<2>(K, qx, yy, qz) ? fused_h<2>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[2][0][hx], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                } else {
+                    sH[0][0][hx] = ok && h_in<0>(K, qx, yy, qz) ? fused_h<0>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[0][0][hx], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                }
+            } else if (ly < 4 && lx < EMV_TY) {
+                const int xx = B.X0 - 1;
+                const int yy = B.Y0 + lx;
+                const bool ok = B.X0 > 0 && yy < K.dims[1];
+                const Prof& px = sPx[1][0];
+                const Prof& py = sPy[1][lx + 1];
+                if (ly == 2) {
+                    sH[1][lx + 1][0] = ok && h_in<1>(K, xx, yy, qz) ? fused_h<1>(K, Sc, Sn, 0, lx + 1, xx, yy, qz, Sc.h[1][lx + 1][0], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                } else {
+                    sH[2][lx + 1][0] = ok && h_in<2>(K, xx, yy, qz) ? fused_h<2>(K, Sc, Sn, 0, lx + 1, xx, yy, qz, Sc.h[2][lx + 1][0], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                }
+            }
+#else
             if (ly == 0) {  // row y = Y0-1: Hz, Hx for E_x, E_z of row Y0
                 float a2 = 0.f, a0 = 0.f;
                 const int yy = B.Y0 - 1;
@@ -720,6 +754,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
                 sH[1][xl + 1][0] = a1;
                 sH[2][xl + 1][0] = a2;
             }
+#endif
         }
         __syncthreads();  // sH complete (ghosts included); stage sc is no longer read
         {
