@@ -2,8 +2,129 @@
 //! graded padding loss, matched terminations, waveguide-port geometry and the
 //! stop rule.
 
+use std::collections::HashMap;
+use std::hash::Hash;
+
+use rayon::prelude::*;
+
 use crate::consts::{EPS0, ETA0, MU0};
 use crate::job::{Axis, Boundary, EndReason, PortKind, PortTrace, SimFailure, SimJob, StopRule};
+
+/// Nodes per slab of the parallel setup loops: a few slabs per thread (the
+/// results do not depend on it, see [`node_kinds`]).
+pub(super) fn slab_len(total: usize) -> usize {
+    total.div_ceil(4 * rayon::current_num_threads()).max(1024)
+}
+
+/// Per-node flags and coefficient kinds of a mesh of `dims` nodes (x fastest),
+/// built in parallel over slabs of `slab` consecutive nodes. `node(idx, coords)`
+/// gives the node's flags and the inputs its coefficients depend on (`None`:
+/// kind 0, no coefficients); `coef` computes them from the inputs (only when
+/// they differ from those of the last few nodes: neighbours mostly share them), `key`
+/// identifies equal coefficients. The table lists `plain` first, then the
+/// others in the order of their first node, exactly as one sequential pass
+/// would, whatever `slab` is: each slab keeps its own table in first-occurrence
+/// order, the tables are merged slab by slab, then the kinds remapped.
+pub(super) fn node_kinds<T, I, C, K>(
+    dims: [usize; 3],
+    slab: usize,
+    plain: C,
+    node: impl Fn(usize, [usize; 3]) -> (T, Option<I>) + Sync,
+    coef: impl Fn(&I) -> C + Sync,
+    key: impl Fn(&C) -> K + Sync,
+) -> (Vec<T>, Vec<u32>, Vec<C>)
+where
+    T: Copy + Default + Send + Sync,
+    I: Copy + PartialEq,
+    C: Copy + Send + Sync,
+    K: Copy + Eq + Hash + Send,
+{
+    const NONE: u32 = u32::MAX;
+    const RECENT: usize = 4;
+    let total = dims[0] * dims[1] * dims[2];
+    let slab = slab.max(1);
+    let mut flags = vec![T::default(); total];
+    let mut kind = vec![0u32; total];
+    let locals: Vec<Vec<(K, C)>> = flags
+        .par_chunks_mut(slab)
+        .zip(kind.par_chunks_mut(slab))
+        .enumerate()
+        .map(|(s, (fl, kd))| {
+            let mut table: Vec<(K, C)> = vec![];
+            let mut index: HashMap<K, u32> = HashMap::new();
+            // The last few distinct inputs (a row's walls and interior) with their local ids.
+            let mut recent: Vec<(I, u32)> = Vec::with_capacity(RECENT);
+            let mut next_slot = 0;
+            let i0 = s * slab;
+            let mut c = [i0 % dims[0], (i0 / dims[0]) % dims[1], i0 / (dims[0] * dims[1])];
+            for (o, (f, k)) in fl.iter_mut().zip(kd.iter_mut()).enumerate() {
+                let (fv, inp) = node(i0 + o, c);
+                *f = fv;
+                *k = match inp {
+                    None => NONE,
+                    Some(inp) => match recent.iter().find(|r| r.0 == inp) {
+                        Some(&(_, id)) => id,
+                        None => {
+                            let cf = coef(&inp);
+                            let kk = key(&cf);
+                            let next = table.len() as u32;
+                            let id = *index.entry(kk).or_insert(next);
+                            if id == next {
+                                table.push((kk, cf));
+                            }
+                            if recent.len() < RECENT {
+                                recent.push((inp, id));
+                            } else {
+                                recent[next_slot] = (inp, id);
+                                next_slot = (next_slot + 1) % RECENT;
+                            }
+                            id
+                        }
+                    },
+                };
+                c[0] += 1;
+                if c[0] == dims[0] {
+                    c[0] = 0;
+                    c[1] += 1;
+                    if c[1] == dims[1] {
+                        c[1] = 0;
+                        c[2] += 1;
+                    }
+                }
+            }
+            table
+        })
+        .collect();
+    let mut coefs = vec![plain];
+    let mut index: HashMap<K, u32> = HashMap::from([(key(&plain), 0)]);
+    let maps: Vec<Vec<u32>> = locals
+        .into_iter()
+        .map(|t| {
+            t.into_iter()
+                .map(|(kk, c)| {
+                    let next = coefs.len() as u32;
+                    let id = *index.entry(kk).or_insert(next);
+                    if id == next {
+                        coefs.push(c);
+                    }
+                    id
+                })
+                .collect()
+        })
+        .collect();
+    kind.par_chunks_mut(slab).zip(&maps).for_each(|(kd, m)| {
+        for k in kd {
+            *k = if *k == NONE { 0 } else { m[*k as usize] };
+        }
+    });
+    (flags, kind, coefs)
+}
+
+/// [`pad_loss`] tabulated per axis at the node positions `pos(a, i)`, `i < n[a]`:
+/// its value along an axis depends on the position along that axis only.
+pub(super) fn pad_loss_axes(job: &SimJob, n: [usize; 3], pos: impl Fn(usize, usize) -> f64) -> [Vec<f64>; 3] {
+    std::array::from_fn(|a| (0..n[a]).map(|i| pad_loss(job, [pos(a, i); 3])[a]).collect())
+}
 
 /// Polynomial order of the loss grading in the absorbing padding.
 pub(super) const PAD_ORDER: i32 = 3;
@@ -22,7 +143,7 @@ pub(super) fn check_job(job: &SimJob) -> Result<(), SimFailure> {
     if job.cell_mat.len() != g.cells() {
         return bad(format!("cell_mat has {} entries for {} cells", job.cell_mat.len(), g.cells()));
     }
-    if job.materials.is_empty() || job.cell_mat.iter().any(|&m| m as usize >= job.materials.len()) {
+    if job.materials.is_empty() || job.cell_mat.par_iter().any(|&m| m as usize >= job.materials.len()) {
         return bad("material index out of range".into());
     }
     for m in &job.materials {
@@ -289,10 +410,6 @@ impl Lattice {
         }
     }
 
-    pub fn pos3(&self, c: [usize; 3]) -> [f64; 3] {
-        std::array::from_fn(|a| self.pos(a, c[a]))
-    }
-
     /// Cells touching node i along a.
     fn touching(&self, job: &SimJob, a: usize, i: usize) -> std::ops::Range<usize> {
         if self.nodal[a] {
@@ -339,19 +456,15 @@ impl Lattice {
         if !self.nodal.iter().any(|&x| x) {
             return s;
         }
-        for k in 0..self.n[2] {
-            for j in 0..self.n[1] {
-                for i in 0..self.n[0] {
-                    let c = [i, j, k];
-                    let face = (0..3).any(|a| {
-                        self.nodal[a]
-                            && ((c[a] == 0 && job.boundaries[a][0] == Boundary::Pec)
-                                || (c[a] + 1 == self.n[a] && job.boundaries[a][1] == Boundary::Pec))
-                    });
-                    s[self.idx(c)] = face || self.medium(job, c).0;
-                }
-            }
-        }
+        let (n0, n1) = (self.n[0], self.n[1]);
+        s.par_iter_mut().enumerate().for_each(|(idx, x)| {
+            let c = [idx % n0, (idx / n0) % n1, idx / (n0 * n1)];
+            let face = (0..3).any(|a| {
+                self.nodal[a]
+                    && ((c[a] == 0 && job.boundaries[a][0] == Boundary::Pec) || (c[a] + 1 == self.n[a] && job.boundaries[a][1] == Boundary::Pec))
+            });
+            *x = face || self.medium(job, c).0;
+        });
         for sh in &job.sheets {
             let d = sh.normal.index();
             if !self.nodal[d] || sh.plane >= self.n[d] {
@@ -530,6 +643,55 @@ pub(crate) fn non_finite(step: usize, what: String) -> SimFailure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn node_kinds_match_one_sequential_pass_for_any_slab() {
+        // Inputs repeat irregularly, some map to equal coefficients, some nodes have none.
+        let dims = [13, 7, 5];
+        let total = 13 * 7 * 5;
+        let node = |idx: usize, c: [usize; 3]| -> (u16, Option<u32>) {
+            assert_eq!(idx, (c[2] * 7 + c[1]) * 13 + c[0]);
+            let v = ((idx * 7919) % 31) as u32;
+            ((idx % 5) as u16, (v % 9 != 0).then_some(v / 2))
+        };
+        let coef = |&i: &u32| (i % 11, i % 3 == 0);
+        let key = |c: &(u32, bool)| c.0;
+        // The sequential reference: plain first, then kinds in order of their first node.
+        let (mut flags, mut kind, mut coefs) = (vec![], vec![], vec![(99u32, false)]);
+        let mut index: HashMap<u32, u32> = HashMap::from([(99, 0)]);
+        for idx in 0..total {
+            let (f, inp) = node(idx, [idx % 13, (idx / 13) % 7, idx / 91]);
+            flags.push(f);
+            kind.push(inp.map_or(0, |i| {
+                let c = coef(&i);
+                let next = coefs.len() as u32;
+                let id = *index.entry(key(&c)).or_insert(next);
+                if id == next {
+                    coefs.push(c);
+                }
+                id
+            }));
+        }
+        assert!(coefs.len() > 5);
+        for slab in [1, 2, 7, 13, 64, total - 1, total, 10 * total] {
+            let got = node_kinds(dims, slab, (99u32, false), node, coef, key);
+            assert_eq!(got, (flags.clone(), kind.clone(), coefs.clone()), "slab {slab}");
+        }
+    }
+
+    #[test]
+    fn padding_table_matches_pad_loss() {
+        let mut job = crate::engine::tlm::testjobs::pec_box([10, 6, 8], 1e-3);
+        job.boundaries[0] = [Boundary::Absorbing; 2];
+        job.pml[0] = [3, 2];
+        job.boundaries[2] = [Boundary::Pmc, Boundary::Absorbing];
+        job.pml[2] = [0, 4];
+        let t = pad_loss_axes(&job, job.grid.n, |_, i| i as f64 + 0.5);
+        for (i, j, k) in (0..10).flat_map(|i| (0..6).flat_map(move |j| (0..8).map(move |k| (i, j, k)))) {
+            let want = pad_loss(&job, [i as f64 + 0.5, j as f64 + 0.5, k as f64 + 0.5]);
+            assert_eq!([t[0][i], t[1][j], t[2][k]].map(f64::to_bits), want.map(f64::to_bits));
+        }
+    }
 
     #[test]
     fn padding_grading_is_zero_inside_and_grows_outward() {

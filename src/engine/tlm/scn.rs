@@ -11,11 +11,11 @@
 //! `dt = min(eps_r, mu_r) * min_e(d_a d_b / d_e) / (2 c)`; cubic vacuum cells
 //! then need no stubs (`dt = d / 2c`). Port conventions follow `crate::job`.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
+use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
 use super::pack::{scale_traces, check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
 use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
 use crate::consts::{C0, ETA0};
@@ -88,9 +88,12 @@ impl Geo {
         let area = |e: usize| g.d[(e + 1) % 3] * g.d[(e + 2) % 3] / g.d[e];
         let a_min = (0..3).map(area).fold(f64::INFINITY, f64::min);
         let used: Vec<bool> = {
-            let mut u = vec![false; job.materials.len()];
-            job.cell_mat.iter().for_each(|&m| u[m as usize] = true);
-            u
+            let nm = job.materials.len();
+            let mark = |mut u: Vec<bool>, m: &u8| {
+                u[*m as usize] = true;
+                u
+            };
+            job.cell_mat.par_iter().fold(|| vec![false; nm], mark).reduce(|| vec![false; nm], |a, b| a.iter().zip(&b).map(|(&x, &y)| x || y).collect())
         };
         let m_min = job.materials.iter().zip(&used).filter(|(m, &u)| u && !m.pec).map(|(m, _)| m.eps_r.min(m.mu_r)).fold(f64::INFINITY, f64::min);
         if !m_min.is_finite() {
@@ -98,74 +101,68 @@ impl Geo {
         }
         let dt = m_min * a_min / (2.0 * C0);
 
-        let mut flags = vec![0u16; total];
-        let mut kind = vec![0u32; total];
-        let mut coefs = vec![Coef::PLAIN];
-        let mut index: HashMap<[u32; 24], u32> = HashMap::new();
-        index.insert(key(&Coef::PLAIN), 0);
-        let dead = |idx: usize| job.materials[job.cell_mat[idx] as usize].pec;
+        let pec: Vec<bool> = job.materials.iter().map(|m| m.pec).collect();
+        let dead = |idx: usize| pec[job.cell_mat[idx] as usize];
         let clean = |x: f64| if x.abs() < 1e-9 { 0.0 } else { x };
-        for kz in 0..n[2] {
-            for jy in 0..n[1] {
-                for ix in 0..n[0] {
-                    let c = [ix, jy, kz];
-                    let idx = g.idx(ix, jy, kz);
-                    let m = &job.materials[job.cell_mat[idx] as usize];
-                    if m.pec {
-                        flags[idx] = DEAD;
-                        continue;
-                    }
-                    let gl = pad_loss(job, c.map(|x| x as f64 + 0.5));
-                    let (sig_e, sig_m) = pad_sigmas(gl, g.d, m.eps_r, m.mu_r);
-                    let mut k = Coef::PLAIN;
-                    for e in 0..3 {
-                        let a = area(e);
-                        let y = clean(2.0 * m.eps_r * a / (C0 * dt) - 4.0).max(0.0);
-                        let z = clean(2.0 * m.mu_r * a / (C0 * dt) - 4.0).max(0.0);
-                        k.y[e] = y as f32;
-                        k.z[e] = z as f32;
-                        k.ky[e] = (1.0 / (4.0 + y + (m.sigma + sig_e[e]) * a * ETA0)) as f32;
-                        k.kz[e] = (1.0 / (4.0 + z + sig_m[e] * a / ETA0)) as f32;
-                    }
-                    let mut f = 0u16;
-                    for d in 0..3 {
-                        for side in 0..2 {
-                            let fi = 2 * d + side;
-                            let at_edge = if side == 0 { c[d] == 0 } else { c[d] + 1 == n[d] };
-                            if at_edge {
-                                f |= face_bit(fi);
-                                for pol in 0..2 {
-                                    let e = (d + 1 + pol) % 3;
-                                    let w = (d + 2 - pol) % 3;
-                                    k.gface[fi][pol] = match job.boundaries[d][side] {
-                                        Boundary::Pec => -1.0,
-                                        Boundary::Pmc => 1.0,
-                                        Boundary::Absorbing => {
-                                            // Matched to a normally incident plane wave in this cell's medium.
-                                            let zf = ETA0 * (m.mu_r / m.eps_r).sqrt();
-                                            gamma(zf * g.d[e] / g.d[w], ETA0) as f32
-                                        }
-                                    };
-                                }
-                            } else {
-                                let nb = if side == 0 { idx - stride[d] } else { idx + stride[d] };
-                                if dead(nb) {
-                                    f |= face_bit(fi) | short_bit(fi);
-                                }
-                            }
+        let pad = common::pad_loss_axes(job, n, |_, i| i as f64 + 0.5);
+        // Nodes are independent: built over slabs in parallel (common::node_kinds keeps the
+        // kinds in first-node order). A node's coefficients depend on its material, padding
+        // loss and domain faces only: (material, loss bits per axis, face mask).
+        let node = |idx: usize, c: [usize; 3]| -> (u16, Option<(u8, [u64; 3], u8)>) {
+            let mi = job.cell_mat[idx];
+            if pec[mi as usize] {
+                return (DEAD, None);
+            }
+            let (mut f, mut edges) = (0u16, 0u8);
+            for d in 0..3 {
+                for side in 0..2 {
+                    let fi = 2 * d + side;
+                    let at_edge = if side == 0 { c[d] == 0 } else { c[d] + 1 == n[d] };
+                    if at_edge {
+                        f |= face_bit(fi);
+                        edges |= 1 << fi;
+                    } else {
+                        let nb = if side == 0 { idx - stride[d] } else { idx + stride[d] };
+                        if dead(nb) {
+                            f |= face_bit(fi) | short_bit(fi);
                         }
                     }
-                    flags[idx] = f;
-                    let kk = key(&k);
-                    let next = coefs.len() as u32;
-                    let id = *index.entry(kk).or_insert(next);
-                    if id == next {
-                        coefs.push(k);
-                    }
-                    kind[idx] = id;
                 }
             }
-        }
+            (f, Some((mi, std::array::from_fn(|a| pad[a][c[a]].to_bits()), edges)))
+        };
+        let coef = |&(mi, gl, edges): &(u8, [u64; 3], u8)| -> Coef {
+            let m = &job.materials[mi as usize];
+            let (sig_e, sig_m) = pad_sigmas(gl.map(f64::from_bits), g.d, m.eps_r, m.mu_r);
+            let mut k = Coef::PLAIN;
+            for e in 0..3 {
+                let a = area(e);
+                let y = clean(2.0 * m.eps_r * a / (C0 * dt) - 4.0).max(0.0);
+                let z = clean(2.0 * m.mu_r * a / (C0 * dt) - 4.0).max(0.0);
+                k.y[e] = y as f32;
+                k.z[e] = z as f32;
+                k.ky[e] = (1.0 / (4.0 + y + (m.sigma + sig_e[e]) * a * ETA0)) as f32;
+                k.kz[e] = (1.0 / (4.0 + z + sig_m[e] * a / ETA0)) as f32;
+            }
+            for fi in (0..6).filter(|&fi| edges & (1 << fi) != 0) {
+                let (d, side) = (fi / 2, fi % 2);
+                for pol in 0..2 {
+                    let e = (d + 1 + pol) % 3;
+                    let w = (d + 2 - pol) % 3;
+                    k.gface[fi][pol] = match job.boundaries[d][side] {
+                        Boundary::Pec => -1.0,
+                        Boundary::Pmc => 1.0,
+                        Boundary::Absorbing => {
+                            // Matched to a normally incident plane wave in this cell's medium.
+                            let zf = ETA0 * (m.mu_r / m.eps_r).sqrt();
+                            gamma(zf * g.d[e] / g.d[w], ETA0) as f32
+                        }
+                    };
+                }
+            }
+            k
+        };
+        let (mut flags, kind, coefs) = common::node_kinds(n, common::slab_len(total), Coef::PLAIN, node, coef, key);
         let lat = Lattice::new(job, [false; 3]);
         for s in &job.sheets {
             let d = s.normal.index();
@@ -649,7 +646,7 @@ pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
     let sp = ScnPorts::new(job, &mut geo, dt)?;
     check_kinds(job, geo.coefs.len())?;
     let g = &job.grid;
-    let meta = geo.flags.iter().zip(&geo.kind).map(|(&f, &k)| f as u32 | (k << META_KIND_SHIFT)).collect();
+    let meta = geo.flags.par_iter().zip(&geo.kind).map(|(&f, &k)| f as u32 | (k << META_KIND_SHIFT)).collect();
     let mut coefs = Vec::with_capacity(geo.coefs.len() * COEF3);
     for k in &geo.coefs {
         coefs.extend(k.y.iter().chain(&k.ky).chain(&k.z).chain(&k.kz).chain(k.gface.iter().flatten()));

@@ -40,7 +40,7 @@
 
 use rayon::prelude::*;
 
-use super::common::{self, check_job, gamma, modal_port, pad_loss, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
+use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
 use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF2, META_KIND_SHIFT, META_SHORT, META_SPECIAL};
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
@@ -185,66 +185,70 @@ impl Geo {
 
         let shorted = lat.shorted(job);
         let total = n[0] * n[1];
-        let (mut flags, mut mirror, mut kind) = (vec![0u8; total], vec![0u8; total], vec![0u32; total]);
-        let mut coefs = vec![PLAIN];
-        let mut index = std::collections::HashMap::new();
         let clean = |x: f64| if x.abs() < 1e-9 { 0.0 } else { x.max(0.0) };
-        for j in 0..n[1] {
-            for i in 0..n[0] {
-                let idx = i * stride[0] + j * stride[1];
-                let mut c3 = [0; 3];
-                c3[ax[0]] = i;
-                c3[ax[1]] = j;
-                let ij = [i, j];
-                let mut f = 0u8;
-                let mut k = PLAIN;
-                let (_, m) = lat.medium(job, c3);
-                for l in 0..2 {
-                    for side in 0..2 {
-                        let fi = 2 * l + side;
-                        if (side == 0 && ij[l] == 0) || (side == 1 && ij[l] + 1 == n[l]) {
-                            f |= 1 << fi;
-                            let w = ax[1 - l];
-                            let eta = ETA0 * (m.mu_r / m.eps_r).sqrt();
-                            k.gface[fi] = match job.boundaries[ax[l]][side] {
-                                Boundary::Pec => -1.0,
-                                Boundary::Pmc => {
-                                    mirror[idx] |= 1 << fi;
-                                    0.0
-                                }
-                                Boundary::Absorbing => gamma(eta * de / d[w], z0) as f32,
-                            };
+        let pad = common::pad_loss_axes(job, lat.n, |a, i| lat.pos(a, i));
+        // Nodes are independent: built over slabs in parallel (common::node_kinds keeps the
+        // kinds in first-node order). Flags: (faces | SHORT, PMC mirror faces). A node's
+        // coefficients depend on its medium, padding loss and domain faces only.
+        let node = |_idx: usize, ij: [usize; 3]| -> ((u8, u8), Option<([u64; 3], [u64; 3], u8)>) {
+            let mut c3 = [0; 3];
+            c3[ax[0]] = ij[0];
+            c3[ax[1]] = ij[1];
+            let (mut f, mut mirror) = (0u8, 0u8);
+            for l in 0..2 {
+                for side in 0..2 {
+                    let fi = 2 * l + side;
+                    if (side == 0 && ij[l] == 0) || (side == 1 && ij[l] + 1 == n[l]) {
+                        f |= 1 << fi;
+                        if job.boundaries[ax[l]][side] == Boundary::Pmc {
+                            mirror |= 1 << fi;
                         }
                     }
                 }
-                // Shorted nodes keep their coefficients: their half-links use the series stubs.
-                if shorted[lat.idx(c3)] {
-                    f |= SHORT;
-                }
-                let (se, sm) = pad_sigmas(pad_loss(job, lat.pos3(c3)), d, m.eps_r, m.mu_r);
-                let y = clean(2.0 * EPS0 * m.eps_r * area_e * z0 / dt - 4.0);
-                k.y = y as f32;
-                k.ky = (1.0 / (4.0 + y + (m.sigma + se[e]) * area_e * z0)) as f32;
-                for l in 0..2 {
-                    let z = clean(2.0 * MU0 * m.mu_r * area_l[l] / (z0 * dt) - 2.0);
-                    // The current along line l is the H component along the other mesh axis.
-                    let h = ax[1 - l];
-                    k.z[l] = z as f32;
-                    k.kz[l] = (1.0 / (2.0 + z + sm[h] * area_l[l] / z0)) as f32;
-                }
-                flags[idx] = f;
-                let mut key = [0u32; 10];
-                for (o, x) in key.iter_mut().zip([k.y, k.ky].iter().chain(&k.z).chain(&k.kz).chain(&k.gface)) {
-                    *o = x.to_bits();
-                }
-                let next = coefs.len() as u32;
-                let id = *index.entry(key).or_insert(next);
-                if id == next {
-                    coefs.push(k);
-                }
-                kind[idx] = id;
             }
-        }
+            // Shorted nodes keep their coefficients: their half-links use the series stubs.
+            if shorted[lat.idx(c3)] {
+                f |= SHORT;
+            }
+            let (_, m) = lat.medium(job, c3);
+            let gl = std::array::from_fn(|a| pad[a][c3[a]].to_bits());
+            ((f, mirror), Some(([m.eps_r, m.mu_r, m.sigma].map(f64::to_bits), gl, f & FACES)))
+        };
+        let coef = |&(m, gl, edges): &([u64; 3], [u64; 3], u8)| -> Coef {
+            let [eps_r, mu_r, sigma] = m.map(f64::from_bits);
+            let mut k = PLAIN;
+            for fi in (0..4).filter(|&fi| edges & (1 << fi) != 0) {
+                let (l, side) = (fi / 2, fi % 2);
+                let w = ax[1 - l];
+                let eta = ETA0 * (mu_r / eps_r).sqrt();
+                k.gface[fi] = match job.boundaries[ax[l]][side] {
+                    Boundary::Pec => -1.0,
+                    Boundary::Pmc => 0.0,
+                    Boundary::Absorbing => gamma(eta * de / d[w], z0) as f32,
+                };
+            }
+            let (se, sm) = pad_sigmas(gl.map(f64::from_bits), d, eps_r, mu_r);
+            let y = clean(2.0 * EPS0 * eps_r * area_e * z0 / dt - 4.0);
+            k.y = y as f32;
+            k.ky = (1.0 / (4.0 + y + (sigma + se[e]) * area_e * z0)) as f32;
+            for l in 0..2 {
+                let z = clean(2.0 * MU0 * mu_r * area_l[l] / (z0 * dt) - 2.0);
+                // The current along line l is the H component along the other mesh axis.
+                let h = ax[1 - l];
+                k.z[l] = z as f32;
+                k.kz[l] = (1.0 / (2.0 + z + sm[h] * area_l[l] / z0)) as f32;
+            }
+            k
+        };
+        let key = |k: &Coef| {
+            let mut key = [0u32; 10];
+            for (o, x) in key.iter_mut().zip([k.y, k.ky].iter().chain(&k.z).chain(&k.kz).chain(&k.gface)) {
+                *o = x.to_bits();
+            }
+            key
+        };
+        let (fm, kind, coefs) = common::node_kinds([n[0], n[1], 1], common::slab_len(total), PLAIN, node, coef, key);
+        let (flags, mirror): (Vec<u8>, Vec<u8>) = fm.into_par_iter().unzip();
         let loaded = coefs.iter().any(|k| k.y != 0.0 || k.ky != 0.25 || k.z != [0.0; 2] || k.kz != [0.5; 2]);
         Ok(Geo { ax, e, n, stride, lat, dt, z0, flags, mirror, kind, coefs, loaded })
     }
@@ -642,7 +646,7 @@ pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
     let g = &job.grid;
     let meta = geo
         .flags
-        .iter()
+        .par_iter()
         .zip(&geo.mirror)
         .zip(&geo.kind)
         .map(|((&f, &mi), &k)| {

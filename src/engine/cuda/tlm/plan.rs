@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use super::abi::{TlmDesign, TlmEnd, TlmLumped, TlmSpecial, TlmWg};
 use crate::engine::tlm::pack::{TlmPack, COEF2, COEF3};
 
@@ -46,6 +48,33 @@ pub struct Plan {
     /// Compulsory device bytes of one step, per design: every live node's links
     /// read and written once, stubs of loaded nodes, meta words outside plain chunks.
     pub step_bytes: Vec<f64>,
+}
+
+/// Meta words per parallel copy.
+const COPY_CHUNK: usize = 1 << 16;
+
+/// (live nodes, stub values a step reads and writes, nodes in non-plain 32-node chunks)
+/// of one design: integer sums, so the parallel order does not matter.
+fn meta_counts(pk: &TlmPack) -> (usize, usize, usize) {
+    use crate::engine::tlm::pack::{META_DEAD, META_KIND_SHIFT, META_SHORT};
+    let (dim3, loaded, stubs) = (pk.dim3, pk.loaded, pk.stubs());
+    pk.meta
+        .par_chunks(32)
+        .map(|c| {
+            let live = c.iter().filter(|&&m| m & META_DEAD == 0).count();
+            // 3D loaded live nodes all six stubs; 2D loaded nodes their three, shorted
+            // nodes their four half-link states.
+            let stub_vals: usize = if !loaded {
+                0
+            } else if dim3 {
+                c.iter().filter(|&&m| m & META_DEAD == 0 && (m >> META_KIND_SHIFT) != 0).count() * stubs
+            } else {
+                c.iter().map(|&m| if m & META_SHORT != 0 { 4 } else if (m >> META_KIND_SHIFT) != 0 { 3 } else { 0 }).sum()
+            };
+            let nonplain = if c.iter().any(|&m| m != 0) { c.len() } else { 0 };
+            (live, stub_vals, nonplain)
+        })
+        .reduce(|| (0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
 }
 
 fn i32_of(x: usize, what: &str) -> Result<i32, String> {
@@ -89,6 +118,8 @@ impl Plan {
             nslots: 0,
             step_bytes: vec![],
         };
+        // Compulsory bytes of each design's step, counted from its meta words in parallel.
+        let counts: Vec<(usize, usize, usize)> = packs.par_iter().map(|pk| meta_counts(pk)).collect();
         let mut kern_index: HashMap<(u64, usize), usize> = HashMap::new();
         let (mut off, mut soff) = (0usize, 0usize);
         for (d, pk) in packs.iter().enumerate() {
@@ -106,8 +137,6 @@ impl Plan {
                 loaded: pk.loaded as i32,
                 pad: 0,
             });
-            p.meta.resize(off, 0);
-            p.meta.extend_from_slice(&pk.meta);
             p.nblocks.push(nodes.div_ceil(nodes_per_block));
             // Guide ends, each followed by the special nodes it overrides.
             let mut spec_of_end: Vec<Vec<usize>> = vec![vec![]; pk.ends.len()];
@@ -132,7 +161,7 @@ impl Plan {
                     Some(&o) => o,
                     None => {
                         let o = p.end_kern.len();
-                        p.end_kern.extend((0..klen).map(|k| e.me.kernel_value(k)));
+                        p.end_kern.par_extend((0..klen).into_par_iter().map(|k| e.me.kernel_value(k)));
                         kern_index.insert(key, o);
                         o
                     }
@@ -219,21 +248,7 @@ impl Plan {
             }
             p.nslots += slots.len();
             p.port_slot.push(slots);
-            // Compulsory bytes.
-            let live = pk.meta.iter().filter(|&&m| m & crate::engine::tlm::pack::META_DEAD == 0).count();
-            // Stub values a step reads and writes: 3D loaded live nodes all six; 2D
-            // loaded nodes their three, shorted nodes their four half-link states.
-            let stub_vals: usize = if !pk.loaded {
-                0
-            } else if dim3 {
-                pk.meta.iter().filter(|&&m| m & crate::engine::tlm::pack::META_DEAD == 0 && (m >> crate::engine::tlm::pack::META_KIND_SHIFT) != 0).count() * stubs
-            } else {
-                pk.meta
-                    .iter()
-                    .map(|&m| if m & crate::engine::tlm::pack::META_SHORT != 0 { 4 } else if (m >> crate::engine::tlm::pack::META_KIND_SHIFT) != 0 { 3 } else { 0 })
-                    .sum()
-            };
-            let nonplain = pk.meta.chunks(32).filter(|c| c.iter().any(|&m| m != 0)).map(|c| c.len()).sum::<usize>();
+            let (live, stub_vals, nonplain) = counts[d];
             p.step_bytes.push((live * links * 8 + stub_vals * 8 + nonplain * 4 + nodes.div_ceil(32)) as f64);
             off += nodes.div_ceil(ALIGN) * ALIGN;
             if pk.loaded {
@@ -245,8 +260,18 @@ impl Plan {
         i32_of(p.slots, "guide-end slots")?;
         i32_of(p.lumped_node.len(), "lumped nodes")?;
         i32_of(p.wg_lo.len(), "guide-port terms")?;
-        p.meta.resize(p.l, 0);
-        p.plain = p.meta.chunks(32).map(|c| c.iter().all(|&m| m == 0) as u8).collect();
+        // The node pool: each design's meta words copied in place, in parallel chunks.
+        p.meta = vec![0; p.l];
+        let mut rest = &mut p.meta[..];
+        let mut dst = vec![];
+        for (d, pk) in p.designs.iter().zip(packs) {
+            let at = d.off as usize - (p.l - rest.len());
+            let (seg, tail) = rest[at..].split_at_mut(pk.nodes());
+            dst.push(seg);
+            rest = tail;
+        }
+        dst.into_par_iter().zip(packs).for_each(|(seg, pk)| seg.par_chunks_mut(COPY_CHUNK).zip(pk.meta.par_chunks(COPY_CHUNK)).for_each(|(a, b)| a.copy_from_slice(b)));
+        p.plain = p.meta.par_chunks(32).map(|c| c.iter().all(|&m| m == 0) as u8).collect();
         Ok(p)
     }
 
@@ -394,5 +419,177 @@ mod tests {
         // Bytes: 96 per live node of the guide (no stubs) plus meta outside plain chunks.
         let live = 12 * 6 * 40;
         assert!(p.step_bytes[0] >= (live * 96) as f64 && p.step_bytes[0] < (live * 101) as f64);
+    }
+}
+
+#[cfg(test)]
+mod parallel {
+    //! The host setup runs in parallel (jobs, slabs of nodes, plan copies); its
+    //! output must not depend on the thread count.
+    use super::*;
+    use crate::engine::cuda::tlm::abi::bytes;
+    use crate::engine::tlm::pack::pack;
+    use crate::engine::tlm::testjobs::{pec_box, probe, wr28};
+    use crate::job::{Axis, Boundary, EngineKind, Material, SimJob};
+
+    /// Every field of a pack, as bits.
+    pub(super) fn pack_bits(pk: &TlmPack) -> Vec<u8> {
+        let mut v: Vec<u8> = vec![];
+        let mut u = |x: u64| v.extend_from_slice(&x.to_le_bytes());
+        u(pk.dim3 as u64);
+        u(pk.dt.to_bits());
+        pk.n.iter().chain(&pk.stride).for_each(|&x| u(x as u64));
+        pk.meta.iter().for_each(|&x| u(x as u64));
+        pk.coefs.iter().for_each(|&x| u(x.to_bits() as u64));
+        u(pk.loaded as u64);
+        u(pk.src_e as u64);
+        for s in &pk.specials {
+            u(s.node as u64);
+            u(s.w.to_bits() as u64);
+            let (e, sl) = s.over.map_or((u64::MAX, u64::MAX), |(e, sl)| (e as u64, sl as u64));
+            u(e);
+            u(sl);
+        }
+        for l in &pk.lumped {
+            [l.port, l.axis, l.nodes.len()].iter().chain(&l.nodes).for_each(|&x| u(x as u64));
+            u(l.r.to_bits());
+            u(l.z.to_bits());
+        }
+        for e in &pk.ends {
+            [e.link, e.nodes.len()].iter().chain(&e.nodes).for_each(|&x| u(x as u64));
+            e.me.phi.iter().for_each(|x| u(x.to_bits()));
+            let (a, b, c, d, g) = e.me.scalars();
+            [a, b, c, d, g, e.me.wc_dt()].iter().for_each(|x| u(x.to_bits()));
+        }
+        for w in &pk.wgs {
+            [w.port, w.link_up, w.link_down, w.lo.len()].iter().chain(&w.lo).chain(&w.hi).for_each(|&x| u(x as u64));
+            w.w.iter().chain(&[w.dw, w.de, w.z, w.norm, w.inward]).for_each(|x| u(x.to_bits()));
+        }
+        pk.is_wg.iter().for_each(|&x| u(x as u64));
+        u(pk.drive as u64);
+        let (a, b) = pk.offsets.unwrap_or((f64::NAN, f64::NAN));
+        u(a.to_bits());
+        u(b.to_bits());
+        u(pk.cells as u64);
+        pk.scale.iter().for_each(|&(a, b)| {
+            u(a.to_bits());
+            u(b.to_bits())
+        });
+        v
+    }
+
+    /// Every field of a plan, as bits.
+    pub(super) fn plan_bits(p: &Plan) -> Vec<u8> {
+        let mut v: Vec<u8> = vec![];
+        for x in [p.dim3 as usize, p.links, p.stubs, p.l, p.ls, p.hist_len, p.slots, p.nslots] {
+            v.extend_from_slice(&(x as u64).to_le_bytes());
+        }
+        v.extend_from_slice(bytes(&p.designs));
+        v.extend_from_slice(bytes(&p.meta));
+        v.extend_from_slice(bytes(&p.plain));
+        v.extend_from_slice(bytes(&p.coef));
+        for x in p.nblocks.iter().chain(p.src_runs.iter().flat_map(|r| [&r.0, &r.1, &r.2])).chain(p.port_slot.iter().flatten()) {
+            v.extend_from_slice(&(*x as u64).to_le_bytes());
+        }
+        v.extend_from_slice(bytes(&p.ends));
+        v.extend_from_slice(bytes(&p.end_node));
+        v.extend_from_slice(bytes(&p.end_phi));
+        v.extend_from_slice(bytes(&p.end_kern));
+        v.extend_from_slice(bytes(&p.specials));
+        v.extend_from_slice(bytes(&p.lumped));
+        v.extend_from_slice(bytes(&p.lumped_node));
+        v.extend_from_slice(bytes(&p.wgs));
+        v.extend_from_slice(bytes(&p.wg_lo));
+        v.extend_from_slice(bytes(&p.wg_hi));
+        v.extend_from_slice(bytes(&p.wg_w));
+        v.extend_from_slice(bytes(&p.step_bytes));
+        v
+    }
+
+    /// A box with dielectric, lossy and magnetic blocks, a PEC block, a sheet,
+    /// matched faces behind graded padding, a PMC face and lumped ports.
+    pub(super) fn mixed_box() -> SimJob {
+        let n = [26, 21, 19];
+        let mut b = pec_box(n, 0.5e-3);
+        b.boundaries[0] = [Boundary::Absorbing; 2];
+        b.pml[0] = [4, 3];
+        b.boundaries[2] = [Boundary::Pmc, Boundary::Absorbing];
+        b.pml[2] = [0, 5];
+        b.materials.push(Material { name: "d".into(), eps_r: 2.2, sigma: 0.0, mu_r: 1.0, pec: false });
+        b.materials.push(Material { name: "l".into(), eps_r: 3.0, sigma: 0.02, mu_r: 1.5, pec: false });
+        let at = |i: usize, j: usize, k: usize| (k * n[1] + j) * n[0] + i;
+        for k in 2..12 {
+            for j in 3..15 {
+                for i in 6..20 {
+                    b.cell_mat[at(i, j, k)] = if i < 12 { 2 } else { 3 };
+                }
+            }
+        }
+        for k in 13..16 {
+            for i in 8..14 {
+                b.cell_mat[at(i, 10, k)] = 1;
+            }
+        }
+        b.sheets.push(crate::job::Sheet { normal: Axis::Y, plane: 17, lo: [5, 2], hi: [18, 9] });
+        b.ports = vec![probe("a", 9, 5, 4, 3, 50.0), probe("b", 16, 12, 3, 2, 75.0)];
+        b.drive = 1;
+        b
+    }
+
+    /// Varied jobs of both engines (guide ends, sources, slabs, padding, loads, ports).
+    pub(super) fn varied_jobs() -> Vec<SimJob> {
+        let d = crate::design::Design::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/designs/wr28_iris_filter.ron"))).unwrap();
+        let mut v = vec![mixed_box(), wr28(EngineKind::Tlm, 12, 6, 40, 4, 5, 3)];
+        for e in [EngineKind::Tlm, EngineKind::Tlm2d] {
+            v.extend(d.jobs(&d.midpoint_values(), &[0, 1], Some(e)).unwrap());
+        }
+        v.extend(crate::cli::tlm_check::check_jobs(true));
+        v
+    }
+
+    /// Packs and plans (one per engine kind) of `jobs`, as bits.
+    fn setup_bits(jobs: &[SimJob]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+        let packs: Vec<Option<TlmPack>> = jobs.par_iter().map(|j| pack(j).ok()).collect();
+        let bits = packs.iter().map(|p| p.as_ref().map(pack_bits).unwrap_or_default()).collect();
+        let mut plans = vec![];
+        for dim3 in [true, false] {
+            let refs: Vec<&TlmPack> = packs.iter().flatten().filter(|p| p.dim3 == dim3).collect();
+            let steps: Vec<usize> = (0..refs.len()).map(|i| 50 + 37 * i).collect();
+            plans.push(plan_bits(&Plan::new(&refs, &steps, 256).unwrap()));
+        }
+        (bits, plans)
+    }
+
+    #[test]
+    fn setup_does_not_depend_on_the_thread_count() {
+        let jobs = varied_jobs();
+        let pool = |n: usize| rayon::ThreadPoolBuilder::new().num_threads(n).build().unwrap();
+        // Different thread counts cut the meshes into different slabs.
+        let one = pool(1).install(|| setup_bits(&jobs));
+        let four = pool(4).install(|| setup_bits(&jobs));
+        assert_eq!(one.0.len(), jobs.len());
+        assert!(one.0.iter().filter(|b| !b.is_empty()).count() >= jobs.len() - 2, "only the NaN jobs may fail to pack");
+        for (k, (a, b)) in one.0.iter().zip(&four.0).enumerate() {
+            assert!(a == b, "pack of {} differs between 1 and 4 threads", jobs[k].label);
+        }
+        assert!(one.1 == four.1, "plans differ between 1 and 4 threads");
+    }
+
+    #[test]
+    fn coefficient_kinds_are_numbered_in_node_order() {
+        // Each kind first appears after every lower one (kind 0: plain, listed first).
+        for j in varied_jobs() {
+            let Ok(pk) = pack(&j) else { continue };
+            let kinds = pk.coefs.len() / if pk.dim3 { COEF3 } else { COEF2 };
+            let mut next = 1;
+            for &m in &pk.meta {
+                let k = (m >> crate::engine::tlm::pack::META_KIND_SHIFT) as usize;
+                assert!(k <= next, "{}: kind {k} before kind {next}", j.label);
+                if k == next {
+                    next += 1;
+                }
+            }
+            assert_eq!(next, kinds, "{}: every kind but plain used", j.label);
+        }
     }
 }
