@@ -14,6 +14,7 @@
 
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use crate::job::{Axis, Boundary, PortKind, SimFailure, SimJob};
+use rayon::prelude::*;
 
 /// Coefficient-table index reserved for perfect conductors (ca = cb = 0).
 pub const PEC_INDEX: u8 = 0;
@@ -119,6 +120,12 @@ impl Operator {
 
     /// Build the operator of `job`.
     pub fn new(job: &SimJob) -> Result<Operator, SimFailure> {
+        Operator::build(job, Operator::fill_materials, Operator::mark_rows)
+    }
+
+    /// `new` with the material fill and row marking given, so tests can build
+    /// the reference with the sequential versions.
+    fn build(job: &SimJob, fill: FillFn, rows: fn(&mut Operator)) -> Result<Operator, SimFailure> {
         let g = &job.grid;
         if g.cells() == 0 {
             return Err(SimFailure::Invalid("empty grid".into()));
@@ -169,7 +176,7 @@ impl Operator {
             h_rows: [vec![], vec![], vec![]],
         };
         let mut table = CoefTable::default();
-        op.fill_materials(job, &mut table)?;
+        fill(&mut op, job, &mut table)?;
         op.apply_sheets(job);
         op.build_ports(job, &mut table)?;
         op.ca = table.ca;
@@ -178,7 +185,7 @@ impl Operator {
         for a in 0..3 {
             op.pml[a] = cpml_axis(job, a, dt);
         }
-        op.mark_rows();
+        rows(&mut op);
         Ok(op)
     }
 
@@ -186,7 +193,9 @@ impl Operator {
         let nrows = self.len / self.stride[1];
         let row = self.stride[1];
         for c in 0..3 {
-            self.e_rows[c] = (0..nrows).map(|r| self.mat[c][r * row..(r + 1) * row].iter().any(|&m| m != PEC_INDEX)).collect();
+            let m = &self.mat[c];
+            self.e_rows[c] =
+                (0..nrows).into_par_iter().with_min_len(256).map(|r| m[r * row..(r + 1) * row].iter().any(|&m| m != PEC_INDEX)).collect();
         }
         let shift = |ax: usize| self.stride[ax] / row; // rows moved by one step along ax (0 along x)
         for c in 0..3 {
@@ -194,6 +203,8 @@ impl Operator {
             let (sa, sb) = (shift(a), shift(b));
             let er = &self.e_rows;
             self.h_rows[c] = (0..nrows)
+                .into_par_iter()
+                .with_min_len(1024)
                 .map(|r| {
                     let get = |v: &Vec<bool>, i: usize| i < nrows && v[i];
                     get(&er[b], r) || get(&er[b], r + sa) || get(&er[a], r) || get(&er[a], r + sb)
@@ -205,59 +216,151 @@ impl Operator {
     /// Per-edge material: the average eps and sigma of the (up to four) cells
     /// sharing the edge; PEC if any of them is PEC. Edges on a PEC or
     /// absorbing (PEC-backed PML) face stay PEC; on a PMC face they are free.
+    ///
+    /// Parallel over (component, z plane); the result is the sequential
+    /// one's bit for bit, table order included (first occurrence over c, k,
+    /// j, i): each plane lists its distinct (eps, sigma) in first-occurrence
+    /// order, those lists enter the table in (c, k) order, then each plane's
+    /// local indices are mapped to table indices.
     fn fill_materials(&mut self, job: &SimJob, table: &mut CoefTable) -> Result<(), SimFailure> {
-        let g = &job.grid;
-        let n = self.n;
-        for c in 0..3 {
-            let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
-            let mut mat = vec![PEC_INDEX; self.len];
-            let mut hi = [n[0], n[1], n[2]];
-            hi[c] = n[c] - 1;
-            for k in 0..=hi[2] {
-                for j in 0..=hi[1] {
-                    for i in 0..=hi[0] {
-                        let p = [i, j, k];
-                        // On a face normal to a or b: PEC unless that face is PMC.
-                        let mut on_wall = false;
-                        for &ax in &[a, b] {
-                            if p[ax] == 0 && job.boundaries[ax][0] != Boundary::Pmc {
-                                on_wall = true;
-                            }
-                            if p[ax] == n[ax] && job.boundaries[ax][1] != Boundary::Pmc {
-                                on_wall = true;
-                            }
-                        }
-                        let flat = self.at(i as isize, j as isize, k as isize);
-                        if on_wall {
-                            mat[flat] = PEC_INDEX;
-                            continue;
-                        }
-                        let (mut eps, mut sig, mut cnt, mut pec) = (0.0, 0.0, 0.0, false);
-                        for da in 0..2usize {
-                            for dbb in 0..2usize {
-                                let mut q = p;
-                                if p[a] < da || p[b] < dbb {
-                                    continue;
-                                }
-                                q[a] = p[a] - da;
-                                q[b] = p[b] - dbb;
-                                if q[a] >= n[a] || q[b] >= n[b] {
-                                    continue;
-                                }
-                                let m = &job.materials[job.cell_mat[g.idx(q[0], q[1], q[2])] as usize];
-                                pec |= m.pec;
-                                eps += m.eps_r;
-                                sig += m.sigma;
-                                cnt += 1.0;
-                            }
-                        }
-                        mat[flat] = if pec { PEC_INDEX } else { table.index(eps / cnt, sig / cnt, self.dt)? };
+        let props: Vec<(f64, f64, bool)> = job.materials.iter().map(|m| (m.eps_r, m.sigma, m.pec)).collect();
+        let plane = self.stride[2];
+        let mut mat = std::mem::take(&mut self.mat);
+        let mut locals = vec![];
+        for (c, m) in mat.iter_mut().enumerate() {
+            let this = &*self;
+            let lists: Vec<Result<Vec<(f64, f64)>, SimFailure>> = m
+                .par_chunks_mut(plane)
+                .enumerate()
+                .map(|(kz, out)| {
+                    // kz is the array plane; logical k = kz - 1. Ghost planes and
+                    // (for c = z) the top node plane stay PEC.
+                    let top = if c == 2 { this.n[2] } else { this.n[2] + 1 };
+                    if kz == 0 || kz > top {
+                        return Ok(vec![]);
                     }
+                    this.fill_plane(job, &props, c, kz - 1, out)
+                })
+                .collect();
+            locals.push(lists);
+        }
+        // Sequential merge into the shared table, in the order the sequential fill met the materials.
+        let mut maps: Vec<Vec<Option<[u8; 256]>>> = vec![];
+        for lists in locals {
+            let mut cm = vec![];
+            for list in lists {
+                let list = list?;
+                let mut map = [0u8; 256];
+                let mut ident = true;
+                for (l, &(eps, sig)) in list.iter().enumerate() {
+                    let gi = table.index(eps, sig, self.dt)?;
+                    map[l + 1] = gi;
+                    ident &= gi as usize == l + 1;
+                }
+                cm.push(if ident { None } else { Some(map) });
+            }
+            maps.push(cm);
+        }
+        for (m, cm) in mat.iter_mut().zip(&maps) {
+            m.par_chunks_mut(plane).zip(cm.par_iter()).for_each(|(out, map)| {
+                if let Some(map) = map {
+                    out.iter_mut().for_each(|v| *v = map[*v as usize]);
+                }
+            });
+        }
+        self.mat = mat;
+        Ok(())
+    }
+
+    /// One z plane (logical `k`) of E component `c` into `out` (that plane of
+    /// the array, pre-filled with PEC): per edge a 1-based index into the
+    /// returned list of distinct (eps, sigma), in first-occurrence order.
+    fn fill_plane(&self, job: &SimJob, props: &[(f64, f64, bool)], c: usize, k: usize, out: &mut [u8]) -> Result<Vec<(f64, f64)>, SimFailure> {
+        let n = self.n;
+        let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
+        let mut hi = [n[0], n[1], n[2]];
+        hi[c] = n[c] - 1;
+        let wall = |ax: usize, p: usize| {
+            (p == 0 && job.boundaries[ax][0] != Boundary::Pmc) || (p == n[ax] && job.boundaries[ax][1] != Boundary::Pmc)
+        };
+        let mut list: Vec<(f64, f64)> = vec![];
+        // The last edge's neighbour cells and index: runs of edges with the same cells are the rule.
+        let mut last: Option<(u64, u8)> = None;
+        for j in 0..=hi[1] {
+            let p = [0, j, k]; // x varies per edge below
+            // On a face normal to a or b: PEC unless that face is PMC (y and z here, x per edge below).
+            if (a != 0 && wall(a, p[a])) || (b != 0 && wall(b, p[b])) {
+                continue;
+            }
+            // The sequential fill's neighbours in its order (da outer, db inner): the cell
+            // row (None outside the grid) and the shift along x.
+            let mut rows: [Option<&[u8]>; 4] = [None; 4];
+            let mut dx = [0usize; 4];
+            for (t, (da, dbb)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
+                let mut q = [0isize, j as isize, k as isize];
+                q[a] -= da;
+                q[b] -= dbb;
+                dx[t] = if a == 0 { da } else if b == 0 { dbb } else { 0 } as usize;
+                if q[1] >= 0 && q[2] >= 0 && (q[1] as usize) < n[1] && (q[2] as usize) < n[2] {
+                    let start = n[0] * (q[1] as usize + n[1] * q[2] as usize);
+                    rows[t] = Some(&job.cell_mat[start..start + n[0]]);
                 }
             }
-            self.mat[c] = mat;
+            let out_row = &mut out[(j + 1) * self.stride[1] + 1..][..=hi[0]];
+            for (i, o) in out_row.iter_mut().enumerate() {
+                if (a == 0 || b == 0) && wall(0, i) {
+                    continue;
+                }
+                // 16 bits per neighbour: material + 1, or 0 where it lies outside the grid.
+                let mut key = 0u64;
+                for t in 0..4 {
+                    if let Some(r) = rows[t] {
+                        let x = i.wrapping_sub(dx[t]);
+                        if x < n[0] {
+                            key |= (r[x] as u64 + 1) << (16 * t);
+                        }
+                    }
+                }
+                if let Some((lk, li)) = last {
+                    if lk == key {
+                        *o = li;
+                        continue;
+                    }
+                }
+                // Same cells and summation order as the sequential fill, so the same bits.
+                let (mut eps, mut sig, mut cnt, mut pec) = (0.0, 0.0, 0.0, false);
+                for t in 0..4 {
+                    let v = (key >> (16 * t)) & 0xffff;
+                    if v != 0 {
+                        let m = props[v as usize - 1];
+                        pec |= m.2;
+                        eps += m.0;
+                        sig += m.1;
+                        cnt += 1.0;
+                    }
+                }
+                let idx = if pec {
+                    PEC_INDEX
+                } else {
+                    let (eps, sig) = (eps / cnt, sig / cnt);
+                    let kb = (eps.to_bits(), sig.to_bits());
+                    (match list.iter().position(|&(e, s)| (e.to_bits(), s.to_bits()) == kb) {
+                        Some(l) => l + 1,
+                        None => {
+                            // 256 distinct in one plane: the table overflows whatever the order.
+                            if list.len() == 255 {
+                                return Err(too_many_materials());
+                            }
+                            list.push((eps, sig));
+                            list.len()
+                        }
+                    }) as u8
+                };
+                last = Some((key, idx));
+                *o = idx;
+            }
         }
-        Ok(())
+        Ok(list)
     }
 
     /// Zero-thickness PEC sheets: every E edge lying in the rectangle.
@@ -426,7 +529,7 @@ impl CoefTable {
     }
     fn push(&mut self, ca: f32, cb: f32, eps_r: f32) -> Result<u8, SimFailure> {
         if self.ca.len() >= 256 {
-            return Err(SimFailure::Invalid("more than 255 distinct edge materials".into()));
+            return Err(too_many_materials());
         }
         self.ca.push(ca);
         self.cb.push(cb);
@@ -436,6 +539,13 @@ impl CoefTable {
         Ok((self.ca.len() - 1) as u8)
     }
 }
+
+fn too_many_materials() -> SimFailure {
+    SimFailure::Invalid("more than 255 distinct edge materials".into())
+}
+
+/// How `Operator::build` fills the per-edge materials.
+type FillFn = fn(&mut Operator, &SimJob, &mut CoefTable) -> Result<(), SimFailure>;
 
 /// CPML profile along axis `a` (Roden & Gedney 2000; Taflove ch. 7):
 /// polynomial grading of order 3 for sigma and kappa, linear alpha.
@@ -490,4 +600,236 @@ fn cpml_axis(job: &SimJob, a: usize, dt: f64) -> Option<Cpml1d> {
         p.h_kinv.push(k);
     }
     Some(p)
+}
+
+/// Sequential references for the parallel operator build (tests only).
+#[cfg(test)]
+impl Operator {
+    /// The original sequential fill: the reference for `fill_materials`.
+    fn fill_materials_serial(&mut self, job: &SimJob, table: &mut CoefTable) -> Result<(), SimFailure> {
+        let g = &job.grid;
+        let n = self.n;
+        for c in 0..3 {
+            let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
+            let mut mat = vec![PEC_INDEX; self.len];
+            let mut hi = [n[0], n[1], n[2]];
+            hi[c] = n[c] - 1;
+            for k in 0..=hi[2] {
+                for j in 0..=hi[1] {
+                    for i in 0..=hi[0] {
+                        let p = [i, j, k];
+                        // On a face normal to a or b: PEC unless that face is PMC.
+                        let mut on_wall = false;
+                        for &ax in &[a, b] {
+                            if p[ax] == 0 && job.boundaries[ax][0] != Boundary::Pmc {
+                                on_wall = true;
+                            }
+                            if p[ax] == n[ax] && job.boundaries[ax][1] != Boundary::Pmc {
+                                on_wall = true;
+                            }
+                        }
+                        let flat = self.at(i as isize, j as isize, k as isize);
+                        if on_wall {
+                            mat[flat] = PEC_INDEX;
+                            continue;
+                        }
+                        let (mut eps, mut sig, mut cnt, mut pec) = (0.0, 0.0, 0.0, false);
+                        for da in 0..2usize {
+                            for dbb in 0..2usize {
+                                let mut q = p;
+                                if p[a] < da || p[b] < dbb {
+                                    continue;
+                                }
+                                q[a] = p[a] - da;
+                                q[b] = p[b] - dbb;
+                                if q[a] >= n[a] || q[b] >= n[b] {
+                                    continue;
+                                }
+                                let m = &job.materials[job.cell_mat[g.idx(q[0], q[1], q[2])] as usize];
+                                pec |= m.pec;
+                                eps += m.eps_r;
+                                sig += m.sigma;
+                                cnt += 1.0;
+                            }
+                        }
+                        mat[flat] = if pec { PEC_INDEX } else { table.index(eps / cnt, sig / cnt, self.dt)? };
+                    }
+                }
+            }
+            self.mat[c] = mat;
+        }
+        Ok(())
+    }
+
+    /// The sequential `mark_rows`, the reference for the parallel one.
+    fn mark_rows_serial(&mut self) {
+        let nrows = self.len / self.stride[1];
+        let row = self.stride[1];
+        for c in 0..3 {
+            self.e_rows[c] = (0..nrows).map(|r| self.mat[c][r * row..(r + 1) * row].iter().any(|&m| m != PEC_INDEX)).collect();
+        }
+        let shift = |ax: usize| self.stride[ax] / row; // rows moved by one step along ax (0 along x)
+        for c in 0..3 {
+            let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+            let (sa, sb) = (shift(a), shift(b));
+            let er = &self.e_rows;
+            self.h_rows[c] = (0..nrows)
+                .map(|r| {
+                    let get = |v: &Vec<bool>, i: usize| i < nrows && v[i];
+                    get(&er[b], r) || get(&er[b], r + sa) || get(&er[a], r) || get(&er[a], r + sb)
+                })
+                .collect();
+        }
+    }
+}
+
+#[cfg(test)]
+mod build_tests {
+    use super::*;
+    use crate::job::*;
+
+    /// Equal slices; on failure only the first difference is printed (they are large).
+    fn same<T: PartialEq + std::fmt::Debug>(what: &str, a: &[T], b: &[T]) {
+        assert_eq!(a.len(), b.len(), "{what}: lengths");
+        if let Some(i) = (0..a.len()).find(|&i| a[i] != b[i]) {
+            panic!("{what}: first difference at {i}: {:?} vs {:?}", a[i], b[i]);
+        }
+    }
+
+    fn same_f32(what: &str, a: &[f32], b: &[f32]) {
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(a), bits(b), "{what}");
+    }
+
+    /// Every field of two operators, floats by their bits.
+    fn assert_same(a: &Operator, b: &Operator, label: &str) {
+        assert_eq!((a.n, a.dims, a.stride, a.len), (b.n, b.dims, b.stride, b.len), "{label}: shape");
+        assert_eq!(a.d.map(f64::to_bits), b.d.map(f64::to_bits), "{label}: d");
+        assert_eq!(a.dt.to_bits(), b.dt.to_bits(), "{label}: dt");
+        for c in 0..3 {
+            same(&format!("{label}: mat[{c}]"), &a.mat[c], &b.mat[c]);
+            same(&format!("{label}: e_rows[{c}]"), &a.e_rows[c], &b.e_rows[c]);
+            same(&format!("{label}: h_rows[{c}]"), &a.h_rows[c], &b.h_rows[c]);
+        }
+        same_f32(&format!("{label}: ca"), &a.ca, &b.ca);
+        same_f32(&format!("{label}: cb"), &a.cb, &b.cb);
+        same_f32(&format!("{label}: eps"), &a.eps, &b.eps);
+        assert_eq!(a.db.to_bits(), b.db.to_bits(), "{label}: db");
+        same_f32(&format!("{label}: inv_d"), &a.inv_d, &b.inv_d);
+        // Debug prints every f32/f64 so that it reads back exactly: equal text, equal values.
+        assert_eq!(format!("{:?}", a.pml), format!("{:?}", b.pml), "{label}: pml");
+        assert_eq!(a.pmc, b.pmc, "{label}: pmc");
+        assert_eq!(format!("{:?}", a.lumped), format!("{:?}", b.lumped), "{label}: lumped");
+        assert_eq!(format!("{:?}", a.guides), format!("{:?}", b.guides), "{label}: guides");
+        assert_eq!(a.drive, b.drive, "{label}: drive");
+    }
+
+    fn in_pool<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+        rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+    }
+
+    /// The parallel build against the sequential reference, on 1, 3 and 8 threads.
+    fn check(job: &SimJob) -> Result<Operator, SimFailure> {
+        let reference = in_pool(1, || Operator::build(job, Operator::fill_materials_serial, Operator::mark_rows_serial));
+        for threads in [1, 3, 8] {
+            let op = in_pool(threads, || Operator::new(job));
+            match (&op, &reference) {
+                (Ok(a), Ok(b)) => assert_same(a, b, &format!("{} on {threads} threads", job.label)),
+                (a, b) => assert_eq!(a.as_ref().err(), b.as_ref().err(), "{}: outcome on {threads} threads", job.label),
+            }
+        }
+        reference
+    }
+
+    /// A box with PMC and PEC faces, CPML along z, a PEC sheet and a pseudo-random
+    /// mix of three dielectrics and metal: many distinct edge averages, first met
+    /// in different planes, so the table order is exercised.
+    fn mixed_job() -> SimJob {
+        let mut job = crate::bench::box_job(30, 1);
+        job.label = "mixed".into();
+        job.boundaries = [[Boundary::Pmc; 2], [Boundary::Pec, Boundary::Pmc], [Boundary::Absorbing; 2]];
+        job.pml = [[0, 0], [0, 0], [5, 5]];
+        job.materials.push(Material::pec());
+        job.materials.push(Material { name: "ptfe".into(), eps_r: 2.2, sigma: 0.0, mu_r: 1.0, pec: false });
+        let mut s = 12345u64;
+        for (idx, m) in job.cell_mat.iter_mut().enumerate() {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Vacuum below a third of the height, so later planes meet new averages.
+            if idx >= 30 * 30 * 10 {
+                *m = ((s >> 33) % 4) as u8;
+            }
+        }
+        job.cell_mat[job.grid.idx(7, 15, 15)] = 0; // the port's edges must not touch metal
+        for p in [(7, 15, 14), (6, 15, 14), (7, 14, 14), (6, 14, 14), (7, 15, 15), (6, 15, 15), (7, 14, 15), (6, 14, 15)] {
+            job.cell_mat[job.grid.idx(p.0, p.1, p.2)] = 0;
+        }
+        job.ports = vec![Port { name: "p1".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [7, 15, 14], len: 2, r_ohm: 50.0 } }];
+        job.sheets.push(Sheet { normal: Axis::Z, plane: 20, lo: [3, 4], hi: [12, 9] });
+        job
+    }
+
+    #[test]
+    fn parallel_build_matches_sequential() {
+        let mut jobs = vec![crate::bench::box_job(40, 1), crate::bench::box_job(64, 1), mixed_job()];
+        jobs.extend(crate::bench::population_jobs(2, 8000, 10));
+        for name in ["wr28_iris_filter", "microstrip_lowpass"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("designs/{name}.ron"));
+            let design = crate::design::Design::load(&path).unwrap();
+            jobs.extend(design.jobs(&design.midpoint_values(), &[0, 1], None).unwrap());
+        }
+        for job in &jobs {
+            let op = check(job).unwrap_or_else(|e| panic!("{}: {e}", job.label));
+            eprintln!("{}: {} table entries", job.label, op.ca.len());
+        }
+    }
+
+    #[test]
+    fn parallel_build_keeps_errors() {
+        // Too many materials within one plane, and only across planes.
+        let mut one_plane = crate::bench::box_job(20, 1);
+        one_plane.materials = (0..250).map(|m| Material { name: format!("m{m}"), eps_r: 1.0 + 0.01 * m as f64, sigma: 0.0, mu_r: 1.0, pec: false }).collect();
+        for (idx, m) in one_plane.cell_mat.iter_mut().enumerate() {
+            *m = (idx % 250) as u8;
+        }
+        let mut layered = one_plane.clone();
+        layered.grid.n = [6, 6, 200];
+        layered.pml = [[1, 1], [1, 1], [5, 5]];
+        layered.ports = vec![];
+        layered.cell_mat = (0..layered.grid.cells()).map(|c| (c / 36) as u8).collect();
+        // A lumped port shorted by metal: the error after the fill.
+        let mut shorted = crate::bench::box_job(20, 1);
+        shorted.materials[1].pec = true;
+        shorted.ports = vec![Port { name: "p1".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [10, 10, 9], len: 2, r_ohm: 50.0 } }];
+        let too_many = Some(SimFailure::Invalid("more than 255 distinct edge materials".into()));
+        assert_eq!(check(&one_plane).err(), too_many);
+        assert_eq!(check(&layered).err(), too_many);
+        let e = check(&shorted).err().expect("a shorted port must fail");
+        assert!(e.to_string().contains("lies on a conductor"), "{e}");
+    }
+
+    /// Build times, old (sequential) against new, for the numbers in the commit log:
+    /// `cargo test --release --lib operator_build_times -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn operator_build_times() {
+        for n in [100usize, 256] {
+            let job = crate::bench::box_job(n, 1);
+            let best = |f: &(dyn Fn() -> Operator + Sync)| {
+                (0..5)
+                    .map(|_| {
+                        let t = std::time::Instant::now();
+                        let op = f();
+                        let e = t.elapsed();
+                        drop(op);
+                        e
+                    })
+                    .min()
+                    .unwrap()
+            };
+            let old = in_pool(1, || best(&|| Operator::build(&job, Operator::fill_materials_serial, Operator::mark_rows_serial).unwrap()));
+            let new1 = in_pool(1, || best(&|| Operator::new(&job).unwrap()));
+            let new = best(&|| Operator::new(&job).unwrap());
+            eprintln!("box {n}^3: old {old:.2?}, new on 1 thread {new1:.2?}, new on {} threads {new:.2?}", rayon::current_num_threads());
+        }
+    }
 }
