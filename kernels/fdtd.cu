@@ -581,6 +581,14 @@ __device__ __forceinline__ float stretch_g(float t, const Prof& pr, float v, lon
     return t * pr.k + s;
 }
 
+// stretch_g of E_C along A with the psi value loaded early (psi_get at the
+// top of the plane); the index is recomputed rather than kept in registers.
+template <int C, int A>
+__device__ __forceinline__ float stretch_e(const Dctx& K, float t, const Prof& pr, float v, int qx, int qy, int qz, float* psi) {
+    if (pr.sl < 0) return t;
+    return stretch_g(t, pr, v, psi_index<C, A>(K, pr.sl, qx, qy, qz), psi);
+}
+
 // Value of the thread's own ghost H_C on face f (as fdtd_pmc_ghosts leaves
 // it): 0 unless the face is PMC; then minus the new H_C of the inner
 // neighbour (recomputed here along x or y; the previous plane's for z-high;
@@ -683,6 +691,26 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         const float eo0 = Sc.e[0][hy][hx];
         const float eo1 = Sc.e[1][hy][hx];
         const float eo2 = Sc.e[2][hy][hx];
+        // The E-side CPML memories of this plane, loaded now so that their
+        // latency hides behind the H phase and the second barrier (only the
+        // owner thread reads or writes them; E_x: (A, B) = (y, z); E_y: (z, x);
+        // E_z: (x, y)).
+        const bool ue = owned && inside;
+        const bool i0 = ue && e_in_z<0>(K, in, qz);
+        const bool i1 = ue && e_in_z<1>(K, in, qz);
+        const bool i2 = ue && e_in_z<2>(K, in, qz);
+        float v01, v02, v12, v10, v20, v21;
+        {
+            const Prof& px = sPx[0][hx];
+            const Prof& py = sPy[0][hy];
+            long long x;
+            v01 = psi_get<0, 1>(K, i0, py, qx, qy, qz, P.psi_e, x);
+            v02 = psi_get<0, 2>(K, i0, pze, qx, qy, qz, P.psi_e, x);
+            v12 = psi_get<1, 2>(K, i1, pze, qx, qy, qz, P.psi_e, x);
+            v10 = psi_get<1, 0>(K, i1, px, qx, qy, qz, P.psi_e, x);
+            v20 = psi_get<2, 0>(K, i2, px, qx, qy, qz, P.psi_e, x);
+            v21 = psi_get<2, 1>(K, i2, py, qx, qy, qz, P.psi_e, x);
+        }
         float h0 = 0.f, h1 = 0.f, h2 = 0.f;
         if (inside) {
             float* pso = owned ? P.psi_h_out : (float*)0;
@@ -773,30 +801,19 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             const Prof& py = sPy[0][hy];
             const Prof& pz = pze;
             float e0 = eo0, e1 = eo1, e2 = eo2;
-            const bool i0 = e_in_z<0>(K, in, qz);
-            const bool i1 = e_in_z<1>(K, in, qz);
-            const bool i2 = e_in_z<2>(K, in, qz);
-            // E_x: (A, B) = (y, z); E_y: (z, x); E_z: (x, y).
-            long long x01, x02, x12, x10, x20, x21;
-            const float v01 = psi_get<0, 1>(K, i0, py, qx, qy, qz, P.psi_e, x01);
-            const float v02 = psi_get<0, 2>(K, i0, pz, qx, qy, qz, P.psi_e, x02);
-            const float v12 = psi_get<1, 2>(K, i1, pz, qx, qy, qz, P.psi_e, x12);
-            const float v10 = psi_get<1, 0>(K, i1, px, qx, qy, qz, P.psi_e, x10);
-            const float v20 = psi_get<2, 0>(K, i2, px, qx, qy, qz, P.psi_e, x20);
-            const float v21 = psi_get<2, 1>(K, i2, py, qx, qy, qz, P.psi_e, x21);
             if (i0) {
-                const float t1 = stretch_g((h2 - sH[2][hy - 1][hx]) * K.id[1], py, v01, x01, P.psi_e);
-                const float t2 = stretch_g((h1 - prev_y) * K.id[2], pz, v02, x02, P.psi_e);
+                const float t1 = stretch_e<0, 1>(K, (h2 - sH[2][hy - 1][hx]) * K.id[1], py, v01, qx, qy, qz, P.psi_e);
+                const float t2 = stretch_e<0, 2>(K, (h1 - prev_y) * K.id[2], pz, v02, qx, qy, qz, P.psi_e);
                 e0 = sCa[mc[0]] * eo0 + sCb[mc[0]] * (t1 - t2);
             }
             if (i1) {
-                const float t1 = stretch_g((h0 - prev_x) * K.id[2], pz, v12, x12, P.psi_e);
-                const float t2 = stretch_g((h2 - sH[2][hy][hx - 1]) * K.id[0], px, v10, x10, P.psi_e);
+                const float t1 = stretch_e<1, 2>(K, (h0 - prev_x) * K.id[2], pz, v12, qx, qy, qz, P.psi_e);
+                const float t2 = stretch_e<1, 0>(K, (h2 - sH[2][hy][hx - 1]) * K.id[0], px, v10, qx, qy, qz, P.psi_e);
                 e1 = sCa[mc[1]] * eo1 + sCb[mc[1]] * (t1 - t2);
             }
             if (i2) {
-                const float t1 = stretch_g((h1 - sH[1][hy][hx - 1]) * K.id[0], px, v20, x20, P.psi_e);
-                const float t2 = stretch_g((h0 - sH[0][hy - 1][hx]) * K.id[1], py, v21, x21, P.psi_e);
+                const float t1 = stretch_e<2, 0>(K, (h1 - sH[1][hy][hx - 1]) * K.id[0], px, v20, qx, qy, qz, P.psi_e);
+                const float t2 = stretch_e<2, 1>(K, (h0 - sH[0][hy - 1][hx]) * K.id[1], py, v21, qx, qy, qz, P.psi_e);
                 e2 = sCa[mc[2]] * eo2 + sCb[mc[2]] * (t1 - t2);
             }
             P.e_out[0][p] = e0;
