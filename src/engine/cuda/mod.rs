@@ -890,6 +890,8 @@ impl Gpu {
             n += kk;
             let due: Vec<usize> = (0..nd).filter(|&d| active[d] && (n % js[d].stop.check_every.max(1) == 0 || n == js[d].stop.max_steps)).collect();
             let mut w = vec![0.0f64; 2 * nd];
+            // From here the host waits for the chunk (the copies to host memory block).
+            let tw = Instant::now();
             if !due.is_empty() {
                 stream.memset_zeros(&mut energy).map_err(drv)?;
                 let mut fpc = fptrs[cur];
@@ -905,7 +907,6 @@ impl Gpu {
                 stream.memcpy_dtoh(&tv, &mut hv).map_err(drv)?;
                 stream.memcpy_dtoh(&ti, &mut hi).map_err(drv)?;
             }
-            let tw = Instant::now();
             stream.synchronize().map_err(drv)?;
             wait_s += tw.elapsed().as_secs_f64();
             kernel_s += ev0.elapsed_ms(&ev1).map_err(drv)? as f64 * 1e-3;
