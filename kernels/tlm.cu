@@ -568,9 +568,10 @@ __device__ void tlm_ports(const TlmPtrs& P, int step, int col) {
     }
 }
 
-// a0: the step (index into the guide ends' current history), a1: column of the chunk.
-extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_scn_ports(TlmPtrs P, int a0, int a1) { tlm_ports<true>(P, a0, a1); }
-extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_shunt_ports(TlmPtrs P, int a0, int a1) { tlm_ports<false>(P, a0, a1); }
+// a0: the step within the chunk (P.step0[0] + a0 indexes the guide ends' current
+// history), a1: column of the chunk.
+extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_scn_ports(TlmPtrs P, int a0, int a1) { tlm_ports<true>(P, P.step0[0] + a0, a1); }
+extern "C" __global__ void __launch_bounds__(TLM_PORT_THREADS) tlm_shunt_ports(TlmPtrs P, int a0, int a1) { tlm_ports<false>(P, P.step0[0] + a0, a1); }
 
 // One guide port per block, after the swap (P.b: the pulses just emitted, P.nb:
 // the last step's). 3D: scn.rs sample_wg, from the pulses crossing the face.

@@ -172,11 +172,14 @@ struct TlmPtrs {
     double* tv;
     double* ti;
     double* energy;
+    const int* step0;
     long long L;
     long long LS;
     int gstride;
     int tstride;
 };
+// step0:   the first step of the chunk in flight (the port kernels' a0 counts from it,
+//          so that a chunk's launches are the same every time: CUDA graphs replay them)
 // b, nb:   reflected pulses of the last step (read) and of this step (written);
 //          the sample kernels run after the swap (b: this step's, nb: the last)
 // plain:   per 32 nodes of the pool: 1 when all their meta words are 0

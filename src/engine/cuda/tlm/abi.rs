@@ -143,6 +143,7 @@ pub struct TlmPtrs {
     pub tv: u64,
     pub ti: u64,
     pub energy: u64,
+    pub step0: u64,
     pub l: i64,
     pub ls: i64,
     pub gstride: i32,
@@ -192,7 +193,7 @@ mod tests {
         check(
             "TlmPtrs",
             layout!(TlmPtrs; b, nb, stub, meta, plain, coef, designs, blocks, jobs, ends, end_node, end_phi, end_kern, end_hist, end_a,
-                specials, lumped, lumped_node, wgs, wg_list, wg_lo, wg_hi, wg_w, gval, due, tv, ti, energy, l, ls, gstride, tstride),
+                specials, lumped, lumped_node, wgs, wg_list, wg_lo, wg_hi, wg_w, gval, due, tv, ti, energy, step0, l, ls, gstride, tstride),
         );
         let names: Vec<String> = parse_c_structs(TLM_CUH).into_iter().map(|s| s.0).collect();
         assert_eq!(names, ["TlmDesign", "TlmEnd", "TlmSpecial", "TlmLumped", "TlmWg", "TlmPtrs"]);

@@ -118,6 +118,30 @@ pub trait Dev {
     fn elapsed(&mut self) -> Result<f64, EngineError>;
     /// Node-kernel launch shape and port-kernel threads the kernels were built for.
     fn config(&self) -> (TlmConfig, u32);
+    /// Before a chunk of launches that depends only on `key`: replay it if it
+    /// was recorded, else start recording it (or say to launch directly).
+    fn chunk_begin(&mut self, _key: ChunkKey) -> Result<Chunk, EngineError> {
+        Ok(Chunk::Direct)
+    }
+    /// After the launches of a chunk begun as [`Chunk::Recording`]: keep and
+    /// run the recording; false when that failed and the chunk must be launched again directly.
+    fn chunk_end(&mut self) -> Result<bool, EngineError> {
+        Ok(true)
+    }
+}
+
+/// What a chunk's launches are made of: (steps, buffer parity, node blocks, port jobs, guide ports).
+pub type ChunkKey = (usize, usize, u32, u32, u32);
+
+/// How [`Dev::chunk_begin`] handled a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chunk {
+    /// Replayed from a recording: launch nothing.
+    Replayed,
+    /// Being recorded: launch it, then call [`Dev::chunk_end`].
+    Recording,
+    /// Launch it kernel by kernel.
+    Direct,
 }
 
 fn upload<T: Pod>(dev: &mut dyn Dev, id: usize, v: &[T]) -> Result<(), EngineError> {
@@ -205,6 +229,7 @@ pub(crate) fn drive(dev: &mut dyn Dev, jobs: &[&SimJob], packs: &[&TlmPack], tra
     let tv = dev.alloc((plan.nslots * kcap * 8).max(16))?;
     let ti = dev.alloc((plan.nslots * kcap * 8).max(16))?;
     let energy = dev.alloc((nd * 8).max(16))?;
+    let step0 = dev.alloc(16)?;
 
     let mut ptrs = |set: usize| -> TlmPtrs {
         let (cur, nxt) = if set == 0 { (b0, b1) } else { (b1, b0) };
@@ -237,6 +262,7 @@ pub(crate) fn drive(dev: &mut dyn Dev, jobs: &[&SimJob], packs: &[&TlmPack], tra
             tv: dev.ptr(tv),
             ti: dev.ptr(ti),
             energy: dev.ptr(energy),
+            step0: dev.ptr(step0),
             l: plan.l as i64,
             ls: plan.ls as i64,
             gstride: kcap as i32,
@@ -300,19 +326,36 @@ pub(crate) fn drive(dev: &mut dyn Dev, jobs: &[&SimJob], packs: &[&TlmPack], tra
             upload(dev, due_b, &due)?;
             dev.zero(energy)?;
         }
+        upload(dev, step0, &[n as i32])?;
         dev.mark()?;
-        for s in 0..kk {
-            if nblocks > 0 {
-                dev.launch(k_step, nblocks, cfg.threads, &pp[cur], 0, 0)?;
+        // A chunk's launches depend only on its key (the step count from step0
+        // is an argument relative to the chunk): replayed as a CUDA graph.
+        let launch_chunk = |dev: &mut dyn Dev, mut cur: usize| -> Result<usize, EngineError> {
+            for s in 0..kk {
+                if nblocks > 0 {
+                    dev.launch(k_step, nblocks, cfg.threads, &pp[cur], 0, 0)?;
+                }
+                if njobs > 0 {
+                    dev.launch(k_ports, njobs, port_threads, &pp[cur], s as i32, s as i32)?;
+                }
+                cur = 1 - cur;
+                if nwg > 0 {
+                    dev.launch(k_sample, nwg, port_threads, &pp[cur], 0, s as i32)?;
+                }
             }
-            if njobs > 0 {
-                dev.launch(k_ports, njobs, port_threads, &pp[cur], (n + s) as i32, s as i32)?;
+            Ok(cur)
+        };
+        cur = match dev.chunk_begin((kk, cur, nblocks, njobs, nwg))? {
+            Chunk::Replayed => cur ^ (kk & 1),
+            Chunk::Direct => launch_chunk(dev, cur)?,
+            Chunk::Recording => {
+                let next = launch_chunk(dev, cur)?;
+                if !dev.chunk_end()? {
+                    launch_chunk(dev, cur)?;
+                }
+                next
             }
-            cur = 1 - cur;
-            if nwg > 0 {
-                dev.launch(k_sample, nwg, port_threads, &pp[cur], 0, s as i32)?;
-            }
-        }
+        };
         if any_due && nblocks > 0 {
             dev.launch(k_energy, nblocks, cfg.threads, &pp[cur], 0, 0)?;
         }
@@ -437,6 +480,9 @@ pub struct CudaDev {
     cfg: TlmConfig,
     bufs: Vec<CudaSlice<u8>>,
     start: Option<CudaEvent>,
+    /// Recorded chunks (None once capture failed: kernel by kernel from then on).
+    graphs: Option<HashMap<ChunkKey, cudarc::driver::CudaGraph>>,
+    recording: Option<ChunkKey>,
 }
 
 impl Dev for CudaDev {
@@ -487,6 +533,45 @@ impl Dev for CudaDev {
     fn config(&self) -> (TlmConfig, u32) {
         (self.cfg, PORT_THREADS)
     }
+    fn chunk_begin(&mut self, key: ChunkKey) -> Result<Chunk, EngineError> {
+        let Some(graphs) = self.graphs.as_mut() else { return Ok(Chunk::Direct) };
+        if let Some(g) = graphs.get(&key) {
+            g.launch().map_err(drv)?;
+            return Ok(Chunk::Replayed);
+        }
+        if graphs.len() >= 64 {
+            graphs.clear();
+        }
+        match self.stream.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
+            Ok(()) => {
+                self.recording = Some(key);
+                Ok(Chunk::Recording)
+            }
+            Err(e) => {
+                eprintln!("note: CUDA graph capture failed ({e}); launching TLM kernels one by one");
+                self.graphs = None;
+                Ok(Chunk::Direct)
+            }
+        }
+    }
+    fn chunk_end(&mut self) -> Result<bool, EngineError> {
+        let Some(key) = self.recording.take() else { return Ok(true) };
+        match self.stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)) {
+            Ok(Some(g)) => {
+                g.launch().map_err(drv)?;
+                if let Some(graphs) = self.graphs.as_mut() {
+                    graphs.insert(key, g);
+                }
+                Ok(true)
+            }
+            other => {
+                let why = other.err().map_or("empty graph".to_string(), |e| e.to_string());
+                eprintln!("note: CUDA graph capture failed ({why}); launching TLM kernels one by one");
+                self.graphs = None;
+                Ok(false)
+            }
+        }
+    }
 }
 
 impl Drop for CudaDev {
@@ -528,7 +613,7 @@ impl Gpu {
                 let sub: Vec<usize> = sel[part].to_vec();
                 let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
                 let pk: Vec<&TlmPack> = sub.iter().map(|&i| packs[i].as_ref().unwrap()).collect();
-                let mut dev = CudaDev { stream: self.stream.clone(), k: k.clone(), cfg, bufs: vec![], start: None };
+                let mut dev = CudaDev { stream: self.stream.clone(), k: k.clone(), cfg, bufs: vec![], start: None, graphs: Some(HashMap::new()), recording: None };
                 let (res, s) = drive(&mut dev, &js, &pk, trace_chunk)?;
                 drop(dev);
                 st.setup_s += s.setup_s;
