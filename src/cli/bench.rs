@@ -256,6 +256,9 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
     let pop = a.population;
     let cells = a.cells;
     let n = a.n;
+    if let Some(p) = a.box_pml {
+        anyhow::ensure!(2 * p < n, "--box-pml {p}: the {n}^3 box leaves no interior; at most {} CPML cells per face", n.saturating_sub(1) / 2);
+    }
     let box_pml = a.box_pml;
     let box_jobs = move |s: usize| vec![box_pml.map_or_else(|| crate::bench::box_job(n, s), |p| crate::bench::box_job_pml(n, s, p))];
     let box_name = match a.box_pml {

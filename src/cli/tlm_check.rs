@@ -9,7 +9,7 @@ use std::time::Instant;
 use clap::Args;
 
 use super::bench_table::{measure, print_table, row};
-use super::device_check::{rel_l2, s_rel_diff};
+use super::device_check::{rel_l2, s_rel_diff, Diff};
 use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
 use crate::engine::cuda::{self, CudaBackend, JobRun};
 use crate::engine::tlm::pack::{self, TlmPack};
@@ -195,22 +195,6 @@ pub fn check_jobs(small: bool) -> Vec<SimJob> {
     v
 }
 
-/// CPU-vs-device differences of one job.
-#[derive(Debug, Clone, Default)]
-pub struct TlmDiff {
-    /// ||V_dev - V_cpu|| / ||V_cpu|| over all ports (same for I).
-    pub v: f64,
-    pub i: f64,
-    /// max |S_dev - S_cpu| / max |S_cpu|.
-    pub s: Option<f64>,
-    pub mismatch: Option<String>,
-}
-
-impl TlmDiff {
-    pub fn worst(&self) -> f64 {
-        [Some(self.v), Some(self.i), self.s].into_iter().flatten().fold(0.0, f64::max)
-    }
-}
 
 
 fn same_end(a: &EndReason, b: &EndReason) -> bool {
@@ -223,8 +207,9 @@ fn same_end(a: &EndReason, b: &EndReason) -> bool {
 }
 
 /// Compare a device result with the CPU result of the same job.
-pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, dev: &Result<SimOutput, SimFailure>) -> TlmDiff {
-    let mut out = TlmDiff::default();
+pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, dev: &Result<SimOutput, SimFailure>) -> Diff {
+    // The FDTD check's record, fields not compared (e, h None).
+    let mut out = Diff::default();
     let (c, g) = match (cpu, dev) {
         (Ok(c), Ok(g)) => (c, g),
         (Err(a), Err(b)) => {

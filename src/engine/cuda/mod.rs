@@ -18,6 +18,7 @@
 
 pub mod abi;
 pub mod batch;
+pub mod graphs;
 // --- TLM on CUDA (branch tlmcuda): kernels/tlm.cu, src/engine/cuda/tlm/ ---
 pub mod tlm;
 
@@ -102,8 +103,8 @@ pub struct CudaOptions {
     pub trace_chunk: usize,
     /// Cap on the device bytes a batch may use per GPU (None: what the card has free).
     pub mem_limit: Option<usize>,
-    /// Replay each chunk of steps as a captured CUDA graph (one launch
-    /// instead of three per step) when the driver allows it.
+    /// Replay each chunk of steps (FDTD and TLM) as a captured CUDA graph
+    /// (one launch instead of three per step) when the driver allows it.
     pub graphs: bool,
     /// Fused scheme: let each sub-batch use a shorter tile of the same width
     /// when its designs are thin (batch::fit_tile), and re-chunk z as designs
@@ -814,8 +815,7 @@ impl Gpu {
             }
             Ok(cur)
         };
-        let mut graphs: std::collections::HashMap<(usize, usize, usize), cudarc::driver::CudaGraph> = Default::default();
-        let mut graphs_on = opts.graphs;
+        let mut graphs = graphs::ChunkGraphs::new(stream.clone(), opts.graphs, "FDTD steps");
         let mut wait_s = 0.0;
         let setup_s = t0.elapsed().as_secs_f64();
 
@@ -850,37 +850,19 @@ impl Gpu {
             let g = plan.source_values(&pulses, &dts, n, kk, kcap);
             stream.memcpy_htod(&g, &mut gval).map_err(drv)?;
             let ev0 = stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv)?;
-            if graphs_on && !graphs.contains_key(&(kk, cur, nblocks)) {
-                // A chunk's launches depend only on (kk, cur, nblocks): capture them once.
-                if graphs.len() >= 64 {
-                    graphs.clear();
-                }
-                let mode = cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-                let captured = stream.begin_capture(mode).map_err(drv).and_then(|_| {
-                    let r = launch_steps(kk, cur, nblocks);
-                    let g = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)).map_err(drv);
-                    r.and(g)
-                });
-                match captured {
-                    Ok(Some(g)) => {
-                        graphs.insert((kk, cur, nblocks), g);
+            // A chunk's launches depend only on (kk, cur, nblocks): recorded once, replayed.
+            cur = match graphs.begin((kk, cur, nblocks))? {
+                graphs::Chunk::Replayed if fused => cur ^ (kk & 1),
+                graphs::Chunk::Replayed => cur,
+                graphs::Chunk::Direct => launch_steps(kk, cur, nblocks)?,
+                graphs::Chunk::Recording => {
+                    let next = launch_steps(kk, cur, nblocks)?;
+                    if !graphs.end()? {
+                        launch_steps(kk, cur, nblocks)?;
                     }
-                    other => {
-                        let why = other.err().map_or("empty graph".to_string(), |e| e.to_string());
-                        eprintln!("note: CUDA graph capture failed ({why}); launching kernel by kernel");
-                        graphs_on = false;
-                    }
+                    next
                 }
-            }
-            match graphs.get(&(kk, cur, nblocks)).filter(|_| graphs_on) {
-                Some(g) => {
-                    g.launch().map_err(drv)?;
-                    if fused {
-                        cur ^= kk & 1;
-                    }
-                }
-                None => cur = launch_steps(kk, cur, nblocks)?,
-            }
+            };
             let ev1 = stream.record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT)).map_err(drv)?;
             for d in 0..nd {
                 if active[d] {

@@ -806,30 +806,4 @@ mod build_tests {
         let e = check(&shorted).err().expect("a shorted port must fail");
         assert!(e.to_string().contains("lies on a conductor"), "{e}");
     }
-
-    /// Build times, old (sequential) against new, for the numbers in the commit log:
-    /// `cargo test --release --lib operator_build_times -- --ignored --nocapture`.
-    #[test]
-    #[ignore]
-    fn operator_build_times() {
-        for n in [100usize, 256] {
-            let job = crate::bench::box_job(n, 1);
-            let best = |f: &(dyn Fn() -> Operator + Sync)| {
-                (0..5)
-                    .map(|_| {
-                        let t = std::time::Instant::now();
-                        let op = f();
-                        let e = t.elapsed();
-                        drop(op);
-                        e
-                    })
-                    .min()
-                    .unwrap()
-            };
-            let old = in_pool(1, || best(&|| Operator::build(&job, Operator::fill_materials_serial, Operator::mark_rows_serial).unwrap()));
-            let new1 = in_pool(1, || best(&|| Operator::new(&job).unwrap()));
-            let new = best(&|| Operator::new(&job).unwrap());
-            eprintln!("box {n}^3: old {old:.2?}, new on 1 thread {new1:.2?}, new on {} threads {new:.2?}", rayon::current_num_threads());
-        }
-    }
 }

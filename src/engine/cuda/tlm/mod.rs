@@ -27,6 +27,7 @@ use rayon::prelude::*;
 
 use self::abi::{bytes, Kernel, Pod, TlmPtrs, KERNELS, PORT_THREADS};
 use self::plan::Plan;
+use super::graphs::{Chunk, ChunkGraphs};
 use super::{compile_error_text, drv, CudaBackend, Gpu, RunStats};
 use crate::engine::tlm::pack::{self, non_finite, non_finite_port, Stopper, TlmPack};
 use crate::engine::EngineError;
@@ -132,17 +133,6 @@ pub trait Dev {
 
 /// What a chunk's launches are made of: (steps, buffer parity, node blocks, port jobs, guide ports).
 pub type ChunkKey = (usize, usize, u32, u32, u32);
-
-/// How [`Dev::chunk_begin`] handled a chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Chunk {
-    /// Replayed from a recording: launch nothing.
-    Replayed,
-    /// Being recorded: launch it, then call [`Dev::chunk_end`].
-    Recording,
-    /// Launch it kernel by kernel.
-    Direct,
-}
 
 fn upload<T: Pod>(dev: &mut dyn Dev, id: usize, v: &[T]) -> Result<(), EngineError> {
     dev.upload(id, 0, bytes(v))
@@ -480,9 +470,7 @@ pub struct CudaDev {
     cfg: TlmConfig,
     bufs: Vec<CudaSlice<u8>>,
     start: Option<CudaEvent>,
-    /// Recorded chunks (None once capture failed: kernel by kernel from then on).
-    graphs: Option<HashMap<ChunkKey, cudarc::driver::CudaGraph>>,
-    recording: Option<ChunkKey>,
+    graphs: ChunkGraphs<ChunkKey>,
 }
 
 impl Dev for CudaDev {
@@ -534,43 +522,10 @@ impl Dev for CudaDev {
         (self.cfg, PORT_THREADS)
     }
     fn chunk_begin(&mut self, key: ChunkKey) -> Result<Chunk, EngineError> {
-        let Some(graphs) = self.graphs.as_mut() else { return Ok(Chunk::Direct) };
-        if let Some(g) = graphs.get(&key) {
-            g.launch().map_err(drv)?;
-            return Ok(Chunk::Replayed);
-        }
-        if graphs.len() >= 64 {
-            graphs.clear();
-        }
-        match self.stream.begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) {
-            Ok(()) => {
-                self.recording = Some(key);
-                Ok(Chunk::Recording)
-            }
-            Err(e) => {
-                eprintln!("note: CUDA graph capture failed ({e}); launching TLM kernels one by one");
-                self.graphs = None;
-                Ok(Chunk::Direct)
-            }
-        }
+        self.graphs.begin(key)
     }
     fn chunk_end(&mut self) -> Result<bool, EngineError> {
-        let Some(key) = self.recording.take() else { return Ok(true) };
-        match self.stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0)) {
-            Ok(Some(g)) => {
-                g.launch().map_err(drv)?;
-                if let Some(graphs) = self.graphs.as_mut() {
-                    graphs.insert(key, g);
-                }
-                Ok(true)
-            }
-            other => {
-                let why = other.err().map_or("empty graph".to_string(), |e| e.to_string());
-                eprintln!("note: CUDA graph capture failed ({why}); launching TLM kernels one by one");
-                self.graphs = None;
-                Ok(false)
-            }
-        }
+        self.graphs.end()
     }
 }
 
@@ -584,7 +539,7 @@ impl Drop for CudaDev {
 impl Gpu {
     /// Run this device's share of TLM jobs (indices into `jobs`, packs alongside),
     /// one engine kind at a time, in sub-batches that fit its memory.
-    fn run_tlm_share(&mut self, jobs: &[SimJob], packs: &[Option<TlmPack>], idx: &[usize], trace_chunk: usize, mem_cap: Option<usize>) -> Result<(Vec<(usize, Result<SimOutput, SimFailure>)>, RunStats), EngineError> {
+    fn run_tlm_share(&mut self, jobs: &[SimJob], packs: &[Option<TlmPack>], idx: &[usize], trace_chunk: usize, mem_cap: Option<usize>, graphs: bool) -> Result<(Vec<(usize, Result<SimOutput, SimFailure>)>, RunStats), EngineError> {
         let cfg = self.tlm.cfg;
         let k = self.tlm_kernels(cfg)?;
         let mut budget = self.budget()?;
@@ -613,7 +568,7 @@ impl Gpu {
                 let sub: Vec<usize> = sel[part].to_vec();
                 let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
                 let pk: Vec<&TlmPack> = sub.iter().map(|&i| packs[i].as_ref().unwrap()).collect();
-                let mut dev = CudaDev { stream: self.stream.clone(), k: k.clone(), cfg, bufs: vec![], start: None, graphs: Some(HashMap::new()), recording: None };
+                let mut dev = CudaDev { stream: self.stream.clone(), k: k.clone(), cfg, bufs: vec![], start: None, graphs: ChunkGraphs::new(self.stream.clone(), graphs, "TLM steps") };
                 let (res, s) = drive(&mut dev, &js, &pk, trace_chunk)?;
                 drop(dev);
                 st.setup_s += s.setup_s;
@@ -682,6 +637,7 @@ impl CudaBackend {
         let shares = super::batch::spread(&cost, self.gpus.len());
         let packs_ref = &packs;
         let chunk = self.opts.trace_chunk;
+        let graphs = self.opts.graphs;
         // No cap beyond what the card has free (a merge may pass CudaOptions' memory limit here).
         let cap: Option<usize> = None;
         let per_gpu: Vec<Result<(Vec<(usize, Result<SimOutput, SimFailure>)>, RunStats), EngineError>> = std::thread::scope(|sc| {
@@ -695,7 +651,7 @@ impl CudaBackend {
                     sc.spawn(move || {
                         let mut gpu = gpu.lock().unwrap();
                         gpu.ctx.bind_to_thread().map_err(drv)?;
-                        gpu.run_tlm_share(jobs, packs_ref, &sel, chunk, cap)
+                        gpu.run_tlm_share(jobs, packs_ref, &sel, chunk, cap, graphs)
                     })
                 })
                 .collect();
