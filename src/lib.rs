@@ -10,6 +10,7 @@ pub mod bench;
 pub mod cli;
 pub mod consts;
 pub mod design;
+pub mod dev;
 pub mod engine;
 pub mod evaluate;
 pub mod fitness;

@@ -1,4 +1,4 @@
-// CPU emulation of the CUDA FDTD batch (see src/cli/kernel_emu.rs): reads
+// CPU emulation of the CUDA FDTD batch (see src/dev/kernel_emu.rs): reads
 // the packed batch written by `emvolve kernel-emu`, runs the launch sequence
 // of the backend (step kernels, inject, sample; energy at the end) with the
 // kernels of kernels/fdtd.cu, and writes the final fields, port samples and

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 
-use super::bench_table::{measure, print_table, row};
+use crate::bench::table::{measure, print_table, row};
 use crate::engine::cuda::batch::{step_bytes, Tile};
 use crate::engine::cuda::{self, CudaBackend, CudaOptions, Scheme};
 use crate::engine::fdtd::Operator;
@@ -250,7 +250,7 @@ pub fn run(a: BenchArgs) -> anyhow::Result<i32> {
         let shapes: Vec<crate::engine::cuda::tlm::TlmConfig> =
             a.tlm_shapes.iter().map(|t| crate::engine::cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
         anyhow::ensure!(!shapes.is_empty(), "--tlm-shapes: at least one");
-        return super::tlm_check::bench(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes);
+        return crate::dev::tlm_check::bench(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes);
     }
     // --- end TLM
     let pop = a.population;

@@ -4,14 +4,9 @@
 use clap::{Parser, Subcommand};
 
 pub mod bench;
-pub mod bench_table;
-pub mod device_check;
-pub mod device_designs;
-pub mod kernel_emu;
 pub mod inspect;
 pub mod run;
 pub mod simulate;
-pub mod tlm_check;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -32,14 +27,9 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
-    /// Compare the CUDA backend with the CPU engine (error norms), for the device machine.
-    DeviceCheck(device_check::DeviceCheckArgs),
-    /// Step the CUDA kernels in a CPU emulation and compare with the CPU engine (developers).
+    /// Developer harnesses: device-check, kernel-emu, tlm-emu.
     #[command(hide = true)]
-    KernelEmu(kernel_emu::KernelEmuArgs),
-    /// Step the TLM kernels in a CPU emulation and compare with the CPU engines (developers).
-    #[command(hide = true)]
-    TlmEmu(tlm_check::TlmEmuArgs),
+    Dev(crate::dev::DevArgs),
 }
 
 /// Entry point; returns the process exit code.
@@ -51,9 +41,7 @@ pub fn main() -> i32 {
         Command::Inspect(a) => inspect::run(a),
         Command::Simulate(a) => simulate::run(a),
         Command::Bench(a) => bench::run(a),
-        Command::DeviceCheck(a) => device_check::run(a),
-        Command::KernelEmu(a) => kernel_emu::run(a),
-        Command::TlmEmu(a) => tlm_check::emu(a),
+        Command::Dev(a) => crate::dev::run(a),
     };
     match res {
         Ok(code) => code,

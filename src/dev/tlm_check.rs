@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use clap::Args;
 
-use super::bench_table::{measure, print_table, row};
+use crate::bench::table::{measure, print_table, row};
 use super::device_check::{rel_l2, s_rel_diff, Diff};
 use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
 use crate::engine::cuda::{self, CudaBackend, JobRun};
