@@ -9,23 +9,6 @@ use crate::engine::Backend;
 use crate::evaluate::evaluate_designs;
 use crate::job::EngineKind;
 
-/// Largest |S_cpu - S_gpu| over every S_ij and frequency, relative to max |S_cpu|.
-fn rel_diff(a: &crate::analysis::SParams, b: &crate::analysis::SParams) -> f64 {
-    let mut num: f64 = 0.0;
-    let mut den: f64 = 0.0;
-    for (ra, rb) in a.s.iter().zip(&b.s) {
-        for (ca, cb) in ra.iter().zip(rb) {
-            if let (Some(x), Some(y)) = (ca, cb) {
-                for (p, q) in x.iter().zip(y) {
-                    num = num.max((p - q).norm());
-                    den = den.max(p.norm());
-                }
-            }
-        }
-    }
-    num / den.max(1e-300)
-}
-
 /// Compare CPU and `gpu` on each design (at its midpoint) under each engine; returns true when any fails.
 pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backend, tol: f64) -> anyhow::Result<bool> {
     let cpu = crate::engine::cpu::CpuBackend;
@@ -44,7 +27,7 @@ pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backen
             let tg = t.elapsed().as_secs_f64();
             match (c, g) {
                 (Ok(c), Ok(g)) => {
-                    let d = rel_diff(&c.sparams, &g.sparams);
+                    let d = super::compare::sparams_rel_diff(&c.sparams, &g.sparams);
                     let steps_c: Vec<usize> = c.outputs.iter().map(|o| o.steps).collect();
                     let steps_g: Vec<usize> = g.outputs.iter().map(|o| o.steps).collect();
                     let ok = d <= tol && steps_c == steps_g;

@@ -1,4 +1,4 @@
-//! `emvolve kernel-emu` (hidden, for developers): checks `kernels/fdtd.cu`
+//! `emvolve dev kernel-emu`: checks `kernels/fdtd.cu`
 //! without a GPU. The batch is packed exactly as the CUDA backend packs it
 //! ([`Plan`]), written to a file, stepped by `scripts/kernel-emu/emu.cpp`
 //! (the kernels compiled as C++ with a shim that runs each block's threads
@@ -50,27 +50,37 @@ fn put<T: Copy>(w: &mut Vec<u8>, name: &str, v: &[T]) {
     w.extend_from_slice(unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, n) });
 }
 
-fn read_records(b: &[u8]) -> std::collections::HashMap<String, Vec<u8>> {
+/// The emulator's output: named byte records, each `u32 name length, name, u64 byte count, bytes`.
+fn read_records(b: &[u8]) -> anyhow::Result<std::collections::HashMap<String, Vec<u8>>> {
     let mut m = std::collections::HashMap::new();
     let mut p = 0;
     while p < b.len() {
-        let nl = u32::from_le_bytes(b[p..p + 4].try_into().unwrap()) as usize;
-        p += 4;
-        let name = String::from_utf8_lossy(&b[p..p + nl]).to_string();
-        p += nl;
-        let n = u64::from_le_bytes(b[p..p + 8].try_into().unwrap()) as usize;
-        p += 8;
-        m.insert(name, b[p..p + n].to_vec());
-        p += n;
+        let nl = u32::from_le_bytes(array::<4>(b, &mut p)?) as usize;
+        let name = String::from_utf8_lossy(slice(b, &mut p, nl)?).to_string();
+        let n = u64::from_le_bytes(array::<8>(b, &mut p)?) as usize;
+        m.insert(name, slice(b, &mut p, n)?.to_vec());
     }
-    m
+    Ok(m)
+}
+
+/// The next `n` bytes of `b` from `*p`, moving `*p` past them.
+fn slice<'a>(b: &'a [u8], p: &mut usize, n: usize) -> anyhow::Result<&'a [u8]> {
+    let s = b.get(*p..*p + n).ok_or_else(|| anyhow::anyhow!("emulator output cut short at byte {} of {}", *p, b.len()))?;
+    *p += n;
+    Ok(s)
+}
+
+fn array<const N: usize>(b: &[u8], p: &mut usize) -> anyhow::Result<[u8; N]> {
+    let mut a = [0u8; N];
+    a.copy_from_slice(slice(b, p, N)?);
+    Ok(a)
 }
 
 fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 fn f64s(b: &[u8]) -> Vec<f64> {
-    b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks_exact(8).map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])).collect()
 }
 
 pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
@@ -138,14 +148,19 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let st = std::process::Command::new(&a.emu).arg(&fin).arg(&fout).status()?;
     anyhow::ensure!(st.success(), "emulator failed: {st}");
     let emu_s = t.elapsed().as_secs_f64();
-    let rec = read_records(&std::fs::read(&fout)?);
+    let rec = read_records(&std::fs::read(&fout)?)?;
     std::fs::remove_dir_all(&dir).ok();
+    let record = |name: &str| rec.get(name).ok_or_else(|| anyhow::anyhow!("the emulator wrote no `{name}` record"));
 
-    let tv = f64s(&rec["tv"]);
-    let ti = f64s(&rec["ti"]);
-    let energy = f64s(&rec["energy"]);
-    let ge: Vec<Vec<f32>> = (0..3).map(|c| f32s(&rec[&format!("e{c}")])).collect();
-    let gh: Vec<Vec<f32>> = (0..3).map(|c| f32s(&rec[&format!("h{c}")])).collect();
+    let tv = f64s(record("tv")?);
+    let ti = f64s(record("ti")?);
+    let energy = f64s(record("energy")?);
+    let ge: Vec<Vec<f32>> = (0..3).map(|c| record(&format!("e{c}")).map(|r| f32s(r))).collect::<anyhow::Result<_>>()?;
+    let gh: Vec<Vec<f32>> = (0..3).map(|c| record(&format!("h{c}")).map(|r| f32s(r))).collect::<anyhow::Result<_>>()?;
+    anyhow::ensure!(
+        tv.len() >= plan.ports.len() * steps && ti.len() == tv.len() && energy.len() >= 2 * nd && ge.iter().chain(&gh).all(|f| f.len() >= plan.field_len),
+        "the emulator's records are shorter than the batch it was given"
+    );
     let mut worst = 0.0f64;
     println!("kernel-emu: {} scheme, tile {tile}, zchunk {}, {steps} steps, {nd} designs (emulated in {emu_s:.1} s)", if a.split { "split" } else { "fused" }, a.zchunk);
     for (d, job) in jobs.iter().enumerate() {

@@ -5,6 +5,7 @@
 
 use clap::{Args, Subcommand};
 
+pub mod compare;
 pub mod device_check;
 pub mod device_designs;
 pub mod kernel_emu;
