@@ -112,9 +112,9 @@ pub fn evaluate_designs(
     Ok(res)
 }
 
-/// The goal masks of `design` for plots.
+/// The masks of `design`'s S-parameter goals, for the S-parameter plots.
 pub fn masks(design: &Design) -> Vec<crate::plot::sparams::Mask> {
-    use crate::fitness::Limit;
+    use crate::fitness::{GoalKind, Limit};
     design
         .goals()
         .iter()
@@ -123,7 +123,9 @@ pub fn masks(design: &Design) -> Vec<crate::plot::sparams::Mask> {
                 Limit::Above(l) => (l, true),
                 Limit::Below(l) => (l, false),
             };
-            crate::plot::sparams::Mask { s: g.s, f1: g.band.0, f2: g.band.1, level_db, above }
+            match g.kind {
+                GoalKind::S { i, j } => crate::plot::sparams::Mask { s: (i, j), f1: g.band.0, f2: g.band.1, level_db, above },
+            }
         })
         .collect()
 }

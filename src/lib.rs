@@ -16,6 +16,7 @@ pub mod evaluate;
 pub mod fitness;
 pub mod ga;
 pub mod job;
+pub mod numfmt;
 pub mod optimise;
 pub mod plot;
 pub mod run;

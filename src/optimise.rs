@@ -190,7 +190,7 @@ impl BestObserver {
         )?;
         crate::run::rundir::write_atomic(&best.join("parameters.ron"), text.as_bytes()).with_context(|| format!("writing {}", best.display()))?;
         if let Some(s) = &full {
-            let vals: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", crate::design::short(*v))).collect();
+            let vals: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", crate::numfmt::short(*v))).collect();
             let comment = format!("emvolve best design of {} at generation {}\nparameters: {}", design.name(), state.generation, vals.join(", "));
             crate::analysis::touchstone::write(&s.sparams, &best.join(design.name()), &comment)?;
         }

@@ -98,7 +98,7 @@ impl SParams {
 
     /// |S_ij| in dB (1-based), if available.
     pub fn db(&self, i: usize, j: usize) -> Option<Vec<f64>> {
-        self.get(i, j).map(|v| v.iter().map(|z| 20.0 * z.norm().max(1e-30).log10()).collect())
+        self.get(i, j).map(|v| v.iter().map(|z| super::db(z.norm())).collect())
     }
 
     pub fn n_ports(&self) -> usize {

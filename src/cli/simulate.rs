@@ -64,7 +64,7 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     let missing: Vec<String> = design.parameter_names().into_iter().filter(|n| !given.contains(&n.as_str())).collect();
     let values = design.values_from_sets(&a.set)?;
     if !missing.is_empty() {
-        let mids: Vec<String> = missing.iter().map(|n| format!("{n}={}", crate::design::short(values[n]))).collect();
+        let mids: Vec<String> = missing.iter().map(|n| format!("{n}={}", crate::numfmt::short(values[n]))).collect();
         println!("no --set for {}: using the midpoint of each range ({})", missing.join(", "), mids.join(", "));
     }
     let backend = select(a.backend, parse_gpus(&a.gpus).map_err(anyhow::Error::msg)?, &mut |s| println!("{s}"))?;
@@ -99,7 +99,7 @@ pub fn print_fitness(s: &Scored) {
 /// Touchstone (when the matrix is full), plot, time series and a summary into `dir`.
 pub fn write_outputs(design: &Design, values: &std::collections::BTreeMap<String, f64>, s: &Scored, dir: &Path) -> anyhow::Result<()> {
     let stem = dir.join(design.name());
-    let vals: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", crate::design::short(*v))).collect();
+    let vals: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", crate::numfmt::short(*v))).collect();
     let comment = format!("emvolve {}: {}\nparameters: {}", env!("CARGO_PKG_VERSION"), design.name(), vals.join(", "));
     let mut written = vec![];
     match crate::analysis::touchstone::write(&s.sparams, &stem, &comment) {

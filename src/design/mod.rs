@@ -127,7 +127,7 @@ impl Design {
 
     /// The 0-based port indices that must be driven for the goals (S_ij needs port j driven).
     pub fn drives_needed(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.goals.iter().map(|g| g.s.1 - 1).collect();
+        let mut v: Vec<usize> = self.goals.iter().filter_map(|g| g.kind.drive()).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -152,7 +152,7 @@ impl Design {
             ));
         }
         let job = self.job(values, engine_override)?;
-        let values_text = values.iter().map(|(k, v)| format!("{k}={}", short(*v))).collect::<Vec<_>>().join(",");
+        let values_text = values.iter().map(|(k, v)| format!("{k}={}", crate::numfmt::short(*v))).collect::<Vec<_>>().join(",");
         Ok(drives
             .iter()
             .map(|&j| {
@@ -184,16 +184,6 @@ fn ron_options() -> ron::Options {
     ron::Options::default()
         .with_default_extension(Extensions::UNWRAP_VARIANT_NEWTYPES)
         .with_default_extension(Extensions::IMPLICIT_SOME)
-}
-
-/// A value for labels: at most 6 significant digits, no trailing zeros.
-pub fn short(x: f64) -> String {
-    let s = format!("{:.*}", (5 - x.abs().max(1e-300).log10().floor() as i32).clamp(0, 12) as usize, x);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use super::format::{DesignFile, MaterialSpec, PortSpec, Primitive, Vec3};
 use super::validate::{boundary_faces, invariant_faces_problem};
 use crate::consts::{C0, EPS0};
 use crate::job::{Axis, Boundary, EngineKind, Grid, Material, Port, PortKind, Sheet};
+use crate::numfmt::short;
 
 /// Cells between a waveguide port's reference plane and its source plane.
 pub const SOURCE_OFFSET: usize = 3;
@@ -109,21 +110,12 @@ impl Ctx<'_> {
     }
     /// A length in design units for messages.
     fn show(&self, m: f64) -> String {
-        format!("{} {}", round_sig(m / self.u), self.d.units.symbol())
+        format!("{} {}", short(m / self.u), self.d.units.symbol())
     }
     /// "0..25 mm".
     fn range(&self, lo: f64, hi: f64) -> String {
-        format!("{}..{} {}", round_sig(lo / self.u), round_sig(hi / self.u), self.d.units.symbol())
+        format!("{}..{} {}", short(lo / self.u), short(hi / self.u), self.d.units.symbol())
     }
-}
-
-/// Round for display (6 significant digits, no float noise).
-fn round_sig(x: f64) -> f64 {
-    if x == 0.0 {
-        return 0.0;
-    }
-    let p = 10f64.powi(5 - x.abs().log10().floor() as i32);
-    (x * p).round() / p
 }
 
 /// Evaluate and check `d` at `values` for engine `kind`.
@@ -555,7 +547,7 @@ fn check_mesh(cx: &Ctx, r: &Resolved) -> Result<(), DesignError> {
                      at least {} are needed: use a cell of at most {}",
                     per,
                     a.name(),
-                    round_sig(f_top / 1e9),
+                    short(f_top / 1e9),
                     name,
                     index,
                     MIN_CELLS_PER_WAVELENGTH,

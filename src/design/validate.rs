@@ -7,7 +7,7 @@ use super::error::DesignError;
 use super::expr::{self, Expr, BUILTIN_NAMES};
 use super::format::{DesignFile, EngineSpec, MaterialSpec, Objective, PortSpec, Primitive, Vec3};
 use super::params::spec_problem;
-use crate::fitness::{Goal, Limit};
+use crate::fitness::{Goal, GoalKind, Limit};
 use crate::job::{Axis, Boundary};
 
 /// Built-in material names (matched case-insensitively).
@@ -278,7 +278,7 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
         if f1.is_nan() || f2.is_nan() || f1 >= f2 {
             return bad(format!("{at}.band"), format!("f2 ({f2}) must be above f1 ({f1})"));
         }
-        let goal = Goal { s: g.s, band: g.band, limit, weight: g.weight };
+        let goal = Goal { kind: GoalKind::S { i, j }, band: g.band, limit, weight: g.weight };
         let tol = 1e-9 * d.band.stop;
         if f1 < d.band.start - tol || f2 > d.band.stop + tol {
             return bad(
