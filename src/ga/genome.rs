@@ -57,9 +57,25 @@ impl GeneSpec {
         }
     }
 
-    /// The nearest allowed value to `x` (the repair the operators apply).
+    /// The nearest allowed value to `x`: inside the bounds and, for lattice
+    /// genes, on the lattice (the repair the operators apply). Non-finite input
+    /// (which no operator should produce) becomes the lower bound.
     pub fn snap(&self, x: f64) -> f64 {
-        super::ops::repair::repair_gene(self, x)
+        let (lo, hi) = self.bounds();
+        if !x.is_finite() {
+            return lo;
+        }
+        let v = match *self {
+            GeneSpec::Real { .. } => x.clamp(lo, hi),
+            GeneSpec::Int { .. } => x.round().clamp(lo, hi),
+            GeneSpec::Stepped { min, step, .. } => {
+                let k = ((x - min) / step).round().clamp(0.0, self.lattice_top() as f64);
+                // Always computed the same way from k, so equal lattice points have equal bits.
+                min + k * step
+            }
+        };
+        // -0.0 and 0.0 are the same design; give them the same cache key.
+        v + 0.0
     }
 
     /// The allowed value nearest the middle of the range.
@@ -154,7 +170,9 @@ pub fn random_genome(genes: &[GeneSpec], rng: &mut impl rand::Rng) -> Vec<f64> {
             lo + rng.random::<f64>() * (hi - lo)
         })
         .collect();
-    crate::ga::ops::repair::repair_genome(genes, &mut x);
+    for (g, v) in genes.iter().zip(x.iter_mut()) {
+        *v = g.snap(*v);
+    }
     x
 }
 

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use super::genome::{genome_key, GeneSpec};
 use super::problem::Evaluation;
 use super::settings::GaSettings;
-use super::termination::TerminationReason;
 
 /// Format version of the state; a checkpoint of another version is refused.
 pub const STATE_VERSION: u32 = 1;
@@ -77,6 +76,30 @@ pub struct GenStats {
     pub evaluation_seconds: f64,
     /// Mean of the engine throughputs reported in this generation.
     pub cells_per_second: Option<f64>,
+}
+
+/// Why a run stopped; stored in the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TerminationReason {
+    MaxGenerations,
+    MaxEvaluations,
+    TargetFitness,
+    Stagnation,
+    WallTime,
+    Interrupted,
+}
+
+impl std::fmt::Display for TerminationReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            TerminationReason::MaxGenerations => "reached the generation limit",
+            TerminationReason::MaxEvaluations => "reached the evaluation limit",
+            TerminationReason::TargetFitness => "reached the target fitness",
+            TerminationReason::Stagnation => "the best stopped improving",
+            TerminationReason::WallTime => "reached the wall-time limit",
+            TerminationReason::Interrupted => "interrupted",
+        })
+    }
 }
 
 /// The whole state of a run.

@@ -3,34 +3,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::settings::GaSettings;
 use super::state::GaState;
-
-/// Why a run stopped; stored in the state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TerminationReason {
-    MaxGenerations,
-    MaxEvaluations,
-    TargetFitness,
-    Stagnation,
-    WallTime,
-    Interrupted,
-}
-
-impl std::fmt::Display for TerminationReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(match self {
-            TerminationReason::MaxGenerations => "reached the generation limit",
-            TerminationReason::MaxEvaluations => "reached the evaluation limit",
-            TerminationReason::TargetFitness => "reached the target fitness",
-            TerminationReason::Stagnation => "the best stopped improving",
-            TerminationReason::WallTime => "reached the wall-time limit",
-            TerminationReason::Interrupted => "interrupted",
-        })
-    }
-}
+// The reason is part of the state (it is checkpointed); named here too, where the criteria give it.
+pub use super::state::TerminationReason;
 
 /// One stopping rule.
 #[derive(Debug, Clone)]

@@ -2,30 +2,16 @@
 
 use crate::ga::genome::GeneSpec;
 
-/// Put `x` inside the gene's bounds and, for lattice genes, onto the lattice.
-/// Non-finite input (which no operator should produce) becomes the lower bound.
+/// Put `x` inside the gene's bounds and, for lattice genes, onto the lattice
+/// (the gene's own rule, [`GeneSpec::snap`]).
 pub fn repair_gene(spec: &GeneSpec, x: f64) -> f64 {
-    let (lo, hi) = spec.bounds();
-    if !x.is_finite() {
-        return lo;
-    }
-    let v = match *spec {
-        GeneSpec::Real { .. } => x.clamp(lo, hi),
-        GeneSpec::Int { .. } => x.round().clamp(lo, hi),
-        GeneSpec::Stepped { min, step, .. } => {
-            let k = ((x - min) / step).round().clamp(0.0, spec.lattice_top() as f64);
-            // Always computed the same way from k, so equal lattice points have equal bits.
-            min + k * step
-        }
-    };
-    // -0.0 and 0.0 are the same design; give them the same cache key.
-    v + 0.0
+    spec.snap(x)
 }
 
 /// Repair every gene of a genome in place.
 pub fn repair_genome(genes: &[GeneSpec], x: &mut [f64]) {
     for (g, v) in genes.iter().zip(x.iter_mut()) {
-        *v = repair_gene(g, *v);
+        *v = g.snap(*v);
     }
 }
 
