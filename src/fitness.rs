@@ -132,6 +132,20 @@ pub struct GoalScore {
     pub worst_db: f64,
 }
 
+impl GoalScore {
+    /// "met    |S21| > -1 dB over 31.0-32.1 GHz   violation 0.0000 dB^2, worst -0.42 dB at 31.0500 GHz".
+    pub fn line(&self) -> String {
+        let state = if self.violation == 0.0 { "met   " } else { "missed" };
+        format!(
+            "{state} {:<44} violation {:>10.4} dB^2, worst {:.2} dB at {:.4} GHz",
+            self.label,
+            self.violation,
+            self.worst_db,
+            self.worst_freq_hz / 1e9
+        )
+    }
+}
+
 /// The fitness of one design (lower is better, 0 when every goal is met).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Fitness {

@@ -18,5 +18,6 @@ pub mod ga;
 pub mod job;
 pub mod numfmt;
 pub mod optimise;
+pub mod outputs;
 pub mod plot;
 pub mod run;

@@ -45,10 +45,15 @@ pub fn render(sp: &SParams, comment: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// `<stem>.sNp`: where the file of an `n_ports`-port matrix goes.
+pub fn path(stem: &Path, n_ports: usize) -> std::path::PathBuf {
+    stem.with_extension(format!("s{n_ports}p"))
+}
+
 /// Write `<stem>.sNp` next to `stem`; returns the path written.
 pub fn write(sp: &SParams, stem: &Path, comment: &str) -> anyhow::Result<std::path::PathBuf> {
     let text = render(sp, comment).map_err(anyhow::Error::msg)?;
-    let path = stem.with_extension(format!("s{}p", sp.n_ports()));
+    let path = path(stem, sp.n_ports());
     std::fs::write(&path, text).map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
     Ok(path)
 }

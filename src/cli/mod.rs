@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod args;
 pub mod bench;
 pub mod inspect;
 pub mod run;

@@ -1,18 +1,18 @@
 //! `emvolve run` and `emvolve resume`: launch an optimisation in a run
 //! directory, or continue one from its checkpoint.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use super::simulate::EngineArg;
+pub use super::args::ExecArgs;
+use super::args::EngineArg;
 use crate::design::Design;
-use crate::engine::select::{parse_gpus, select, BackendChoice};
 use crate::ga::settings::GaSettings;
-use crate::optimise::{BestObserver, DesignProblem, RunSettings, Simulator};
+use crate::optimise::{open_run, BestObserver, DesignProblem, RunSettings, Simulator};
 use crate::run::observe::{default_observers, Observer};
 use crate::run::{checkpoint, RunDir, RunSummary, Runner};
 
@@ -49,19 +49,6 @@ pub struct RunArgs {
     /// Override the stagnation limit in generations (stop.stagnation).
     #[arg(long)]
     pub stagnation: Option<usize>,
-}
-
-/// Options of both `run` and `resume`: where to compute and how to report.
-#[derive(Args, Debug)]
-pub struct ExecArgs {
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
-    /// GPUs to use: `all` or a list such as `0,1`.
-    #[arg(long, default_value = "all")]
-    pub gpus: String,
-    /// Plain log lines instead of progress bars.
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -103,7 +90,7 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 
 fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> Vec<Box<dyn Observer>> {
     let mut obs = default_observers(quiet);
-    obs.push(Box::new(BestObserver::new(sim.clone(), problem.sparams.clone())));
+    obs.push(Box::new(BestObserver::new(sim.clone(), problem)));
     obs
 }
 
@@ -147,7 +134,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     crate::ga::new_state(design.genes(), n_objectives, ga.clone(), "")
         .with_context(|| format!("{}: optimiser settings", design.origin()))?;
     let settings = RunSettings { ga: ga.clone(), engine: a.engine.map(Into::into) };
-    let backend = select(a.exec.backend, parse_gpus(&a.exec.gpus).map_err(anyhow::Error::msg)?, &mut |s| println!("{s}"))?;
+    let backend = a.exec.backend(&mut |s| println!("{s}"))?;
     let name = a.name.clone().unwrap_or_else(|| design.name().to_string());
     let dir = a.runs_dir.join(&name);
     let rundir = RunDir::create(&dir, a.force)?;
@@ -161,16 +148,6 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let mut runner = Runner::new(problem, ga, rundir, obs).with_interrupt(interrupt_flag()).with_design_hash(hash);
     let summary = runner.run(None)?;
     Ok(report(&summary))
-}
-
-/// Read the design and settings a run directory keeps.
-pub fn open_run(dir: &Path) -> anyhow::Result<(RunDir, Design, RunSettings)> {
-    let rundir = RunDir::open(dir)?;
-    let design = Design::load(&rundir.file("design.ron"))?;
-    let sp = rundir.file("settings.ron");
-    let text = std::fs::read_to_string(&sp).with_context(|| format!("reading {}", sp.display()))?;
-    let settings: RunSettings = ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{e}", sp.display()))?;
-    Ok((rundir, design, settings))
 }
 
 pub fn resume(a: ResumeArgs) -> anyhow::Result<i32> {
@@ -203,7 +180,7 @@ pub fn resume(a: ResumeArgs) -> anyhow::Result<i32> {
             loaded.state.generation, settings.ga.generations
         );
     }
-    let backend = select(a.exec.backend, parse_gpus(&a.exec.gpus).map_err(anyhow::Error::msg)?, &mut |s| println!("{s}"))?;
+    let backend = a.exec.backend(&mut |s| println!("{s}"))?;
     let ron_settings = ron::ser::to_string_pretty(&settings, ron::ser::PrettyConfig::default())?;
     rundir.store("settings.ron", ron_settings)?;
     let sim = Arc::new(Simulator { design, backend: Arc::from(backend), engine: settings.engine });

@@ -241,7 +241,7 @@ mod tests {
         assert!((rel_l2(&[3.0, 4.0], &[0.0, 5.0]) - (9.0f64 + 1.0).sqrt() / 5.0).abs() < 1e-15);
         assert_eq!(rel_l2(&[1.0], &[1.0, 2.0]), f64::INFINITY);
         assert_eq!(rel_l2(&[f64::NAN], &[1.0]), f64::INFINITY);
-        assert_eq!(abs_max(&[1.0, 5.0], &[2.0, -4.0]), (1.0, 4.0));
+        assert_eq!(abs_max(&[1.0, 5.0], &[2.0, -4.0]), (9.0, 4.0));
         assert_eq!(abs_max(&[f32::NAN], &[0.0]).0, f64::INFINITY);
     }
 

@@ -126,9 +126,10 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.label = format!("box {}^3, cpml all faces", j.grid.n[0]);
     v.push(j);
 
-    let mut j = crate::bench::population_jobs(1, s(25_000, 8_000), steps).remove(0);
-    j.label = "wr28 iris, 2 TE10 ports".into();
-    v.push(j);
+    for mut j in crate::bench::population_jobs(1, s(25_000, 8_000), steps) {
+        j.label = "wr28 iris, 2 TE10 ports".into();
+        v.push(j);
+    }
 
     // n + 1 a multiple of the tile: the high ghost layer sits alone in the last tile.
     let mut j = base_job("pmc all faces, lumped", [s(31, 7), s(15, 7), s(16, 9)], 1e-3, [[Pmc; 2]; 3], [[0; 2]; 3], (2e9, 12e9));
@@ -155,10 +156,11 @@ pub fn zero_jobs(small: bool) -> Vec<SimJob> {
     let pop = crate::bench::population_jobs(if small { 2 } else { 3 }, if small { 8_000 } else { 20_000 }, if small { 80 } else { 500 });
     v.extend(pop);
     if !small {
-        let mut g = crate::bench::population_jobs(1, 20_000, 1).remove(0);
-        g.label = "wr28 iris, -30 dB decay".into();
-        g.stop = StopRule { decay_db: -30.0, max_steps: 20_000, check_every: 64 };
-        v.push(g);
+        for mut g in crate::bench::population_jobs(1, 20_000, 1) {
+            g.label = "wr28 iris, -30 dB decay".into();
+            g.stop = StopRule { decay_db: -30.0, max_steps: 20_000, check_every: 64 };
+            v.push(g);
+        }
         let mut m = base_job("matched lumped port", [16, 16, 16], 0.1e-3, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (0.05e9, 1e9));
         m.ports = vec![lumped("src", Axis::Z, [7, 8, 7], 2), lumped("load", Axis::Z, [8, 8, 7], 2)];
         for z in [7, 9] {

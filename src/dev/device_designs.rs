@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::design::Design;
 use crate::engine::Backend;
-use crate::evaluate::evaluate_designs;
+use crate::evaluate::evaluate_one;
 use crate::job::EngineKind;
 
 /// Compare CPU and `gpu` on each design (at its midpoint) under each engine; returns true when any fails.
@@ -20,10 +20,10 @@ pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backen
         for &engine in engines {
             let name = engine.unwrap_or(design.engine_kind()).name();
             let t = std::time::Instant::now();
-            let c = evaluate_designs(&design, std::slice::from_ref(&values), &drives, engine, &cpu, &|_| {})?.remove(0);
+            let c = evaluate_one(&design, &values, &drives, engine, &cpu)?;
             let tc = t.elapsed().as_secs_f64();
             let t = std::time::Instant::now();
-            let g = evaluate_designs(&design, std::slice::from_ref(&values), &drives, engine, gpu, &|_| {})?.remove(0);
+            let g = evaluate_one(&design, &values, &drives, engine, gpu)?;
             let tg = t.elapsed().as_secs_f64();
             match (c, g) {
                 (Ok(c), Ok(g)) => {
@@ -42,7 +42,8 @@ pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backen
                 }
                 (c, g) => {
                     bad = true;
-                    println!("[design {} {name}] FAIL: cpu {:?} gpu {:?}", design.name(), c.err(), g.err());
+                    let why = |r: Result<_, crate::evaluate::CandidateFailure>| r.err().map_or("ok".to_string(), |e| e.to_string());
+                    println!("[design {} {name}] FAIL: cpu {} gpu {}", design.name(), why(c), why(g));
                 }
             }
         }

@@ -19,7 +19,7 @@ pub mod testfns;
 
 pub use error::GaError;
 pub use genome::GeneSpec;
-pub use problem::{Evaluation, Problem, PENALTY};
+pub use problem::{Evaluation, Extra, Problem, PENALTY};
 pub use settings::{Crossover, GaSettings, Mutation, Stop};
 pub use state::{FailureRecord, GaState, GenStats, GeneSpread, Individual};
 pub use step::{new_state, step};

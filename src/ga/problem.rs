@@ -1,8 +1,11 @@
 //! The `Problem` trait: what the optimiser needs from a design and an engine, and what one evaluation returns.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::genome::GeneSpec;
+use crate::fitness::GoalScore;
 
 /// The objective value given to a design that could not be simulated or was
 /// not simulated: finite (never NaN, so sorting stays total) and worse than any real result.
@@ -17,8 +20,9 @@ pub struct Evaluation {
     pub constraint_violation: f64,
     /// Set when the design could not be simulated (fields went non-finite, ...).
     pub failure: Option<String>,
-    /// Opaque per-design details (e.g. per-goal breakdown), shown by `inspect`.
-    pub extra: serde_json::Value,
+    /// What the problem says about the design beside its objectives, shown by `inspect`.
+    #[serde(with = "extra_as_map")]
+    pub extra: Extra,
     /// Engine throughput for this design, if it knows.
     pub cells_per_second: Option<f64>,
 }
@@ -26,7 +30,7 @@ pub struct Evaluation {
 impl Evaluation {
     /// A feasible, successful evaluation.
     pub fn ok(objectives: Vec<f64>) -> Evaluation {
-        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: serde_json::Value::Null, cells_per_second: None }
+        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: Extra::default(), cells_per_second: None }
     }
 
     /// A design that could not be simulated.
@@ -35,7 +39,7 @@ impl Evaluation {
             objectives: vec![PENALTY; n_objectives],
             constraint_violation: 0.0,
             failure: Some(reason.into()),
-            extra: serde_json::Value::Null,
+            extra: Extra::default(),
             cells_per_second: None,
         }
     }
@@ -80,6 +84,48 @@ impl Evaluation {
     }
 }
 
+/// What a problem reports about one design beside its objectives, for people
+/// (`inspect`, `best/`): the first objective's parts, how the simulation went,
+/// and other named numbers. Every part is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Extra {
+    /// The fitness goal by goal, in the design's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub goals: Vec<GoalScore>,
+    /// How the design's simulations ended, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<String>,
+    /// Named numbers worth showing (the test functions' diagnostics, say).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, f64>,
+}
+
+impl Extra {
+    pub fn is_empty(&self) -> bool {
+        self == &Extra::default()
+    }
+}
+
+/// [`Extra`] is kept in checkpoints as a plain map (`{"goals": [...], "runs": "..."}`),
+/// the form the untyped `extra` of earlier checkpoints had, so those still load
+/// (their `()` for "nothing" too).
+mod extra_as_map {
+    use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Extra;
+
+    pub fn serialize<S: Serializer>(extra: &Extra, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::to_value(extra).map_err(serde::ser::Error::custom)?.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Extra, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Null => Ok(Extra::default()),
+            v => serde_json::from_value(v).map_err(D::Error::custom),
+        }
+    }
+}
+
 /// What the optimiser optimises: the design (genes, geometric constraints)
 /// and the engine (batch evaluation).
 pub trait Problem {
@@ -95,6 +141,8 @@ pub trait Problem {
     fn constraint_violation(&self, x: &[f64]) -> f64;
 
     /// Simulate a batch of designs, one [`Evaluation`] per design, in order.
+    /// Every design of the batch has passed [`Problem::constraint_violation`]
+    /// (violation 0), so its evaluation's violation is 0 and is not asked again.
     /// Call `progress(done)` with the number finished so far as they complete.
     /// An `Err` is fatal for the run (the engine died); a design that cannot be
     /// simulated is an `Ok` evaluation with `failure: Some(reason)`.

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::checkpoint::{self, CheckpointError};
 use crate::ga::nsga2;
 use crate::ga::ops::select::compare_constrained;
-use crate::ga::problem::Evaluation;
+use crate::ga::problem::{Evaluation, Extra};
 use crate::ga::state::GaState;
 use crate::ga::termination::TerminationReason;
 
@@ -23,7 +23,17 @@ pub struct InspectedDesign {
     pub genome: Vec<f64>,
     pub objectives: Vec<f64>,
     pub constraint_violation: f64,
-    pub extra: serde_json::Value,
+    pub extra: Extra,
+}
+
+/// Which set `inspect` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InspectionKind {
+    /// The best designs by fitness (a single objective).
+    Top,
+    /// The Pareto set (several objectives).
+    Pareto,
 }
 
 /// What `inspect` shows.
@@ -39,8 +49,7 @@ pub struct Inspection {
     pub termination: Option<TerminationReason>,
     pub gene_names: Vec<String>,
     pub n_objectives: usize,
-    /// "top" (single objective) or "pareto".
-    pub kind: &'static str,
+    pub kind: InspectionKind,
     /// How many designs the set had before it was cut to `top_k`.
     pub available: usize,
     pub designs: Vec<InspectedDesign>,
@@ -75,13 +84,13 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
             // Evenly spaced along f1, both ends included.
             (0..top_k).map(|i| set[i * (n - 1) / (top_k - 1)]).collect()
         };
-        ("pareto", picked, n)
+        (InspectionKind::Pareto, picked, n)
     } else {
         let mut order: Vec<usize> = (0..evals.len()).collect();
         order.sort_by(|&a, &b| compare_constrained(evals[a], evals[b]).then_with(|| entries[a].0.cmp(entries[b].0)));
         let n = order.len();
         order.truncate(top_k);
-        ("top", order, n)
+        (InspectionKind::Top, order, n)
     };
     let names = state.gene_names();
     let designs = chosen
@@ -133,8 +142,8 @@ impl Inspection {
             self.generation, self.evaluations, self.failures
         ));
         out.push_str(&match self.kind {
-            "pareto" => format!("Pareto set: {} of {} designs\n", self.designs.len(), self.available),
-            _ => format!("best {} of {} designs\n", self.designs.len(), self.available),
+            InspectionKind::Pareto => format!("Pareto set: {} of {} designs\n", self.designs.len(), self.available),
+            InspectionKind::Top => format!("best {} of {} designs\n", self.designs.len(), self.available),
         });
         let mut header: Vec<String> = vec!["#".into()];
         header.extend((0..self.n_objectives).map(|k| if self.n_objectives == 1 { "fitness".into() } else { format!("f{}", k + 1) }));
@@ -161,8 +170,9 @@ impl Inspection {
         for (r, d) in rows.iter().zip(&self.designs) {
             out.push_str(&line(r));
             out.push('\n');
-            if !d.extra.is_null() {
-                out.push_str(&format!("{:>w$}  extra: {}\n", "", d.extra, w = widths[0]));
+            if !d.extra.is_empty() {
+                let extra = serde_json::to_string(&d.extra).unwrap_or_else(|e| format!("({e})"));
+                out.push_str(&format!("{:>w$}  extra: {extra}\n", "", w = widths[0]));
             }
         }
         out

@@ -1,0 +1,114 @@
+//! [`DesignProblem`]: the GA's `Problem` for one design. A generation's new
+//! genomes become one backend batch, the best design's missing port columns
+//! (asked for by the best-design observer) riding along in it.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use super::{lock, Shared, Simulator};
+use crate::evaluate::{score, simulate_batch, CandidateFailure, Request, Scored, Simulated};
+use crate::ga::genome::genome_key;
+use crate::ga::problem::{Evaluation, Extra, Problem};
+use crate::ga::GeneSpec;
+
+/// The GA problem of one design.
+pub struct DesignProblem {
+    sim: Arc<Simulator>,
+    genes: Vec<GeneSpec>,
+    drives: Vec<usize>,
+    n_extra: usize,
+    pub(crate) shared: Arc<Mutex<Shared>>,
+}
+
+impl DesignProblem {
+    pub fn new(sim: Arc<Simulator>) -> DesignProblem {
+        let genes = sim.design.genes();
+        let drives = sim.design.drives_needed();
+        let n_extra = sim.design.objective_labels().len().saturating_sub(1);
+        DesignProblem { sim, genes, drives, n_extra, shared: Arc::default() }
+    }
+
+    /// The batch, run on a scoped thread: the GA's progress callback is not
+    /// `Sync`, so the batch counts into an atomic that this thread polls.
+    fn run_batch(&self, requests: &[Request], shown: usize, progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Result<Simulated, CandidateFailure>>> {
+        let done = AtomicUsize::new(0);
+        let sim = &self.sim;
+        std::thread::scope(|s| {
+            let h = s.spawn(|| {
+                simulate_batch(&sim.design, requests, sim.engine, sim.backend.as_ref(), &|n| {
+                    done.fetch_max(n.min(shown), Ordering::Relaxed);
+                })
+            });
+            let mut last = 0;
+            while !h.is_finished() {
+                std::thread::sleep(Duration::from_millis(100));
+                let n = done.load(Ordering::Relaxed);
+                if n != last {
+                    progress(n);
+                    last = n;
+                }
+            }
+            match h.join() {
+                Ok(r) => Ok(r?),
+                Err(_) => Err(anyhow::anyhow!("the evaluation thread panicked")),
+            }
+        })
+    }
+}
+
+impl Problem for DesignProblem {
+    fn genes(&self) -> Vec<GeneSpec> {
+        self.genes.clone()
+    }
+    fn n_objectives(&self) -> usize {
+        1 + self.n_extra
+    }
+    fn constraint_violation(&self, x: &[f64]) -> f64 {
+        self.sim.design.constraint_violation(&self.sim.values(x))
+    }
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+        let values: Vec<_> = xs.iter().map(|x| self.sim.values(x)).collect();
+        let mut requests: Vec<Request> = values.iter().map(|v| Request { values: v.clone(), drives: self.drives.clone() }).collect();
+        let wanted = lock(&self.shared).wanted.take();
+        if let Some(w) = &wanted {
+            requests.push(Request { values: w.values.clone(), drives: w.drives.clone() });
+        }
+        let t = Instant::now();
+        let mut sims = self.run_batch(&requests, xs.len(), progress)?;
+        let wall = t.elapsed().as_secs_f64().max(1e-9);
+        let updates: f64 = sims.iter().filter_map(|r| r.as_ref().ok()).map(|s| s.cell_updates()).sum();
+        if let Some(w) = wanted {
+            // The last request was the best design's columns: they go to the observer.
+            let answer = sims.pop().map_or_else(|| Err(no_result(&self.sim)), |r| r.map(|s| s.sparams));
+            lock(&self.shared).answered = Some((w, answer));
+        }
+        let design = &self.sim.design;
+        let scored: Vec<Result<Scored, CandidateFailure>> = sims.into_par_iter().map(|r| r.and_then(|s| score(design, s))).collect();
+        let rate = (updates > 0.0).then_some(updates / wall);
+        let n = self.n_objectives();
+        let mut out = Vec::with_capacity(xs.len());
+        let mut shared = lock(&self.shared);
+        for ((x, v), r) in xs.iter().zip(&values).zip(scored) {
+            // Every genome of the batch passed the constraint check (the GA asks
+            // it first), so the violation stays 0: it is not evaluated again.
+            let e = r.and_then(|s| {
+                let extra_objectives = design.extra_objectives(v).map_err(CandidateFailure::Objective)?;
+                let mut objectives = vec![s.fitness.total];
+                objectives.extend(extra_objectives);
+                let extra = Extra { runs: Some(s.run_summary()), goals: s.fitness.per_goal, ..Extra::default() };
+                shared.sparams.insert(genome_key(x), s.sparams);
+                Ok(Evaluation { objectives, extra, cells_per_second: rate, ..Evaluation::ok(vec![]) })
+            });
+            out.push(e.unwrap_or_else(|reason| Evaluation::failed(reason.to_string(), n)));
+        }
+        Ok(out)
+    }
+}
+
+/// The error for a request the batch gave no result for (a backend's fault).
+fn no_result(sim: &Simulator) -> CandidateFailure {
+    CandidateFailure::Design(crate::design::DesignError::invalid(sim.design.origin(), "ports", "the batch returned no result for the best design's columns"))
+}
