@@ -37,7 +37,9 @@ pub fn render(sp: &SParams, comment: &str) -> Result<String, String> {
             if n > 2 && m > 0 && m % 4 == 0 {
                 let _ = write!(out, "\n");
             }
-            let z = sp.s[*i][*j].as_ref().unwrap()[k];
+            let Some(&z) = sp.s.get(*i).and_then(|row| row.get(*j)).and_then(|c| c.as_ref()).and_then(|c| c.get(k)) else {
+                return Err(format!("S{}{} has no value at {f} Hz", i + 1, j + 1));
+            };
             let _ = write!(out, " {:.9e} {:.9e}", z.re, z.im);
         }
         let _ = writeln!(out);

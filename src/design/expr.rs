@@ -210,7 +210,8 @@ impl Scope {
         let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
         let builtins = [("pi".to_string(), std::f64::consts::PI)];
         for (k, v) in constants.iter().chain(values).chain(builtins.iter().map(|(k, v)| (k, v))) {
-            // Cannot fail for a HashMapContext (no type locking).
+            // A HashMapContext refuses only a name set again with another type;
+            // every value here is a Float, so this cannot fail.
             ctx.set_value(k.clone(), Value::Float(*v)).expect("HashMapContext accepts any value");
         }
         Scope { file: file.to_string(), ctx }

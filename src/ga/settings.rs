@@ -116,6 +116,8 @@ impl GaSettings {
 
     /// Resolved settings as RON, for `settings.ron` in the run directory.
     pub fn to_ron_string(&self) -> String {
+        // RON fails only on a custom Serialize error or a map key it cannot write;
+        // GaSettings has neither (plain numbers, enums and structs).
         ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().struct_names(true))
             .expect("GaSettings holds only plain numbers")
     }

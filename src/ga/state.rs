@@ -133,9 +133,38 @@ pub struct GaState {
 }
 
 impl GaState {
-    /// The evaluation of a population member or archived design.
+    /// The evaluation of a population member or archived design. Every one has
+    /// its cache entry: `step` adds it before the individual joins, and a
+    /// checkpoint is refused unless [`GaState::check_consistent`] holds.
     pub fn evaluation(&self, ind: &Individual) -> &Evaluation {
         self.cache.get(&ind.key).expect("every individual of the state has a cached evaluation")
+    }
+
+    /// What the optimiser relies on and a (hand-edited) checkpoint could break:
+    /// every cache key is a genome of the gene space, every individual's key is
+    /// its genome's and has a cached evaluation with one value per objective.
+    pub fn check_consistent(&self) -> Result<(), String> {
+        let n = self.genes.len();
+        for (key, e) in &self.cache {
+            match super::genome::genome_from_key(key) {
+                Some(g) if g.len() == n => {}
+                _ => return Err(format!("cache key `{key}` is not a genome of {n} genes")),
+            }
+            if e.objectives.len() != self.n_objectives {
+                return Err(format!("cache entry `{key}` has {} objectives, the run {}", e.objectives.len(), self.n_objectives));
+            }
+        }
+        for (what, list) in [("population", &self.population), ("best", &self.best)] {
+            for ind in list {
+                if ind.key != genome_key(&ind.genome) {
+                    return Err(format!("a {what} member's key `{}` is not its genome's", ind.key));
+                }
+                if !self.cache.contains_key(&ind.key) {
+                    return Err(format!("{what} member `{}` has no cached evaluation", ind.key));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn is_multi_objective(&self) -> bool {
@@ -165,5 +194,31 @@ impl GaState {
 
     pub fn gene_names(&self) -> Vec<String> {
         super::genome::gene_names(&self.genes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ga::problem::Problem;
+    use crate::ga::settings::GaSettings;
+    use crate::ga::step::{new_state, step};
+    use crate::ga::testfns::Rastrigin;
+
+    #[test]
+    fn consistency_names_what_a_damaged_state_lacks() {
+        let mut p = Rastrigin::new(2, 1);
+        let mut st = new_state(p.genes(), 1, GaSettings { population: 6, ..Default::default() }, "").unwrap();
+        step(&mut st, &mut p, &|_, _| {}).unwrap();
+        assert_eq!(st.check_consistent(), Ok(()));
+        let mut lost = st.clone();
+        lost.cache.remove(&st.best[0].key);
+        assert!(lost.check_consistent().unwrap_err().contains("no cached evaluation"));
+        let mut bad_key = st.clone();
+        let e = bad_key.cache.values().next().unwrap().clone();
+        bad_key.cache.insert("zz".into(), e);
+        assert!(bad_key.check_consistent().unwrap_err().contains("`zz` is not a genome"));
+        let mut moved = st.clone();
+        moved.population[0].genome[0] += 1.0;
+        assert!(moved.check_consistent().unwrap_err().contains("is not its genome's"));
     }
 }

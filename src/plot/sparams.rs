@@ -25,7 +25,9 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
     let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
     let ghz: Vec<f64> = sp.freqs.iter().map(|f| f / 1e9).collect();
-    let (f0, f1) = (ghz[0], *ghz.last().unwrap());
+    let (Some(&f0), Some(&f1)) = (ghz.first(), ghz.last()) else {
+        anyhow::bail!("{}: no frequency to plot", path.display());
+    };
     let mut curves = vec![];
     for i in 1..=sp.n_ports() {
         for j in 1..=sp.n_ports() {

@@ -130,7 +130,9 @@ pub fn read_file(path: &Path) -> Result<GaState, CheckpointError> {
     if v.version != STATE_VERSION {
         return Err(CheckpointError::Version { path: path.to_path_buf(), found: v.version, expected: STATE_VERSION });
     }
-    ron::from_str(body).map_err(|e| corrupt(e.to_string()))
+    let state: GaState = ron::from_str(body).map_err(|e| corrupt(e.to_string()))?;
+    state.check_consistent().map_err(corrupt)?;
+    Ok(state)
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -98,6 +98,7 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
         .enumerate()
         .map(|(r, i)| {
             let (key, e) = entries[i];
+            // Cache keys are made by genome_key (checked again when a checkpoint is read).
             let genome = crate::ga::genome::genome_from_key(key).expect("cache keys are made by genome_key");
             InspectedDesign {
                 rank: r + 1,
@@ -127,6 +128,7 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
 
 impl Inspection {
     pub fn to_json(&self) -> serde_json::Value {
+        // serde_json fails only on map keys that are not strings; every map here has string keys.
         serde_json::to_value(self).expect("an inspection holds only plain data")
     }
 

@@ -141,7 +141,7 @@ impl<P: Problem> Runner<P> {
             let progress = |done: usize, total: usize| observers.iter().for_each(|o| o.on_evaluation(done, total));
             step(&mut state, &mut self.problem, &progress)?;
             state.stamp_time(base + session.elapsed().as_secs_f64());
-            let stats = state.history.last().expect("step adds a history row").clone();
+            let stats = state.history.last().cloned().ok_or_else(|| anyhow::anyhow!("generation {} left no history row", state.generation))?;
             checkpoint::save(&dir, &state)?;
             for o in &mut self.observers {
                 o.on_generation(&state, &stats).with_context(|| {

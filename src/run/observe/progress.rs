@@ -35,13 +35,13 @@ impl ProgressObserver {
             let gens = multi.add(ProgressBar::new(BAR_STEPS));
             gens.set_style(
                 ProgressStyle::with_template("{prefix:>12} [{bar:30.cyan/blue}] {percent:>3}% eta {eta:>4} {msg}")
-                    .expect("static template")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
             let evals = multi.add(ProgressBar::new(0));
             evals.set_style(
                 ProgressStyle::with_template("{prefix:>12} [{bar:30.green/white}] {pos}/{len} designs, {per_sec}")
-                    .expect("static template")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
                     .progress_chars("=> "),
             );
             evals.set_prefix("evaluating");
