@@ -157,7 +157,7 @@ pub fn simulate_batch(
 
 /// Score a simulated candidate against the design's goals.
 pub fn score(design: &Design, sim: Simulated) -> Result<Scored, CandidateFailure> {
-    let fitness = design.fitness(&sim.sparams).map_err(CandidateFailure::Fitness)?;
+    let fitness = crate::fitness::evaluate(design.goals(), &sim.sparams).map_err(CandidateFailure::Fitness)?;
     Ok(Scored { sparams: sim.sparams, fitness, jobs: sim.jobs, outputs: sim.outputs })
 }
 

@@ -107,14 +107,18 @@ impl Extra {
 }
 
 /// [`Extra`] is kept in checkpoints as a plain map (`{"goals": [...], "runs": "..."}`),
-/// the form the untyped `extra` of earlier checkpoints had, so those still load
-/// (their `()` for "nothing" too).
+/// and as `()` when empty: the form the untyped `extra` of earlier checkpoints
+/// had, so those still load, and a run writes the checkpoint it wrote before.
 mod extra_as_map {
     use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
 
     use super::Extra;
 
     pub fn serialize<S: Serializer>(extra: &Extra, s: S) -> Result<S::Ok, S::Error> {
+        if extra.is_empty() {
+            // "Nothing", written as before.
+            return serde_json::Value::Null.serialize(s);
+        }
         serde_json::to_value(extra).map_err(serde::ser::Error::custom)?.serialize(s)
     }
 

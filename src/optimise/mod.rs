@@ -6,15 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::SParams;
 use crate::design::Design;
-use crate::engine::Backend;
-use crate::evaluate::{evaluate_one, CandidateFailure, Scored};
+use crate::evaluate::CandidateFailure;
 use crate::ga::settings::GaSettings;
 use crate::job::EngineKind;
 use crate::run::RunDir;
@@ -23,7 +22,7 @@ mod best;
 mod problem;
 
 pub use best::BestObserver;
-pub use problem::DesignProblem;
+pub use problem::{DesignProblem, Simulator};
 
 /// What a run directory records besides the design: the GA settings after
 /// command-line overrides, and the engine override. Kept as `settings.ron`.
@@ -44,30 +43,6 @@ pub fn open_run(dir: &Path) -> anyhow::Result<(RunDir, Design, RunSettings)> {
     let text = std::fs::read_to_string(&sp).with_context(|| format!("reading {}", sp.display()))?;
     let settings: RunSettings = ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{e}", sp.display()))?;
     Ok((rundir, design, settings))
-}
-
-/// Everything needed to simulate a candidate: shared by the problem and the observers.
-pub struct Simulator {
-    pub design: Design,
-    pub backend: Arc<dyn Backend>,
-    pub engine: Option<EngineKind>,
-}
-
-impl Simulator {
-    /// Parameter values of a genome (genes are in parameter-name order).
-    pub fn values(&self, x: &[f64]) -> BTreeMap<String, f64> {
-        self.design.parameter_names().into_iter().zip(x.iter().copied()).collect()
-    }
-
-    /// Simulate and score one candidate alone, with the given port columns driven.
-    pub fn simulate(&self, x: &[f64], drives: &[usize]) -> anyhow::Result<Result<Scored, CandidateFailure>> {
-        Ok(evaluate_one(&self.design, &self.values(x), drives, self.engine, self.backend.as_ref())?)
-    }
-
-    /// Every port (0-based), as Touchstone files need them driven.
-    pub fn all_ports(&self) -> Vec<usize> {
-        (0..self.design.port_names().len()).collect()
-    }
 }
 
 /// The best design's port columns that no simulation of this session has

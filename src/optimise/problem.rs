@@ -1,18 +1,47 @@
 //! [`DesignProblem`]: the GA's `Problem` for one design. A generation's new
 //! genomes become one backend batch, the best design's missing port columns
-//! (asked for by the best-design observer) riding along in it.
+//! (asked for by the best-design observer) riding along in it. [`Simulator`]:
+//! what simulating a candidate takes, shared with the observer and `inspect`.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::{lock, Shared, Simulator};
-use crate::evaluate::{score, simulate_batch, CandidateFailure, Request, Scored, Simulated};
+use super::{lock, Shared};
+use crate::design::Design;
+use crate::engine::Backend;
+use crate::evaluate::{evaluate_one, score, simulate_batch, CandidateFailure, Request, Scored, Simulated};
 use crate::ga::genome::genome_key;
 use crate::ga::problem::{Evaluation, Extra, Problem};
 use crate::ga::GeneSpec;
+use crate::job::EngineKind;
+
+/// Everything needed to simulate a candidate: shared by the problem and the observers.
+pub struct Simulator {
+    pub design: Design,
+    pub backend: Arc<dyn Backend>,
+    pub engine: Option<EngineKind>,
+}
+
+impl Simulator {
+    /// Parameter values of a genome (genes are in parameter-name order).
+    pub fn values(&self, x: &[f64]) -> BTreeMap<String, f64> {
+        self.design.parameter_names().into_iter().zip(x.iter().copied()).collect()
+    }
+
+    /// Simulate and score one candidate alone, with the given port columns driven.
+    pub fn simulate(&self, x: &[f64], drives: &[usize]) -> anyhow::Result<Result<Scored, CandidateFailure>> {
+        Ok(evaluate_one(&self.design, &self.values(x), drives, self.engine, self.backend.as_ref())?)
+    }
+
+    /// Every port (0-based), as Touchstone files need them driven.
+    pub fn all_ports(&self) -> Vec<usize> {
+        (0..self.design.port_names().len()).collect()
+    }
+}
 
 /// The GA problem of one design.
 pub struct DesignProblem {
