@@ -136,26 +136,44 @@ impl Problem for DesignProblem {
     }
 }
 
-/// Keeps `best/` (parameters, Touchstone with every port driven, plot) and
-/// `plots/best_sparams.png` in step with the best design of the run.
+/// Keeps `best/` (parameters, Touchstone with every port driven, S-parameter
+/// CSV, the RF plots) and `plots/best_sparams.png` in step with the best design
+/// of the run, and keeps a snapshot of the best design's |S| plot per generation
+/// in `plots/generations/gen_NNNN.png`, so the run's history can be looked at.
 pub struct BestObserver {
     sim: Arc<Simulator>,
     store: Arc<Mutex<BTreeMap<String, SParams>>>,
     dir: Option<PathBuf>,
     last_key: Option<String>,
+    /// The best design's S-parameters, drawn again for each generation's snapshot.
+    last_sp: Option<SParams>,
 }
+
+/// Where the per-generation snapshots go, under the run directory.
+pub const GENERATIONS_DIR: &str = "plots/generations";
 
 impl BestObserver {
     pub fn new(sim: Arc<Simulator>, store: Arc<Mutex<BTreeMap<String, SParams>>>) -> BestObserver {
-        BestObserver { sim, store, dir: None, last_key: None }
+        BestObserver { sim, store, dir: None, last_key: None, last_sp: None }
     }
 
     fn refresh(&mut self, state: &GaState, genome: &[f64]) -> anyhow::Result<()> {
         let Some(dir) = self.dir.clone() else { return Ok(()) };
         let key = genome_key(genome);
-        if self.last_key.as_deref() == Some(key.as_str()) {
-            return Ok(());
+        if self.last_key.as_deref() != Some(key.as_str()) {
+            self.refresh_best(state, genome, &key, &dir)?;
         }
+        let design = &self.sim.design;
+        if let Some(sp) = &self.last_sp {
+            let gens = dir.join(GENERATIONS_DIR);
+            std::fs::create_dir_all(&gens).with_context(|| format!("creating {}", gens.display()))?;
+            let title = format!("{} best at generation {}", design.name(), state.generation);
+            crate::plot::sparams::plot(&gens.join(format!("gen_{:04}.png", state.generation)), sp, &masks(design), &title)?;
+        }
+        Ok(())
+    }
+
+    fn refresh_best(&mut self, state: &GaState, genome: &[f64], key: &str, dir: &std::path::Path) -> anyhow::Result<()> {
         let design = &self.sim.design;
         let values = self.sim.values(genome);
         let title = format!("{} best, generation {}", design.name(), state.generation);
@@ -168,7 +186,7 @@ impl BestObserver {
                 None
             }
         };
-        let sp = match (&full, self.store.lock().expect("sparams store poisoned").get(&key)) {
+        let sp = match (&full, self.store.lock().expect("sparams store poisoned").get(key)) {
             (Some(s), _) => s.sparams.clone(),
             (None, Some(sp)) => sp.clone(),
             (None, None) => return Ok(()),
@@ -178,7 +196,7 @@ impl BestObserver {
         crate::plot::sparams::plot(&plots.join("best_sparams.png"), &sp, &masks(design), &title)?;
         let best = dir.join("best");
         std::fs::create_dir_all(&best).with_context(|| format!("creating {}", best.display()))?;
-        let e = state.cache.get(&key);
+        let e = state.cache.get(key);
         let text = ron::ser::to_string_pretty(
             &serde_json::json!({
                 "generation": state.generation,
@@ -194,8 +212,11 @@ impl BestObserver {
             let comment = format!("emvolve best design of {} at generation {}\nparameters: {}", design.name(), state.generation, vals.join(", "));
             crate::analysis::touchstone::write(&s.sparams, &best.join(design.name()), &comment)?;
         }
-        crate::plot::sparams::plot(&best.join("sparams.png"), &sp, &masks(design), &title)?;
-        self.last_key = Some(key);
+        let csv = best.join("sparams.csv");
+        crate::run::rundir::write_atomic(&csv, crate::analysis::sparams_csv::render(&sp).as_bytes()).with_context(|| format!("writing {}", csv.display()))?;
+        crate::plot::write_rf_plots(&best, &sp, &masks(design), &title)?;
+        self.last_key = Some(key.to_string());
+        self.last_sp = Some(sp);
         Ok(())
     }
 }

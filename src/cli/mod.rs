@@ -7,10 +7,13 @@ pub mod bench;
 pub mod bench_table;
 pub mod device_check;
 pub mod device_designs;
+pub mod export;
 pub mod kernel_emu;
 pub mod inspect;
+pub mod report;
 pub mod run;
 pub mod simulate;
+pub mod sweep;
 pub mod tlm_check;
 
 #[derive(Parser, Debug)]
@@ -30,6 +33,12 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Simulate one design at given parameter values.
     Simulate(simulate::SimulateArgs),
+    /// Simulate a grid of parameter values (a sensitivity or tolerance sweep): CSV of the goals and plots.
+    Sweep(sweep::SweepArgs),
+    /// Write a design's mesh and geometry for other tools (VTK for ParaView).
+    Export(export::ExportArgs),
+    /// Write a run's report: one self-contained HTML page.
+    Report(report::ReportArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
     /// Compare the CUDA backend with the CPU engine (error norms), for the device machine.
@@ -50,6 +59,9 @@ pub fn main() -> i32 {
         Command::Resume(a) => run::resume(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Report(a) => report::run(a),
         Command::Bench(a) => bench::run(a),
         Command::DeviceCheck(a) => device_check::run(a),
         Command::KernelEmu(a) => kernel_emu::run(a),

@@ -1,6 +1,7 @@
 //! `emvolve simulate`: evaluate one design at given parameter values and
-//! write Touchstone, a plot with the goal masks, the port time series, and
-//! the fitness with its per-goal breakdown.
+//! write Touchstone, a CSV of the S-parameters, the RF plots (|S| with the goal
+//! masks, phase and group delay, Smith chart, input impedance), the port time
+//! series, and the fitness with its per-goal breakdown.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -21,6 +22,10 @@ pub struct SimulateArgs {
     /// Parameter values, `name=value` (repeatable); missing ones take their midpoint.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
+    /// Parameter values from a RON file: a run's `best/parameters.ron`, or a plain
+    /// map `{"w1": 3.5, ...}`; `--set` given too overrides single values.
+    #[arg(long, value_name = "FILE")]
+    pub params: Option<PathBuf>,
     /// Output directory (default: runs/<design name>-simulate).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -60,9 +65,10 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     for n in design.notes() {
         println!("note: {n}");
     }
-    let given: Vec<&str> = a.set.iter().filter_map(|s| s.split_once('=').map(|(n, _)| n.trim())).collect();
+    let sets = with_params_file(&design, a.params.as_deref(), &a.set)?;
+    let given: Vec<&str> = sets.iter().filter_map(|s| s.split_once('=').map(|(n, _)| n.trim())).collect();
     let missing: Vec<String> = design.parameter_names().into_iter().filter(|n| !given.contains(&n.as_str())).collect();
-    let values = design.values_from_sets(&a.set)?;
+    let values = design.values_from_sets(&sets)?;
     if !missing.is_empty() {
         let mids: Vec<String> = missing.iter().map(|n| format!("{n}={}", crate::design::short(values[n]))).collect();
         println!("no --set for {}: using the midpoint of each range ({})", missing.join(", "), mids.join(", "));
@@ -87,6 +93,40 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
+/// `--params FILE` as `name=value` assignments (exact: shortest round-trip
+/// text), followed by the `--set` ones so that those win.
+pub fn with_params_file(design: &Design, file: Option<&Path>, sets: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = vec![];
+    if let Some(path) = file {
+        for (k, v) in read_params(path)? {
+            if !design.parameter_names().contains(&k) {
+                anyhow::bail!("{}: `{k}` is not a parameter of {} (parameters: {})", path.display(), design.origin(), design.parameter_names().join(", "));
+            }
+            out.push(format!("{k}={v}"));
+        }
+    }
+    out.extend(sets.iter().cloned());
+    Ok(out)
+}
+
+/// Parameter values from a RON file: a map with a `parameters` map inside
+/// (what `best/parameters.ron` holds) or the map of values itself.
+pub fn read_params(path: &Path) -> anyhow::Result<Vec<(String, f64)>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value = ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
+    let map = match v.get("parameters") {
+        Some(p) => p,
+        None => &v,
+    };
+    let map = map.as_object().ok_or_else(|| anyhow::anyhow!("{}: expected a map of parameter values (or one under `parameters`)", path.display()))?;
+    map.iter()
+        .map(|(k, v)| {
+            let x = v.as_f64().ok_or_else(|| anyhow::anyhow!("{}: parameter `{k}`: `{v}` is not a number", path.display()))?;
+            Ok((k.clone(), x))
+        })
+        .collect()
+}
+
 /// The fitness and which goals miss by how much.
 pub fn print_fitness(s: &Scored) {
     println!("fitness {:.6} (0 = every goal met)", s.fitness.total);
@@ -106,10 +146,11 @@ pub fn write_outputs(design: &Design, values: &std::collections::BTreeMap<String
         Ok(p) => written.push(p),
         Err(e) => println!("no Touchstone file: {e}"),
     }
-    let png = dir.join("sparams.png");
+    let csv = dir.join("sparams.csv");
+    std::fs::write(&csv, crate::analysis::sparams_csv::render(&s.sparams)).with_context(|| format!("writing {}", csv.display()))?;
+    written.push(csv);
     let title = format!("{} ({})", design.name(), vals.join(", "));
-    crate::plot::sparams::plot(&png, &s.sparams, &masks(design), &title)?;
-    written.push(png);
+    written.extend(crate::plot::write_rf_plots(dir, &s.sparams, &masks(design), &title)?);
     for (job, out) in s.jobs.iter().zip(&s.outputs) {
         let path = dir.join(format!("timeseries_drive_{}.csv", job.ports[job.drive].name));
         write_timeseries(&path, job, out)?;

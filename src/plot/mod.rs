@@ -1,8 +1,13 @@
 //! PNG plots (plotters, bitmap backend) with a shipped font, so they render
 //! the same on a fresh machine without fontconfig or system fonts.
 
+pub mod impedance;
+pub mod phase;
+pub mod smith;
 pub mod sparams;
+pub mod sweep;
 
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 static FONT: Once = Once::new();
@@ -21,4 +26,42 @@ pub fn init_font() {
 /// Turn plotters' drawing errors into anyhow errors naming the file.
 pub(crate) fn err<E: std::fmt::Debug>(path: &std::path::Path) -> impl Fn(E) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("drawing {}: {e:?}", path.display())
+}
+
+/// The RF plots of one network into `dir`: `sparams.png` (|S| with the goal
+/// masks), `phase.png` (phase and group delay), and where some S_ii exists,
+/// `smith.png` and `impedance.png`. Returns the files written.
+pub fn write_rf_plots(dir: &Path, sp: &crate::analysis::SParams, masks: &[sparams::Mask], title: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = vec![];
+    let p = dir.join("sparams.png");
+    sparams::plot(&p, sp, masks, &format!("|S|: {title}"))?;
+    out.push(p);
+    let p = dir.join("phase.png");
+    phase::plot(&p, sp, &format!("Phase and group delay: {title}"))?;
+    out.push(p);
+    let p = dir.join("smith.png");
+    if smith::plot(&p, sp, masks, &format!("Smith chart: {title}"))?.is_some() {
+        out.push(p);
+    }
+    let p = dir.join("impedance.png");
+    if impedance::plot(&p, sp, &format!("Input impedance: {title}"))?.is_some() {
+        out.push(p);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rf_plots_are_all_written() {
+        let sp = super::sparams::tests::filter_like();
+        let dir = tempfile::tempdir().unwrap();
+        let files = super::write_rf_plots(dir.path(), &sp, &[], "filter").unwrap();
+        let names: Vec<String> = files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["sparams.png", "phase.png", "smith.png", "impedance.png"]);
+        for f in files {
+            let b = std::fs::read(&f).unwrap();
+            assert!(b.starts_with(b"\x89PNG") && b.len() > 10_000, "{}", f.display());
+        }
+    }
 }
