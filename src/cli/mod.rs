@@ -9,6 +9,7 @@ pub mod device_check;
 pub mod device_designs;
 pub mod export;
 pub mod kernel_emu;
+pub mod plot;
 pub mod inspect;
 pub mod report;
 pub mod run;
@@ -35,6 +36,8 @@ pub enum Command {
     Simulate(simulate::SimulateArgs),
     /// Simulate a grid of parameter values (a sensitivity or tolerance sweep): CSV of the goals and plots.
     Sweep(sweep::SweepArgs),
+    /// Draw the RF plots (|S|, phase and group delay, Smith chart, impedance) of any Touchstone file.
+    Plot(plot::PlotArgs),
     /// Write a design's mesh and geometry for other tools (VTK for ParaView).
     Export(export::ExportArgs),
     /// Write a run's report: one self-contained HTML page.
@@ -61,6 +64,7 @@ pub fn main() -> i32 {
         Command::Simulate(a) => simulate::run(a),
         Command::Sweep(a) => sweep::run(a),
         Command::Export(a) => export::run(a),
+        Command::Plot(a) => plot::run(a),
         Command::Report(a) => report::run(a),
         Command::Bench(a) => bench::run(a),
         Command::DeviceCheck(a) => device_check::run(a),

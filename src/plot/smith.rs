@@ -84,10 +84,18 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
                 .label(label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
         }
-        // The parts inside goal bands on this S_ii, thick.
+        // The parts inside goal bands on this S_ii, thick, their edges labelled.
         for m in masks.iter().filter(|m| m.s == (*i, *i)) {
-            let inside: Vec<(f64, f64)> = sp.freqs.iter().zip(&pts).filter(|(f, _)| **f >= m.f1 && **f <= m.f2).map(|(_, p)| *p).collect();
-            chart.draw_series(std::iter::once(PathElement::new(inside, col.stroke_width(6)))).map_err(&e)?;
+            let inside: Vec<(f64, (f64, f64))> =
+                sp.freqs.iter().zip(&pts).filter(|(f, _)| **f >= m.f1 && **f <= m.f2).map(|(f, p)| (*f, *p)).collect();
+            chart.draw_series(std::iter::once(PathElement::new(inside.iter().map(|x| x.1).collect::<Vec<_>>(), col.stroke_width(6)))).map_err(&e)?;
+            if let (Some(a), Some(b)) = (inside.first(), inside.last()) {
+                for (f, p) in [a, b] {
+                    chart.draw_series(std::iter::once(Circle::new(*p, 4, BLACK.filled()))).map_err(&e)?;
+                    let style = ("sans-serif", 13).into_font().color(&BLACK);
+                    chart.draw_series(std::iter::once(Text::new(ghz(*f), (p.0 + 0.025, p.1 - 0.01), style))).map_err(&e)?;
+                }
+            }
         }
         // Start (circle) and end (square) of the sweep, labelled with their frequency.
         let (a, b) = (pts[0], *pts.last().unwrap_or(&pts[0]));
