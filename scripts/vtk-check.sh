@@ -14,19 +14,19 @@ VENV=${VENV:-target/venv-vtk}
 if [ ! -x "$VENV/bin/python" ]; then
     python3 -m venv "$VENV"
 fi
-"$VENV/bin/pip" install --quiet --disable-pip-version-check vtk
+"$VENV/bin/pip" install --quiet --disable-pip-version-check vtk numpy
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 "$BIN" export designs/patch_2g4.ron --set L=28.8 --set W=38.4 --vtk "$OUT/patch" >/dev/null
 "$BIN" export designs/wr28_iris_filter.ron --vtk "$OUT/wr28" >/dev/null
 "$VENV/bin/python" - "$OUT" <<'PY'
 import sys
-import vtk
-from vtk.util.numpy_support import vtk_to_numpy
+from vtkmodules.vtkIOXML import vtkXMLMultiBlockDataReader
+from vtkmodules.util.numpy_support import vtk_to_numpy
 
 out = sys.argv[1]
 for name, sheets, ports in [("patch/patch_2g4", 2, 1), ("wr28/wr28_iris_filter", 0, 2)]:
-    r = vtk.vtkXMLMultiBlockDataSetReader()
+    r = vtkXMLMultiBlockDataReader()
     r.SetFileName(f"{out}/{name}.vtm")
     r.Update()
     mb = r.GetOutput()

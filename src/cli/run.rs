@@ -108,14 +108,14 @@ fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> Vec<
 }
 
 /// The plots' names for the design's objectives and its genes' units: the goal
-/// violation is the fitness in dB^2; expressions and genes are in design units
+/// violation is the fitness in dB²; expressions and genes are in design units
 /// (integer genes are counts).
 fn plot_labels(design: &Design) -> PlotLabels {
     let unit = design.file().units.symbol().to_string();
     let (objectives, objective_units) = design
         .objective_labels()
         .into_iter()
-        .map(|l| if l == "goals" { ("fitness".to_string(), "dB^2".to_string()) } else { (l, String::new()) })
+        .map(|l| if l == "goals" { ("fitness".to_string(), "dB²".to_string()) } else { (l, String::new()) })
         .unzip();
     let gene_units = design.genes().iter().map(|g| if matches!(g, crate::ga::GeneSpec::Int { .. }) { String::new() } else { unit.clone() }).collect();
     PlotLabels { objectives, objective_units, gene_units }

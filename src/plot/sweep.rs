@@ -65,7 +65,7 @@ pub fn plot_goals(path: &Path, design: &Design, axes: &[SweepAxis], points: &[Po
             .collect();
         let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).chain(if is_fit { None } else { Some(0.0) });
         let Some((y0, y1)) = crate::run::observe::plot::padded_range(ys) else { continue };
-        let caption = if is_fit { "fitness (dB^2, log scale; 0 drawn at 1e-6)".to_string() } else { goals[panel].label() };
+        let caption = if is_fit { "fitness (dB², log scale; 0 drawn at 1e-6)".to_string() } else { goals[panel].label() };
         let mut chart = ChartBuilder::on(area)
             .caption(caption, ("sans-serif", 15))
             .margin(10)
@@ -77,7 +77,7 @@ pub fn plot_goals(path: &Path, design: &Design, axes: &[SweepAxis], points: &[Po
         chart
             .configure_mesh()
             .x_desc(x_name.as_str())
-            .y_desc(if is_fit { "fitness (dB^2)" } else { "margin (dB)" })
+            .y_desc(if is_fit { "fitness (dB²)" } else { "margin (dB)" })
             .y_label_formatter(&ylab)
             .label_style(("sans-serif", 12))
             .draw()

@@ -54,7 +54,8 @@ pub fn draw(dir: &Path, state: &GaState, labels: &PlotLabels) -> anyhow::Result<
             .y_label_area_size(80)
             .build_cartesian_2d(0.0..last, ylo..yhi)
             .map_err(plot_err)?;
-        let ylab = |v: &f64| if log { format!("{:.0e}", 10f64.powf(*v)) } else { tick(*v) };
+        // Three significant digits: ticks a fraction of a decade apart stay distinct.
+        let ylab = |v: &f64| if log { sig3(10f64.powf(*v)) } else { tick(*v) };
         chart
             .configure_mesh()
             .x_desc("generation")
@@ -65,6 +66,8 @@ pub fn draw(dir: &Path, state: &GaState, labels: &PlotLabels) -> anyhow::Result<
                 _ => "value".into(),
             })
             .y_label_formatter(&ylab)
+            // Whole generations only: no repeated labels on a short run.
+            .x_labels((last as usize + 1).min(10))
             .x_label_formatter(&|v| format!("{v:.0}"))
             .draw()
             .map_err(plot_err)?;
@@ -96,5 +99,26 @@ fn tick(v: f64) -> String {
         format!("{}", (v * 1e4).round() / 1e4)
     } else {
         format!("{v:.2e}")
+    }
+}
+
+/// Three significant digits, plain for everyday magnitudes.
+fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !(1e-3..1e5).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let d = (2 - a.log10().floor() as i32).max(0) as usize;
+    format!("{v:.d$}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn log_ticks_keep_three_digits() {
+        assert_eq!(super::sig3(152.573), "153");
+        assert_eq!(super::sig3(1.52573), "1.53");
+        assert_eq!(super::sig3(0.0152573), "0.0153");
+        assert_eq!(super::sig3(3.2e-7), "3.20e-7");
     }
 }

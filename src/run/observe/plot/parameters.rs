@@ -36,7 +36,7 @@ pub fn draw(dir: &Path, state: &GaState, labels: &PlotLabels) -> anyhow::Result<
                 .map_err(plot_err)?;
             chart
                 .configure_mesh()
-                .x_labels(5)
+                .x_labels((last as usize + 1).min(5))
                 .y_labels(3)
                 .x_label_formatter(&|v| format!("{v:.0}"))
                 .label_style(("sans-serif", 11))
