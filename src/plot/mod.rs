@@ -28,6 +28,17 @@ pub(crate) fn err<E: std::fmt::Debug>(path: &std::path::Path) -> impl Fn(E) -> a
     move |e| anyhow::anyhow!("drawing {}: {e:?}", path.display())
 }
 
+/// Three significant digits, plain for everyday magnitudes: tick labels a
+/// fraction of a decade apart on a log axis stay distinct.
+pub fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !(1e-3..1e5).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let d = (2 - a.log10().floor() as i32).max(0) as usize;
+    format!("{v:.d$}")
+}
+
 /// The RF plots of one network into `dir`: `sparams.png` (|S| with the goal
 /// masks), `phase.png` (phase and group delay), and where some S_ii exists,
 /// `smith.png` and `impedance.png`. Returns the files written.
@@ -52,6 +63,14 @@ pub fn write_rf_plots(dir: &Path, sp: &crate::analysis::SParams, masks: &[sparam
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn log_ticks_keep_three_digits() {
+        assert_eq!(super::sig3(152.573), "153");
+        assert_eq!(super::sig3(1.52573), "1.53");
+        assert_eq!(super::sig3(0.0152573), "0.0153");
+        assert_eq!(super::sig3(3.2e-7), "3.20e-7");
+    }
+
     #[test]
     fn rf_plots_are_all_written() {
         let sp = super::sparams::tests::filter_like();

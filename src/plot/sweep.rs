@@ -73,7 +73,7 @@ pub fn plot_goals(path: &Path, design: &Design, axes: &[SweepAxis], points: &[Po
             .y_label_area_size(56)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(&e)?;
-        let ylab = |v: &f64| if is_fit { format!("{:.0e}", 10f64.powf(*v)) } else { format!("{v:.1}") };
+        let ylab = |v: &f64| if is_fit { super::sig3(10f64.powf(*v)) } else { format!("{v:.1}") };
         chart
             .configure_mesh()
             .x_desc(x_name.as_str())

@@ -55,7 +55,7 @@ pub fn draw(dir: &Path, state: &GaState, labels: &PlotLabels) -> anyhow::Result<
             .build_cartesian_2d(0.0..last, ylo..yhi)
             .map_err(plot_err)?;
         // Three significant digits: ticks a fraction of a decade apart stay distinct.
-        let ylab = |v: &f64| if log { sig3(10f64.powf(*v)) } else { tick(*v) };
+        let ylab = |v: &f64| if log { crate::plot::sig3(10f64.powf(*v)) } else { tick(*v) };
         chart
             .configure_mesh()
             .x_desc("generation")
@@ -102,23 +102,3 @@ fn tick(v: f64) -> String {
     }
 }
 
-/// Three significant digits, plain for everyday magnitudes.
-fn sig3(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 || !(1e-3..1e5).contains(&a) {
-        return format!("{v:.2e}");
-    }
-    let d = (2 - a.log10().floor() as i32).max(0) as usize;
-    format!("{v:.d$}")
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn log_ticks_keep_three_digits() {
-        assert_eq!(super::sig3(152.573), "153");
-        assert_eq!(super::sig3(1.52573), "1.53");
-        assert_eq!(super::sig3(0.0152573), "0.0153");
-        assert_eq!(super::sig3(3.2e-7), "3.20e-7");
-    }
-}
