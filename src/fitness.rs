@@ -104,7 +104,7 @@ impl Goal {
 }
 
 /// "31.0-32.1 GHz", with as few decimals (at least one) as show both edges exactly.
-fn band_text((f1, f2): (f64, f64)) -> String {
+pub fn band_text((f1, f2): (f64, f64)) -> String {
     let (scale, unit) = match f2.abs() {
         x if x >= 1e9 => (1e9, "GHz"),
         x if x >= 1e6 => (1e6, "MHz"),

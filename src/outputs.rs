@@ -1,5 +1,6 @@
 //! The files that show one simulated design: a Touchstone file (when every
-//! port was driven), the S-parameter plot with the goal masks, the port time
+//! port was driven), a CSV of the S-parameters, the RF plots (|S| with the goal
+//! masks, phase and group delay, Smith chart, input impedance), the port time
 //! series and the fitness with its per-goal breakdown. `emvolve simulate` and
 //! `emvolve inspect` write them all; the run's `best/` writes its Touchstone
 //! file and plots the same way.
@@ -62,8 +63,11 @@ pub fn write_design_files(design: &Design, values: &BTreeMap<String, f64>, s: &S
         Ok(p) => w.files.push(p),
         Err(e) => w.notes.push(format!("no Touchstone file: {e}")),
     }
+    let csv = dir.join("sparams.csv");
+    std::fs::write(&csv, crate::analysis::sparams_csv::render(&s.sparams)).with_context(|| format!("writing {}", csv.display()))?;
+    w.files.push(csv);
     let title = format!("{} ({params})", design.name());
-    w.files.push(write_sparams_plot(design, &s.sparams, &dir.join("sparams.png"), &title)?);
+    w.files.extend(crate::plot::write_rf_plots(dir, &s.sparams, &masks(design), &title)?);
     for (job, out) in s.jobs.iter().zip(&s.outputs) {
         let drive = job.ports.get(job.drive).map_or("?", |p| p.name.as_str());
         let path = dir.join(format!("timeseries_drive_{drive}.csv"));

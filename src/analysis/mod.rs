@@ -5,7 +5,9 @@
 
 pub mod dft;
 pub mod sparams;
+pub mod sparams_csv;
 pub mod touchstone;
+pub mod touchstone_read;
 
 pub use sparams::{SParams, Waves};
 

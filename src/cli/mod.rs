@@ -5,9 +5,13 @@ use clap::{Parser, Subcommand};
 
 pub mod args;
 pub mod bench;
+pub mod export;
+pub mod plot;
 pub mod inspect;
+pub mod report;
 pub mod run;
 pub mod simulate;
+pub mod sweep;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -26,6 +30,14 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Simulate one design at given parameter values.
     Simulate(simulate::SimulateArgs),
+    /// Simulate a grid of parameter values (a sensitivity or tolerance sweep): CSV of the goals and plots.
+    Sweep(sweep::SweepArgs),
+    /// Draw the RF plots (|S|, phase and group delay, Smith chart, impedance) of any Touchstone file.
+    Plot(plot::PlotArgs),
+    /// Write a design's mesh and geometry for other tools (VTK for ParaView).
+    Export(export::ExportArgs),
+    /// Write a run's report: one self-contained HTML page.
+    Report(report::ReportArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
     /// Developer harnesses: device-check, kernel-emu, tlm-emu.
@@ -41,6 +53,10 @@ pub fn main() -> i32 {
         Command::Resume(a) => run::resume(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Plot(a) => plot::run(a),
+        Command::Report(a) => report::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Dev(a) => crate::dev::run(a),
     };

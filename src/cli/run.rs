@@ -13,7 +13,7 @@ use super::args::EngineArg;
 use crate::design::Design;
 use crate::ga::settings::GaSettings;
 use crate::optimise::{open_run, BestObserver, DesignProblem, RunSettings, Simulator};
-use crate::run::observe::{default_observers, Observer};
+use crate::run::observe::{default_observers_labelled, Observer, PlotLabels};
 use crate::run::{checkpoint, RunDir, RunSummary, Runner};
 
 #[derive(Args, Debug)]
@@ -89,9 +89,23 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 }
 
 fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> Vec<Box<dyn Observer>> {
-    let mut obs = default_observers(quiet);
+    let mut obs = default_observers_labelled(quiet, plot_labels(&sim.design));
     obs.push(Box::new(BestObserver::new(sim.clone(), problem)));
     obs
+}
+
+/// The plots' names for the design's objectives and its genes' units: the goal
+/// violation is the fitness in dB²; expressions and genes are in design units
+/// (integer genes are counts).
+fn plot_labels(design: &Design) -> PlotLabels {
+    let unit = design.file().units.symbol().to_string();
+    let (objectives, objective_units) = design
+        .objective_labels()
+        .into_iter()
+        .map(|l| if l == "goals" { ("fitness".to_string(), "dB²".to_string()) } else { (l, String::new()) })
+        .unzip();
+    let gene_units = design.genes().iter().map(|g| if matches!(g, crate::ga::GeneSpec::Int { .. }) { String::new() } else { unit.clone() }).collect();
+    PlotLabels { objectives, objective_units, gene_units }
 }
 
 fn report(summary: &RunSummary) -> i32 {

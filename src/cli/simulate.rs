@@ -1,8 +1,9 @@
 //! `emvolve simulate`: evaluate one design at given parameter values and
-//! write Touchstone, a plot with the goal masks, the port time series, and
-//! the fitness with its per-goal breakdown.
+//! write Touchstone, a CSV of the S-parameters, the RF plots (|S| with the goal
+//! masks, phase and group delay, Smith chart, input impedance), the port time
+//! series, and the fitness with its per-goal breakdown.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -21,6 +22,10 @@ pub struct SimulateArgs {
     /// Parameter values, `name=value` (repeatable); missing ones take their midpoint.
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
+    /// Parameter values from a RON file: a run's `best/parameters.ron`, or a plain
+    /// map `{"w1": 3.5, ...}`; `--set` given too overrides single values.
+    #[arg(long, value_name = "FILE")]
+    pub params: Option<PathBuf>,
     /// Output directory (default: runs/<design name>-simulate).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -42,9 +47,10 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     for n in design.notes() {
         println!("note: {n}");
     }
-    let given: Vec<&str> = a.set.iter().filter_map(|s| s.split_once('=').map(|(n, _)| n.trim())).collect();
+    let sets = with_params_file(&design, a.params.as_deref(), &a.set)?;
+    let given: Vec<&str> = sets.iter().filter_map(|s| s.split_once('=').map(|(n, _)| n.trim())).collect();
     let missing: Vec<String> = design.parameter_names().into_iter().filter(|n| !given.contains(&n.as_str())).collect();
-    let values = design.values_from_sets(&a.set)?;
+    let values = design.values_from_sets(&sets)?;
     if !missing.is_empty() {
         let mids: Vec<String> = missing.iter().map(|n| format!("{n}={}", values.get(n).map_or(String::new(), |v| crate::numfmt::short(*v)))).collect();
         println!("no --set for {}: using the midpoint of each range ({})", missing.join(", "), mids.join(", "));
@@ -67,6 +73,40 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     print_fitness(&scored);
     print!("{}", write_design_files(&design, &values, &scored, &out_dir)?);
     Ok(0)
+}
+
+/// `--params FILE` as `name=value` assignments (exact: shortest round-trip
+/// text), followed by the `--set` ones so that those win.
+pub fn with_params_file(design: &Design, file: Option<&Path>, sets: &[String]) -> anyhow::Result<Vec<String>> {
+    let mut out = vec![];
+    if let Some(path) = file {
+        for (k, v) in read_params(path)? {
+            if !design.parameter_names().contains(&k) {
+                anyhow::bail!("{}: `{k}` is not a parameter of {} (parameters: {})", path.display(), design.origin(), design.parameter_names().join(", "));
+            }
+            out.push(format!("{k}={v}"));
+        }
+    }
+    out.extend(sets.iter().cloned());
+    Ok(out)
+}
+
+/// Parameter values from a RON file: a map with a `parameters` map inside
+/// (what `best/parameters.ron` holds) or the map of values itself.
+pub fn read_params(path: &Path) -> anyhow::Result<Vec<(String, f64)>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let v: serde_json::Value = ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
+    let map = match v.get("parameters") {
+        Some(p) => p,
+        None => &v,
+    };
+    let map = map.as_object().ok_or_else(|| anyhow::anyhow!("{}: expected a map of parameter values (or one under `parameters`)", path.display()))?;
+    map.iter()
+        .map(|(k, v)| {
+            let x = v.as_f64().ok_or_else(|| anyhow::anyhow!("{}: parameter `{k}`: `{v}` is not a number", path.display()))?;
+            Ok((k.clone(), x))
+        })
+        .collect()
 }
 
 /// The fitness and which goals miss by how much.

@@ -1,6 +1,8 @@
 //! [`BestObserver`]: keeps `best/` (parameters, Touchstone with every port
-//! driven, S-parameter plot) and `plots/best_sparams.png` in step with the best
-//! design of the run.
+//! driven, S-parameter CSV, the RF plots) and `plots/best_sparams.png` in step
+//! with the best design of the run, and a snapshot of the best design's |S|
+//! plot per generation in `plots/generations/gen_NNNN.png`, so the run's
+//! history can be looked at.
 //!
 //! The GA drives only the ports its goals need. When a new best appears, its
 //! parameters and what is known of its S-parameters are written at once; the
@@ -20,6 +22,7 @@ use crate::evaluate::{simulate_batch, CandidateFailure, Request};
 use crate::ga::genome::genome_key;
 use crate::ga::problem::PENALTY;
 use crate::ga::state::{GaState, GenStats};
+use crate::evaluate::masks;
 use crate::outputs::{parameter_list, write_sparams_plot, write_touchstone};
 use crate::run::observe::{Observer, RunInfo};
 use crate::run::RunSummary;
@@ -32,18 +35,23 @@ struct Shown {
     values: BTreeMap<String, f64>,
 }
 
+/// Where the per-generation snapshots go, under the run directory.
+pub const GENERATIONS_DIR: &str = "plots/generations";
+
 /// Keeps `best/` and `plots/best_sparams.png` in step with the best design.
 pub struct BestObserver {
     sim: Arc<Simulator>,
     shared: Arc<Mutex<Shared>>,
     dir: Option<PathBuf>,
     shown: Option<Shown>,
+    /// The shown design's S-parameters, drawn again for each generation's snapshot.
+    last_sp: Option<SParams>,
 }
 
 impl BestObserver {
     /// The observer of `problem`'s run (it shares the problem's S-parameters and batches).
     pub fn new(sim: Arc<Simulator>, problem: &DesignProblem) -> BestObserver {
-        BestObserver { sim, shared: problem.shared.clone(), dir: None, shown: None }
+        BestObserver { sim, shared: problem.shared.clone(), dir: None, shown: None, last_sp: None }
     }
 
     /// A new best: its parameters and the S-parameters known so far; the
@@ -89,8 +97,9 @@ impl BestObserver {
         Ok(())
     }
 
-    /// The plot in `plots/` and in `best/`.
-    fn plots(&self, shown: &Shown, sp: &SParams) -> anyhow::Result<()> {
+    /// The plot in `plots/`, and the S-parameter CSV and RF plots in `best/`.
+    fn plots(&mut self, shown: &Shown, sp: &SParams) -> anyhow::Result<()> {
+        self.last_sp = Some(sp.clone());
         let Some(dir) = &self.dir else { return Ok(()) };
         let design = &self.sim.design;
         let title = format!("{} best, generation {}", design.name(), shown.generation);
@@ -99,12 +108,25 @@ impl BestObserver {
         write_sparams_plot(design, sp, &plots.join("best_sparams.png"), &title)?;
         let best = dir.join("best");
         std::fs::create_dir_all(&best).with_context(|| format!("creating {}", best.display()))?;
-        write_sparams_plot(design, sp, &best.join("sparams.png"), &title)?;
+        let csv = best.join("sparams.csv");
+        crate::run::rundir::write_atomic(&csv, crate::analysis::sparams_csv::render(sp).as_bytes()).with_context(|| format!("writing {}", csv.display()))?;
+        crate::plot::write_rf_plots(&best, sp, &masks(design), &title)?;
+        Ok(())
+    }
+
+    /// This generation's snapshot of the best design's |S| plot.
+    fn snapshot(&self, generation: usize) -> anyhow::Result<()> {
+        let (Some(dir), Some(sp)) = (&self.dir, &self.last_sp) else { return Ok(()) };
+        let design = &self.sim.design;
+        let gens = dir.join(GENERATIONS_DIR);
+        std::fs::create_dir_all(&gens).with_context(|| format!("creating {}", gens.display()))?;
+        let title = format!("{} best at generation {generation}", design.name());
+        write_sparams_plot(design, sp, &gens.join(format!("gen_{generation:04}.png")), &title)?;
         Ok(())
     }
 
     /// Every column known: the Touchstone file, and the plots of the whole matrix.
-    fn complete(&self, shown: &Shown, full: &SParams) -> anyhow::Result<()> {
+    fn complete(&mut self, shown: &Shown, full: &SParams) -> anyhow::Result<()> {
         let Some(dir) = &self.dir else { return Ok(()) };
         let design = &self.sim.design;
         let comment = format!(
@@ -118,8 +140,14 @@ impl BestObserver {
     }
 
     /// The columns asked for came back: complete the files if the design is still the one shown.
-    fn answered(&self, wanted: Wanted, answer: Result<SParams, CandidateFailure>) -> anyhow::Result<()> {
-        let Some(shown) = self.shown.as_ref().filter(|s| s.key == wanted.key) else { return Ok(()) };
+    fn answered(&mut self, wanted: Wanted, answer: Result<SParams, CandidateFailure>) -> anyhow::Result<()> {
+        let Some(shown) = self.shown.take_if(|s| s.key == wanted.key) else { return Ok(()) };
+        let r = self.answered_for(&shown, wanted, answer);
+        self.shown = Some(shown);
+        r
+    }
+
+    fn answered_for(&mut self, shown: &Shown, wanted: Wanted, answer: Result<SParams, CandidateFailure>) -> anyhow::Result<()> {
         match answer {
             Ok(columns) => {
                 let mut full = lock(&self.shared).sparams.get(&wanted.key).cloned().unwrap_or_else(|| columns.clone());
@@ -167,11 +195,12 @@ impl Observer for BestObserver {
         if let Some((wanted, answer)) = answered.filter(|(w, _)| current.as_ref() == Some(&w.key)) {
             self.answered(wanted, answer)?;
         }
-        let Some(current) = current else { return Ok(()) };
-        if self.shown.as_ref().is_some_and(|s| s.key == current) {
-            return Ok(());
+        if let Some(current) = current {
+            if !self.shown.as_ref().is_some_and(|s| s.key == current) {
+                self.show(state, &stats.best_genome)?;
+            }
         }
-        self.show(state, &stats.best_genome)
+        self.snapshot(state.generation)
     }
 
     /// The last best's columns, if no batch took them: simulated alone.

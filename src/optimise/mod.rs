@@ -21,7 +21,7 @@ use crate::run::RunDir;
 mod best;
 mod problem;
 
-pub use best::BestObserver;
+pub use best::{BestObserver, GENERATIONS_DIR};
 pub use problem::{DesignProblem, Simulator};
 
 /// What a run directory records besides the design: the GA settings after
