@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::analysis::SParams;
 use crate::design::Design;
-use crate::engine::{Backend, EngineError};
+use crate::engine::{Backend, EngineError, StepWatch};
 use crate::fitness::Fitness;
 use crate::job::{EndReason, EngineKind, SimJob, SimOutput};
 
@@ -27,6 +27,31 @@ impl Scored {
     /// Cell (node) updates performed for this candidate.
     pub fn cell_updates(&self) -> f64 {
         self.outputs.iter().map(|o| o.cells as f64 * o.steps as f64).sum()
+    }
+    /// How far the end criterion got: the least decay over this candidate's
+    /// simulations, and whether any was cut off by the step cap first.
+    pub fn decay(&self) -> crate::ga::Decay {
+        let mut d = crate::ga::Decay { reached_db: f64::NEG_INFINITY, target_db: f64::NEG_INFINITY, truncated: false };
+        for (o, j) in self.outputs.iter().zip(&self.jobs) {
+            let (db, capped) = match o.ended {
+                EndReason::EnergyDecay { db } => (db, false),
+                EndReason::MaxSteps { db } => (db, true),
+            };
+            d.reached_db = d.reached_db.max(db);
+            d.target_db = d.target_db.max(j.stop.decay_db);
+            // At the cap, a decay already past the target is as good as converged.
+            d.truncated |= capped && db > j.stop.decay_db;
+        }
+        d
+    }
+    /// A warning line for files and output when a simulation was truncated.
+    pub fn truncation_note(&self) -> Option<String> {
+        let d = self.decay();
+        d.truncated.then(|| {
+            format!(
+                "WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps)"
+            )
+        })
     }
     /// A one-line account of how the simulations ended.
     pub fn run_summary(&self) -> String {
@@ -64,6 +89,20 @@ pub fn evaluate_designs(
     backend: &dyn Backend,
     done: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<Result<Scored, String>>, EngineError> {
+    evaluate_designs_watched(design, candidates, drives, engine, backend, done, &[])
+}
+
+/// [`evaluate_designs`], with `watch[k]` following the k-th job built (candidate
+/// by candidate, one per drive) while it steps: the `simulate` progress bar.
+pub fn evaluate_designs_watched(
+    design: &Design,
+    candidates: &[BTreeMap<String, f64>],
+    drives: &[usize],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+    done: &(dyn Fn(usize) + Sync),
+    watch: &[StepWatch],
+) -> Result<Vec<Result<Scored, String>>, EngineError> {
     let per = drives.len().max(1);
     let mut jobs = Vec::new();
     let mut built: Vec<Result<std::ops::Range<usize>, String>> = Vec::new();
@@ -77,7 +116,7 @@ pub fn evaluate_designs(
             Err(e) => built.push(Err(format!("geometry: {e}"))),
         }
     }
-    let outs = backend.run_batch_progress(&jobs, &|n| done(n / per))?;
+    let outs = backend.run_batch_watched(&jobs, &|n| done(n / per), watch)?;
     // Each candidate's outputs, in order; then the DFTs and fitness of all
     // candidates in parallel (a generation's post-processing is seconds of
     // sequential work otherwise, as long as the GPU's simulation).
