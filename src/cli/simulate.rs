@@ -11,7 +11,9 @@ use clap::Args;
 
 use crate::design::Design;
 use crate::engine::select::{parse_gpus, select, BackendChoice};
-use crate::evaluate::{evaluate_designs, masks, Scored};
+use super::sim_progress::{JobInfo, SimProgress};
+use crate::engine::StepWatch;
+use crate::evaluate::{evaluate_designs_watched, masks, Scored};
 use crate::job::EngineKind;
 
 #[derive(Args, Debug)]
@@ -72,7 +74,30 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(format!("{}-simulate", design.name())));
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let t = Instant::now();
-    let mut res = evaluate_designs(&design, std::slice::from_ref(&values), &drives, a.engine.map(Into::into), backend.as_ref(), &|_| {})?;
+    let opts = design.file().engine.options();
+    let ports = design.port_names();
+    let jobs: Vec<JobInfo> = drives
+        .iter()
+        .map(|&d| JobInfo {
+            label: format!("drive {}", ports[d]),
+            max_steps: opts.max_steps.unwrap_or(crate::job::StopRule::default().max_steps),
+            target_db: opts.decay_db,
+        })
+        .collect();
+    let watch = StepWatch::for_jobs(jobs.len());
+    let mut display = SimProgress::new(jobs);
+    let engine = a.engine.map(Into::into);
+    // The batch runs on its own thread; this one redraws the display until it ends.
+    let mut res = std::thread::scope(|s| {
+        let h = s.spawn(|| evaluate_designs_watched(&design, std::slice::from_ref(&values), &drives, engine, backend.as_ref(), &|_| {}, &watch));
+        while !h.is_finished() {
+            display.update(&watch);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        h.join()
+    })
+    .map_err(|_| anyhow::anyhow!("the simulation thread panicked"))??;
+    display.finish();
     let wall = t.elapsed().as_secs_f64();
     let scored = match res.remove(0) {
         Ok(s) => s,
@@ -82,6 +107,9 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
         }
     };
     println!("simulated in {wall:.2} s ({:.1} Mcells/s): {}", scored.cell_updates() / wall / 1e6, scored.run_summary());
+    if let Some(w) = scored.truncation_note() {
+        println!("{w}");
+    }
     print_fitness(&scored);
     write_outputs(&design, &values, &scored, &out_dir)?;
     Ok(0)
@@ -100,7 +128,10 @@ pub fn print_fitness(s: &Scored) {
 pub fn write_outputs(design: &Design, values: &std::collections::BTreeMap<String, f64>, s: &Scored, dir: &Path) -> anyhow::Result<()> {
     let stem = dir.join(design.name());
     let vals: Vec<String> = values.iter().map(|(k, v)| format!("{k}={}", crate::design::short(*v))).collect();
-    let comment = format!("emvolve {}: {}\nparameters: {}", env!("CARGO_PKG_VERSION"), design.name(), vals.join(", "));
+    let mut comment = format!("emvolve {}: {}\nparameters: {}", env!("CARGO_PKG_VERSION"), design.name(), vals.join(", "));
+    if let Some(w) = s.truncation_note() {
+        comment.push_str(&format!("\n{w}"));
+    }
     let mut written = vec![];
     match crate::analysis::touchstone::write(&s.sparams, &stem, &comment) {
         Ok(p) => written.push(p),
@@ -116,7 +147,7 @@ pub fn write_outputs(design: &Design, values: &std::collections::BTreeMap<String
         written.push(path);
     }
     let summary = dir.join("fitness.json");
-    let json = serde_json::json!({ "design": design.name(), "parameters": values, "fitness": s.fitness, "runs": s.run_summary() });
+    let json = serde_json::json!({ "design": design.name(), "parameters": values, "fitness": s.fitness, "runs": s.run_summary(), "decay": s.decay() });
     std::fs::write(&summary, serde_json::to_string_pretty(&json)?).with_context(|| format!("writing {}", summary.display()))?;
     written.push(summary);
     println!("wrote:");
