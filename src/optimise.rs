@@ -31,6 +31,46 @@ pub struct RunSettings {
     pub ga: GaSettings,
     /// `--engine` given at launch (None: the design's own engine).
     pub engine: Option<EngineKind>,
+    /// [`RunSettings::VERSION`] when written; 0 (absent) in files of earlier builds.
+    #[serde(default)]
+    pub version: u32,
+}
+
+impl RunSettings {
+    /// Since version 1 the stop rules with a default value (target, stagnation)
+    /// are always written, `None` included.
+    pub const VERSION: u32 = 1;
+
+    pub fn new(ga: GaSettings, engine: Option<EngineKind>) -> RunSettings {
+        RunSettings { ga, engine, version: RunSettings::VERSION }
+    }
+
+    /// Read `settings.ron`. Files of earlier builds left out the stop rules
+    /// that were off, and those rules were off by default then: such a rule is
+    /// read as off, not as today's default, so the run resumes as it ran.
+    pub fn from_ron(text: &str) -> Result<RunSettings, ron::error::SpannedError> {
+        let mut s: RunSettings = ron::from_str(text)?;
+        if s.version == 0 {
+            let written = |field: &str| {
+                // ron 0.8's Value holds a named struct as a map of its fields.
+                let get = |v: &ron::Value, k: &str| match v {
+                    ron::Value::Map(m) => m.iter().find(|(key, _)| **key == ron::Value::String(k.into())).map(|(_, v)| v.clone()),
+                    _ => None,
+                };
+                let v: Option<ron::Value> = ron::from_str(text).ok();
+                let stop = v.and_then(|v| get(&v, "ga")).and_then(|g| get(&g, "stop"));
+                stop.is_some_and(|s| get(&s, field).is_some())
+            };
+            if !written("target") {
+                s.ga.stop.target = None;
+            }
+            if !written("stagnation") {
+                s.ga.stop.stagnation = None;
+            }
+            s.version = RunSettings::VERSION;
+        }
+        Ok(s)
+    }
 }
 
 /// Everything needed to simulate a candidate: shared by the problem and the observers.
@@ -241,6 +281,25 @@ impl Observer for BestObserver {
 mod tests {
     use super::*;
     use crate::ga::ops::select::compare_constrained;
+
+    #[test]
+    fn settings_of_earlier_builds_keep_their_stop_rules_off() {
+        // As an earlier build wrote it: rules that were off are left out.
+        let old = "(ga: Ga(population: 8, generations: 5, seed: 1, elitism: 2, tournament: 2, \
+                   crossover: Sbx(probability: 0.9, eta: 15.0), mutation: Polynomial(eta: 20.0), \
+                   stop: (max_evaluations: 100)), engine: None)";
+        let s = RunSettings::from_ron(old).unwrap();
+        assert_eq!((s.ga.stop.target, s.ga.stop.stagnation, s.ga.stop.max_evaluations), (None, None, Some(100)));
+        let old = old.replace("stop: (max_evaluations: 100)", "stop: (target: 0.0, stagnation: 7)");
+        let s = RunSettings::from_ron(&old).unwrap();
+        assert_eq!((s.ga.stop.target, s.ga.stop.stagnation), (Some(0.0), Some(7)));
+        // What this build writes reads back as written, defaults and lifted rules alike.
+        for ga in [GaSettings::default(), GaSettings { stop: crate::ga::Stop::none(), ..Default::default() }] {
+            let s = RunSettings::new(ga, Some(EngineKind::Tlm));
+            let text = ron::ser::to_string_pretty(&s, ron::ser::PrettyConfig::default()).unwrap();
+            assert_eq!(RunSettings::from_ron(&text).unwrap(), s, "{text}");
+        }
+    }
     use crate::ga::Decay;
 
     fn scored(fitness: f64, reached_db: f64) -> Evaluation {

@@ -234,7 +234,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let n_objectives = design.objective_labels().len().max(1);
     crate::ga::new_state(design.genes(), n_objectives, ga.clone(), "")
         .with_context(|| format!("{}: optimiser settings", design.origin()))?;
-    let settings = RunSettings { ga: ga.clone(), engine: a.engine.map(Into::into) };
+    let settings = RunSettings::new(ga.clone(), a.engine.map(Into::into));
     let backend = select(a.exec.backend, parse_gpus(&a.exec.gpus).map_err(anyhow::Error::msg)?, &mut |s| println!("{s}"))?;
     let name = a.name.clone().unwrap_or_else(|| design.name().to_string());
     let dir = a.runs_dir.join(&name);
@@ -262,7 +262,7 @@ fn read_run(rundir: &RunDir) -> anyhow::Result<(Design, RunSettings)> {
     let design = Design::load(&rundir.file("design.ron"))?;
     let sp = rundir.file("settings.ron");
     let text = std::fs::read_to_string(&sp).with_context(|| format!("reading {}", sp.display()))?;
-    let settings: RunSettings = ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{e}", sp.display()))?;
+    let settings = RunSettings::from_ron(&text).map_err(|e| anyhow::anyhow!("{}:{e}", sp.display()))?;
     Ok((design, settings))
 }
 

@@ -30,6 +30,7 @@ pub struct SimProgress {
     samples: Vec<VecDeque<(Instant, usize, f64)>>,
     bars: Option<(MultiProgress, Vec<ProgressBar>)>,
     last_line: Instant,
+    started: Instant,
 }
 
 impl SimProgress {
@@ -52,7 +53,7 @@ impl SimProgress {
             (multi, bars)
         });
         let n = jobs.len();
-        SimProgress { jobs, samples: vec![VecDeque::new(); n], bars, last_line: Instant::now() }
+        SimProgress { jobs, samples: vec![VecDeque::new(); n], bars, last_line: Instant::now(), started: Instant::now() }
     }
 
     /// Read the watches and redraw (bars) or print a line when one is due.
@@ -68,8 +69,12 @@ impl SimProgress {
             while s.len() > 2 && s.front().is_some_and(|f| now - f.0 > WINDOW) {
                 s.pop_front();
             }
-            let eta = eta_text(s, job);
-            let text = format!("energy {db:.1} dB (target {:.1} dB){eta}", job.target_db);
+            let text = if steps == 0 {
+                // Nothing reported yet (or a backend that reports no steps, CUDA).
+                format!("running for {}", clock((now - self.started).as_secs_f64()))
+            } else {
+                format!("energy {db:.1} dB (target {:.1} dB){}", job.target_db, eta_text(s, job))
+            };
             if let Some((_, bars)) = &self.bars {
                 bars[k].set_position(steps as u64);
                 bars[k].set_message(text.clone());

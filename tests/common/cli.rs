@@ -9,6 +9,9 @@ use std::time::{Duration, Instant};
 
 pub const FIXTURE: &str = "tests/fixtures/tiny_iris.ron";
 
+/// Lines of a child's output with their arrival times.
+pub type Lines = Vec<(Instant, String)>;
+
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_emvolve"))
 }
@@ -84,13 +87,13 @@ impl Running {
     }
 
     /// Wait for the exit; (status, remaining stdout lines, all stderr lines).
-    pub fn finish(self) -> (std::process::ExitStatus, Vec<String>, Vec<(Instant, String)>) {
+    pub fn finish(self) -> (std::process::ExitStatus, Vec<String>, Lines) {
         let (status, out, err) = self.finish_timed();
         (status, out.into_iter().map(|(_, l)| l).collect(), err)
     }
 
     /// [`Running::finish`] with the arrival time of every stdout line.
-    pub fn finish_timed(mut self) -> (std::process::ExitStatus, Vec<(Instant, String)>, Vec<(Instant, String)>) {
+    pub fn finish_timed(mut self) -> (std::process::ExitStatus, Lines, Lines) {
         let status = self.child.wait().unwrap();
         // The reader threads end with the pipes.
         let out: Vec<(Instant, String)> = self.out.iter().collect();
