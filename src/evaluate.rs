@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::analysis::SParams;
 use crate::design::{Design, DesignError};
-use crate::engine::{Backend, EngineError};
+use crate::engine::{Backend, EngineError, StepWatch};
 use crate::fitness::{Fitness, FitnessError};
 use crate::job::{EndReason, EngineKind, SimFailure, SimJob, SimOutput};
 
@@ -63,6 +63,14 @@ impl Simulated {
     pub fn cell_updates(&self) -> f64 {
         cell_updates(&self.outputs)
     }
+    /// How far the end criterion got (see [`decay`]).
+    pub fn decay(&self) -> crate::ga::Decay {
+        decay(&self.jobs, &self.outputs)
+    }
+    /// A warning line for files and output when a simulation was truncated.
+    pub fn truncation_note(&self) -> Option<String> {
+        truncation_note(&self.jobs, &self.outputs)
+    }
     /// A one-line account of how the simulations ended.
     pub fn run_summary(&self) -> String {
         run_summary(&self.jobs, &self.outputs)
@@ -74,10 +82,41 @@ impl Scored {
     pub fn cell_updates(&self) -> f64 {
         cell_updates(&self.outputs)
     }
+    /// How far the end criterion got (see [`decay`]).
+    pub fn decay(&self) -> crate::ga::Decay {
+        decay(&self.jobs, &self.outputs)
+    }
+    /// A warning line for files and output when a simulation was truncated.
+    pub fn truncation_note(&self) -> Option<String> {
+        truncation_note(&self.jobs, &self.outputs)
+    }
     /// A one-line account of how the simulations ended.
     pub fn run_summary(&self) -> String {
         run_summary(&self.jobs, &self.outputs)
     }
+}
+
+/// How far the end criterion got: the least decay over a candidate's
+/// simulations, and whether any was cut off by the step cap first.
+pub fn decay(jobs: &[SimJob], outputs: &[SimOutput]) -> crate::ga::Decay {
+    let mut d = crate::ga::Decay { reached_db: f64::NEG_INFINITY, target_db: f64::NEG_INFINITY, truncated: false };
+    for (o, j) in outputs.iter().zip(jobs) {
+        let (db, capped) = match o.ended {
+            EndReason::EnergyDecay { db } => (db, false),
+            EndReason::MaxSteps { db } => (db, true),
+        };
+        d.reached_db = d.reached_db.max(db);
+        d.target_db = d.target_db.max(j.stop.decay_db);
+        // At the cap, a decay already past the target is as good as converged.
+        d.truncated |= capped && db > j.stop.decay_db;
+    }
+    d
+}
+
+/// A warning line for files and output when a simulation was truncated.
+pub fn truncation_note(jobs: &[SimJob], outputs: &[SimOutput]) -> Option<String> {
+    let d = decay(jobs, outputs);
+    d.truncated.then(|| format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps)"))
 }
 
 fn cell_updates(outputs: &[SimOutput]) -> f64 {
@@ -112,6 +151,18 @@ pub fn simulate_batch(
     backend: &dyn Backend,
     done: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<Result<Simulated, CandidateFailure>>, EngineError> {
+    simulate_batch_watched(design, requests, engine, backend, done, &[])
+}
+
+/// [`simulate_batch`], with `watch[k]` following the k-th job built while it steps.
+pub fn simulate_batch_watched(
+    design: &Design,
+    requests: &[Request],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+    done: &(dyn Fn(usize) + Sync),
+    watch: &[StepWatch],
+) -> Result<Vec<Result<Simulated, CandidateFailure>>, EngineError> {
     let mut jobs = Vec::new();
     let mut built: Vec<Result<Range<usize>, CandidateFailure>> = Vec::with_capacity(requests.len());
     for r in requests {
@@ -125,7 +176,7 @@ pub fn simulate_batch(
         }
     }
     let (n_req, n_jobs) = (requests.len(), jobs.len().max(1));
-    let outs = backend.run_batch_progress(&jobs, &|n| done(n * n_req / n_jobs))?;
+    let outs = backend.run_batch_watched(&jobs, &|n| done(n * n_req / n_jobs), watch)?;
     // Each candidate's outputs, in order; then the DFTs of all candidates in
     // parallel (a generation's post-processing is seconds of sequential work
     // otherwise, as long as the GPU's simulation).
@@ -170,9 +221,23 @@ pub fn evaluate_designs(
     engine: Option<EngineKind>,
     backend: &dyn Backend,
     done: &(dyn Fn(usize) + Sync),
+    ) -> Result<Vec<Result<Scored, CandidateFailure>>, EngineError> {
+    evaluate_designs_watched(design, candidates, drives, engine, backend, done, &[])
+}
+
+/// [`evaluate_designs`], with `watch[k]` following the k-th job built (candidate
+/// by candidate, one per drive) while it steps: the `simulate` progress bar.
+pub fn evaluate_designs_watched(
+    design: &Design,
+    candidates: &[BTreeMap<String, f64>],
+    drives: &[usize],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+    done: &(dyn Fn(usize) + Sync),
+    watch: &[StepWatch],
 ) -> Result<Vec<Result<Scored, CandidateFailure>>, EngineError> {
     let requests: Vec<Request> = candidates.iter().map(|v| Request { values: v.clone(), drives: drives.to_vec() }).collect();
-    let sims = simulate_batch(design, &requests, engine, backend, done)?;
+    let sims = simulate_batch_watched(design, &requests, engine, backend, done, watch)?;
     Ok(sims.into_par_iter().map(|r| r.and_then(|s| score(design, s))).collect())
 }
 

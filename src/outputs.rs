@@ -58,7 +58,10 @@ pub fn write_sparams_plot(design: &Design, sp: &SParams, path: &Path, title: &st
 pub fn write_design_files(design: &Design, values: &BTreeMap<String, f64>, s: &Scored, dir: &Path) -> anyhow::Result<Written> {
     let mut w = Written::default();
     let params = parameter_list(values);
-    let comment = format!("emvolve {}: {}\nparameters: {params}", env!("CARGO_PKG_VERSION"), design.name());
+    let mut comment = format!("emvolve {}: {}\nparameters: {params}", env!("CARGO_PKG_VERSION"), design.name());
+    if let Some(warning) = s.truncation_note() {
+        comment.push_str(&format!("\n{warning}"));
+    }
     match write_touchstone(&s.sparams, &dir.join(design.name()), &comment) {
         Ok(p) => w.files.push(p),
         Err(e) => w.notes.push(format!("no Touchstone file: {e}")),
@@ -75,7 +78,7 @@ pub fn write_design_files(design: &Design, values: &BTreeMap<String, f64>, s: &S
         w.files.push(path);
     }
     let summary = dir.join("fitness.json");
-    let json = serde_json::json!({ "design": design.name(), "parameters": values, "fitness": s.fitness, "runs": s.run_summary() });
+    let json = serde_json::json!({ "design": design.name(), "parameters": values, "fitness": s.fitness, "runs": s.run_summary(), "decay": s.decay() });
     std::fs::write(&summary, serde_json::to_string_pretty(&json)?).with_context(|| format!("writing {}", summary.display()))?;
     w.files.push(summary);
     Ok(w)

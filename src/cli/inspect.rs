@@ -39,6 +39,15 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
         }
         let status = ins.termination.map_or("running or interrupted".to_string(), |t| format!("stopped: {t}"));
         println!("{}: generation {}, {} designs simulated, {} failed ({status})", design.name(), ins.generation, ins.evaluations, ins.failures);
+        if ins.truncated > 0 {
+            println!(
+                "{} designs hit the step cap before their energy decay target: their fitness is uncertain and they rank behind every converged design",
+                ins.truncated
+            );
+        }
+        for c in &ins.changes {
+            println!("after generation {}: {}", c.generation, c.change);
+        }
         let what = match ins.kind {
             InspectionKind::Pareto => "Pareto set",
             InspectionKind::Top => "best designs",
@@ -47,8 +56,12 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
         for d in &ins.designs {
             let genes: Vec<String> = d.genes.iter().map(|(k, v)| format!("{k}={v}")).collect();
             let obj: Vec<String> = d.objectives.iter().map(|o| format!("{o:.5}")).collect();
-            let viol = if d.constraint_violation > 0.0 { format!(", constraint violation {:.3e}", d.constraint_violation) } else { String::new() };
+            // A simulated design broke no constraint: a violation there is the truncation penalty, told below.
+            let viol = if d.constraint_violation > 0.0 && d.decay.is_none() { format!(", constraint violation {:.3e}", d.constraint_violation) } else { String::new() };
             println!("#{} fitness {}{viol}  [{}]", d.rank, obj.join(" / "), genes.join(", "));
+            if let Some(dc) = d.decay {
+                println!("    {}{dc}", if dc.truncated { "WARNING: " } else { "" });
+            }
             for g in &d.extra.goals {
                 println!("    {}", g.line());
             }

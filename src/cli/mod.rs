@@ -10,6 +10,7 @@ pub mod plot;
 pub mod inspect;
 pub mod report;
 pub mod run;
+pub mod sim_progress;
 pub mod simulate;
 pub mod sweep;
 
@@ -47,6 +48,7 @@ pub enum Command {
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
+    restore_sigpipe();
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Run(a) => run::run(a),
@@ -66,5 +68,19 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             1
         }
+    }
+}
+
+/// Output into a closed pipe (`emvolve inspect --json | head`) ends the process
+/// quietly with the status shells expect (killed by SIGPIPE: 141), as `cat` and
+/// `grep` do, instead of a panic in `println!`: Rust ignores SIGPIPE by default.
+/// Nothing is lost by it: a run writes to stdout only between generations, after
+/// the checkpoint, and any kill leaves a resumable run directory.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists;
+    // `signal` only resets SIGPIPE's disposition to the default.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -11,8 +11,10 @@ use clap::Args;
 
 use super::args::{backend, EngineArg};
 use crate::design::Design;
+use super::sim_progress::{JobInfo, SimProgress};
 use crate::engine::select::BackendChoice;
-use crate::evaluate::{evaluate_one, Scored};
+use crate::engine::StepWatch;
+use crate::evaluate::{evaluate_designs_watched, Scored};
 use crate::outputs::write_design_files;
 
 #[derive(Args, Debug)]
@@ -60,8 +62,32 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(format!("{}-simulate", design.name())));
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
     let t = Instant::now();
-    let res = evaluate_one(&design, &values, &drives, a.engine.map(Into::into), backend.as_ref())?;
+    let opts = design.file().engine.options();
+    let ports = design.port_names();
+    let jobs: Vec<JobInfo> = drives
+        .iter()
+        .map(|&d| JobInfo {
+            label: format!("drive {}", ports[d]),
+            max_steps: opts.max_steps.unwrap_or(crate::job::StopRule::default().max_steps),
+            target_db: opts.decay_db,
+        })
+        .collect();
+    let watch = StepWatch::for_jobs(jobs.len());
+    let mut display = SimProgress::new(jobs);
+    let engine = a.engine.map(Into::into);
+    // The batch runs on its own thread; this one redraws the display until it ends.
+    let mut res = std::thread::scope(|s| {
+        let h = s.spawn(|| evaluate_designs_watched(&design, std::slice::from_ref(&values), &drives, engine, backend.as_ref(), &|_| {}, &watch));
+        while !h.is_finished() {
+            display.update(&watch);
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        h.join()
+    })
+    .map_err(|_| anyhow::anyhow!("the simulation thread panicked"))??;
+    display.finish();
     let wall = t.elapsed().as_secs_f64();
+    let Some(res) = res.pop() else { anyhow::bail!("the batch returned no result") };
     let scored = match res {
         Ok(s) => s,
         Err(reason) => {
@@ -70,6 +96,9 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
         }
     };
     println!("simulated in {wall:.2} s ({:.1} Mcells/s): {}", scored.cell_updates() / wall / 1e6, scored.run_summary());
+    if let Some(w) = scored.truncation_note() {
+        println!("{w}");
+    }
     print_fitness(&scored);
     print!("{}", write_design_files(&design, &values, &scored, &out_dir)?);
     Ok(0)

@@ -6,6 +6,7 @@
 //! ([`Design::jobs`]); the S-parameters of those jobs are scored by
 //! [`Design::fitness`].
 
+pub mod budget;
 pub mod error;
 pub mod expr;
 pub mod format;
@@ -20,6 +21,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+pub use budget::MemoryBudget;
 pub use error::DesignError;
 pub use format::DesignFile;
 pub use crate::ga::GaSettings;
@@ -38,6 +40,8 @@ pub struct Design {
     file: DesignFile,
     goals: Vec<Goal>,
     notes: Vec<String>,
+    /// Memory a job's grid may need; larger grids are refused before allocation.
+    budget: MemoryBudget,
 }
 
 impl Design {
@@ -55,6 +59,11 @@ impl Design {
     /// port outside the domain or a mesh too coarse fails here rather than on every
     /// evaluation.
     pub fn parse(text: &str, origin: &str) -> Result<Design, DesignError> {
+        Design::parse_with_budget(text, origin, MemoryBudget::machine())
+    }
+
+    /// [`Design::parse`] with grids limited to `budget` (the machine's memory by default).
+    pub fn parse_with_budget(text: &str, origin: &str, budget: MemoryBudget) -> Result<Design, DesignError> {
         let file: DesignFile = ron_options().from_str(text).map_err(|e| DesignError::from_ron(origin, e))?;
         let checked = validate::check_static(&file, origin)?;
         let design = Design {
@@ -63,6 +72,7 @@ impl Design {
             file,
             goals: checked.goals,
             notes: checked.notes,
+            budget,
         };
         let mid = design.midpoint_values();
         if design.constraint_violation(&mid) == 0.0 {
@@ -167,8 +177,8 @@ impl Design {
     fn job(&self, values: &BTreeMap<String, f64>, over: Option<EngineKind>) -> Result<SimJob, DesignError> {
         self.check_bounds(values)?;
         let kind = over.unwrap_or(self.file.engine.kind());
-        let r = resolve::resolve(&self.file, &self.origin, values, kind)?;
-        voxel::voxelise(&r, &self.file, &self.origin)
+        let r = resolve::resolve(&self.file, &self.origin, values, kind, self.budget)?;
+        voxel::voxelise(&r, &self.file, &self.origin, self.budget)
     }
 
     /// Score S-parameters against the goals.

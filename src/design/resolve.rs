@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use super::budget::{check_grid, MemoryBudget};
 use super::error::DesignError;
 use super::expr::{Expr, Scope};
 use super::format::{DesignFile, MaterialSpec, PortSpec, Primitive, Vec3};
@@ -124,6 +125,7 @@ pub(crate) fn resolve(
     file: &str,
     values: &BTreeMap<String, f64>,
     kind: EngineKind,
+    budget: MemoryBudget,
 ) -> Result<Resolved, DesignError> {
     let domain_u = [&d.domain.x, &d.domain.y, &d.domain.z];
     let cx = Ctx { d, file, scope: Scope::new(file, &d.constants, values), u: d.units.metres(), tol: 0.0 };
@@ -188,9 +190,12 @@ pub(crate) fn resolve(
         for s in 0..2 {
             pml[i][s] = if faces[i][s] == Boundary::Absorbing { opts.pml } else { 0 };
         }
-        n[i] = n_dom[i] + pml[i][0] + pml[i][1];
+        n[i] = n_dom[i].saturating_add(pml[i][0]).saturating_add(pml[i][1]);
         origin[i] = domain[i][0] - pml[i][0] as f64 * dd[i];
     }
+    // Before any loop over the cells (cells_in, the painting): a grid too large
+    // for memory is refused from its counts.
+    check_grid(n, budget, file)?;
     let mut r = Resolved {
         kind,
         collapse,

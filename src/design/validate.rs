@@ -10,6 +10,9 @@ use super::params::spec_problem;
 use crate::fitness::{Goal, GoalKind, Limit};
 use crate::job::{Axis, Boundary};
 
+/// The most frequencies a sweep may have (each is a running DFT per port).
+pub const MAX_BAND_POINTS: usize = 100_000;
+
 /// Built-in material names (matched case-insensitively).
 pub const BUILTIN_MATERIALS: &[&str] = &["Pec", "Vacuum"];
 
@@ -143,6 +146,9 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
     }
     if b.points < 2 {
         return bad("band.points", format!("must be at least 2 (got {})", b.points));
+    }
+    if b.points > MAX_BAND_POINTS {
+        return bad("band.points", format!("must be at most {MAX_BAND_POINTS} (got {}): every point is a DFT kept at every step", b.points));
     }
 
     let notes = check_engine(d, file)?;

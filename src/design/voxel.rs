@@ -5,15 +5,18 @@
 //! vacuum, where none does). Sheets are kept apart as zero-thickness conductors on
 //! grid planes and are not erased by later shapes.
 
+use super::budget::{check_grid, MemoryBudget};
 use super::error::DesignError;
 use super::format::DesignFile;
 use super::resolve::{port_nodes, Resolved, Shape};
 use crate::job::{Axis, Boundary, Pulse, SimJob, StopRule};
 
 /// The job for `r`, driven at port 0 (callers set `drive` and `label` per run).
-pub(crate) fn voxelise(r: &Resolved, d: &DesignFile, file: &str) -> Result<SimJob, DesignError> {
+pub(crate) fn voxelise(r: &Resolved, d: &DesignFile, file: &str, budget: MemoryBudget) -> Result<SimJob, DesignError> {
     let g = &r.grid;
-    let mut cell_mat = vec![0u8; g.cells()];
+    // The memory check comes before the first allocation of the grid's size.
+    let cells = check_grid(g.n, budget, file)?;
+    let mut cell_mat = vec![0u8; cells];
     for shape in &r.shapes {
         paint(r, shape, &mut cell_mat);
     }

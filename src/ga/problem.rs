@@ -25,12 +25,51 @@ pub struct Evaluation {
     pub extra: Extra,
     /// Engine throughput for this design, if it knows.
     pub cells_per_second: Option<f64>,
+    /// How far the simulations' end criterion got (time-domain engines); None
+    /// where the problem has no such notion. Kept per design in the checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decay: Option<Decay>,
+}
+
+/// How far a design's field energy decayed before its simulations ended: the
+/// engine's end criterion. A simulation cut off by the step cap before the
+/// target leaves the tail of its signals out, so its S-parameters, and the
+/// fitness made from them, are uncertain.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Decay {
+    /// The least decay over the design's simulations (dB below the energy peak, e.g. -52.3).
+    pub reached_db: f64,
+    /// The decay the end criterion asks for (e.g. -50).
+    pub target_db: f64,
+    /// A simulation hit the step cap before reaching the target.
+    pub truncated: bool,
+}
+
+impl Decay {
+    /// How many dB short of its target a truncated simulation stopped (0 when it converged).
+    pub fn shortfall_db(&self) -> f64 {
+        if self.truncated {
+            (self.reached_db - self.target_db).max(0.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+impl std::fmt::Display for Decay {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if self.truncated {
+            write!(f, "truncated: step cap reached with the energy at {:.1} dB (target {:.1} dB)", self.reached_db, self.target_db)
+        } else {
+            write!(f, "converged: energy at {:.1} dB (target {:.1} dB)", self.reached_db, self.target_db)
+        }
+    }
 }
 
 impl Evaluation {
     /// A feasible, successful evaluation.
     pub fn ok(objectives: Vec<f64>) -> Evaluation {
-        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: Extra::default(), cells_per_second: None }
+        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: Extra::default(), cells_per_second: None, decay: None }
     }
 
     /// A design that could not be simulated.
@@ -41,12 +80,18 @@ impl Evaluation {
             failure: Some(reason.into()),
             extra: Extra::default(),
             cells_per_second: None,
+            decay: None,
         }
     }
 
     /// Did the simulation produce usable objectives?
     pub fn is_valid(&self) -> bool {
         self.failure.is_none() && self.objectives.iter().all(|&o| o < PENALTY)
+    }
+
+    /// Was a simulation of this design cut off by the step cap before its end criterion?
+    pub fn is_truncated(&self) -> bool {
+        self.decay.is_some_and(|d| d.truncated)
     }
 
     pub fn is_feasible(&self) -> bool {

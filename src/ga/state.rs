@@ -76,6 +76,18 @@ pub struct GenStats {
     pub evaluation_seconds: f64,
     /// Mean of the engine throughputs reported in this generation.
     pub cells_per_second: Option<f64>,
+    /// Designs of this generation whose simulation hit the step cap before its end criterion.
+    #[serde(default)]
+    pub truncated: usize,
+}
+
+/// A change of the run's limits when it was resumed (`resume --stagnation 30`, say).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsChange {
+    /// The last generation completed before the change.
+    pub generation: usize,
+    /// What changed, e.g. "stop.stagnation 10 -> 30".
+    pub change: String,
 }
 
 /// Why a run stopped; stored in the state.
@@ -130,6 +142,9 @@ pub struct GaState {
     pub stagnant_generations: usize,
     pub termination: Option<TerminationReason>,
     pub failures: Vec<FailureRecord>,
+    /// Limits changed on resume, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<SettingsChange>,
 }
 
 impl GaState {
@@ -188,6 +203,10 @@ impl GaState {
         for h in &mut s.history {
             h.wall_seconds = 0.0;
             h.evaluation_seconds = 0.0;
+            h.cells_per_second = None;
+        }
+        for e in s.cache.values_mut() {
+            e.cells_per_second = None;
         }
         s
     }

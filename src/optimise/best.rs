@@ -30,6 +30,8 @@ use crate::run::RunSummary;
 /// The best design whose files stand in `best/`.
 struct Shown {
     key: String,
+    /// The warning its files carry when a simulation was cut off by the step cap.
+    truncated: Option<String>,
     /// The generation at which it was first shown (titles and comments say it).
     generation: usize,
     values: BTreeMap<String, f64>,
@@ -60,7 +62,10 @@ impl BestObserver {
         let Some(dir) = self.dir.clone() else { return Ok(()) };
         let key = genome_key(genome);
         let values = self.sim.values(genome);
-        let shown = Shown { key: key.clone(), generation: state.generation, values: values.clone() };
+        let truncated = state.cache.get(&key).and_then(|e| e.decay).filter(|d| d.truncated).map(|d| {
+            format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps)")
+        });
+        let shown = Shown { key: key.clone(), truncated, generation: state.generation, values: values.clone() };
         let known = lock(&self.shared).sparams.get(&key).cloned();
         let best = dir.join("best");
         std::fs::create_dir_all(&best).with_context(|| format!("creating {}", best.display()))?;
@@ -129,12 +134,15 @@ impl BestObserver {
     fn complete(&mut self, shown: &Shown, full: &SParams) -> anyhow::Result<()> {
         let Some(dir) = &self.dir else { return Ok(()) };
         let design = &self.sim.design;
-        let comment = format!(
+        let mut comment = format!(
             "emvolve best design of {} at generation {}\nparameters: {}",
             design.name(),
             shown.generation,
             parameter_list(&shown.values)
         );
+        if let Some(w) = &shown.truncated {
+            comment.push_str(&format!("\n{w}"));
+        }
         write_touchstone(full, &dir.join("best").join(design.name()), &comment)?;
         self.plots(shown, full)
     }

@@ -127,11 +127,18 @@ impl Problem for DesignProblem {
                 let extra_objectives = design.extra_objectives(v).map_err(CandidateFailure::Objective)?;
                 let mut objectives = vec![s.fitness.total];
                 objectives.extend(extra_objectives);
-                let extra = Extra { runs: Some(s.run_summary()), goals: s.fitness.per_goal, ..Extra::default() };
+                let extra = Extra { runs: Some(s.run_summary()), goals: s.fitness.per_goal.clone(), ..Extra::default() };
+                let decay = s.decay();
                 shared.sparams.insert(genome_key(x), s.sparams);
-                Ok(Evaluation { objectives, extra, cells_per_second: rate, ..Evaluation::ok(vec![]) })
+                Ok(Evaluation { objectives, extra, cells_per_second: rate, decay: Some(decay), ..Evaluation::ok(vec![]) })
             });
-            out.push(e.unwrap_or_else(|reason| Evaluation::failed(reason.to_string(), n)));
+            let mut e = e.unwrap_or_else(|reason| Evaluation::failed(reason.to_string(), n));
+            // A truncated simulation's fitness is uncertain: it ranks as a
+            // constraint violation of its shortfall in dB, behind every converged
+            // design (and never meets a fitness target); of two truncated designs
+            // the one nearer its decay target wins. See `truncation_penalty`.
+            e.constraint_violation += truncation_penalty(&e);
+            out.push(e);
         }
         Ok(out)
     }
@@ -140,4 +147,47 @@ impl Problem for DesignProblem {
 /// The error for a request the batch gave no result for (a backend's fault).
 fn no_result(sim: &Simulator) -> CandidateFailure {
     CandidateFailure::Design(crate::design::DesignError::invalid(sim.design.origin(), "ports", "the batch returned no result for the best design's columns"))
+}
+
+/// The constraint violation a truncated simulation adds: its shortfall from the
+/// decay target in dB (0 for a converged one).
+///
+/// Why penalise rather than re-run longer: the tail a truncated run leaves out
+/// biases its S-parameters in no known direction (a ringing resonator can look
+/// like a pass band that is not there), so ranking it by them lets the GA
+/// exploit the truncation error. Re-running with a larger cap would overrule the
+/// user's `max_steps`, which exists to bound what one generation costs, and a
+/// second batch of a few stragglers leaves a GPU mostly idle. So the GA trusts
+/// only converged results; the truncated ones stay in the run, flagged, for
+/// the user to judge, and the remedy (a larger `max_steps`) is named wherever
+/// they are reported.
+pub fn truncation_penalty(e: &Evaluation) -> f64 {
+    e.decay.map_or(0.0, |d| if d.truncated { d.shortfall_db().max(1e-6) } else { 0.0 })
+}
+
+#[cfg(test)]
+mod truncation_tests {
+    use super::*;
+    use crate::ga::ops::select::compare_constrained;
+    use crate::ga::Decay;
+
+    fn scored(fitness: f64, reached_db: f64) -> Evaluation {
+        let decay = Decay { reached_db, target_db: -50.0, truncated: reached_db > -50.0 };
+        let mut e = Evaluation { decay: Some(decay), ..Evaluation::ok(vec![fitness]) };
+        e.constraint_violation = truncation_penalty(&e);
+        e
+    }
+
+    #[test]
+    fn a_truncated_design_ranks_behind_every_converged_one_and_never_meets_a_target() {
+        let (converged, truncated) = (scored(5.0, -52.0), scored(0.0, -40.0));
+        assert_eq!(converged.constraint_violation, 0.0);
+        assert_eq!(truncated.constraint_violation, 10.0);
+        // Worse fitness, but trustworthy: it wins.
+        assert!(compare_constrained(&converged, &truncated).is_lt());
+        // Of two truncated designs the one nearer its decay target wins, whatever their fitness.
+        assert!(compare_constrained(&scored(3.0, -45.0), &truncated).is_lt());
+        // The target rule asks for a feasible best; a truncated design is not one.
+        assert!(!truncated.is_feasible() && truncated.is_valid() && truncated.is_truncated());
+    }
 }

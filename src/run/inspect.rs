@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::checkpoint::{self, CheckpointError};
 use crate::ga::nsga2;
 use crate::ga::ops::select::compare_constrained;
-use crate::ga::problem::{Evaluation, Extra};
-use crate::ga::state::GaState;
+use crate::ga::problem::{Decay, Evaluation, Extra};
+use crate::ga::state::{GaState, SettingsChange};
 use crate::ga::termination::TerminationReason;
 
 /// One evaluated design.
@@ -23,6 +23,8 @@ pub struct InspectedDesign {
     pub genome: Vec<f64>,
     pub objectives: Vec<f64>,
     pub constraint_violation: f64,
+    /// How far its simulations' energy decayed; `truncated` when the step cap cut one off.
+    pub decay: Option<Decay>,
     pub extra: Extra,
 }
 
@@ -53,6 +55,10 @@ pub struct Inspection {
     /// How many designs the set had before it was cut to `top_k`.
     pub available: usize,
     pub designs: Vec<InspectedDesign>,
+    /// Limits changed on resume.
+    pub changes: Vec<SettingsChange>,
+    /// Designs of the run whose simulation hit the step cap before its end criterion.
+    pub truncated: usize,
 }
 
 /// Read the run's checkpoint and pick its best designs: the `top_k` distinct
@@ -106,6 +112,7 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
                 genome,
                 objectives: e.objectives.clone(),
                 constraint_violation: e.constraint_violation,
+                decay: e.decay,
                 extra: e.extra.clone(),
             }
         })
@@ -123,6 +130,8 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
         kind,
         available,
         designs,
+        changes: state.changes.clone(),
+        truncated: state.cache.values().filter(|e| e.is_truncated()).count(),
     }
 }
 
@@ -143,6 +152,12 @@ impl Inspection {
             "generation {}, {} designs simulated, {} failed ({status})\n",
             self.generation, self.evaluations, self.failures
         ));
+        if self.truncated > 0 {
+            out.push_str(&format!("{} designs were truncated at the step cap (uncertain fitness, ranked last)\n", self.truncated));
+        }
+        for c in &self.changes {
+            out.push_str(&format!("after generation {}: {}\n", c.generation, c.change));
+        }
         out.push_str(&match self.kind {
             InspectionKind::Pareto => format!("Pareto set: {} of {} designs\n", self.designs.len(), self.available),
             InspectionKind::Top => format!("best {} of {} designs\n", self.designs.len(), self.available),
@@ -172,6 +187,9 @@ impl Inspection {
         for (r, d) in rows.iter().zip(&self.designs) {
             out.push_str(&line(r));
             out.push('\n');
+            if let Some(d) = d.decay.filter(|d| d.truncated) {
+                out.push_str(&format!("{:>w$}  {d}\n", "", w = widths[0]));
+            }
             if !d.extra.is_empty() {
                 let extra = serde_json::to_string(&d.extra).unwrap_or_else(|e| format!("({e})"));
                 out.push_str(&format!("{:>w$}  extra: {extra}\n", "", w = widths[0]));

@@ -7,6 +7,7 @@
 use rayon::prelude::*;
 
 use super::operator::{Cpml1d, Operator};
+use crate::engine::StepWatch;
 use crate::consts::{EPS0, MU0};
 use crate::job::{Axis, EndReason, PortTrace, SimFailure, SimJob, SimOutput};
 
@@ -323,13 +324,22 @@ pub(crate) fn locate_non_finite(op: &Operator, f: &Fields) -> String {
 
 /// Run one job to its end criterion on the CPU.
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    run_watched(job, &StepWatch::default())
+}
+
+/// [`run`], reporting steps and energy decay into `watch` at each energy check.
+pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let op = Operator::new(job)?;
     let mut f = Fields::new(&op);
-    run_from(job, &op, &mut f)
+    run_from_watched(job, &op, &mut f, watch)
 }
 
 /// Run `job` from the fields `f` (zero for a normal run) to its end criterion.
 pub fn run_from(job: &SimJob, op: &Operator, f: &mut Fields) -> Result<SimOutput, SimFailure> {
+    run_from_watched(job, op, f, &StepWatch::default())
+}
+
+fn run_from_watched(job: &SimJob, op: &Operator, f: &mut Fields, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut traces = vec![PortTrace::default(); job.ports.len()];
     let stop = job.stop;
     let t_end_src = job.pulse.end_time();
@@ -349,6 +359,7 @@ pub fn run_from(job: &SimJob, op: &Operator, f: &mut Fields) -> Result<SimOutput
             }
             peak = peak.max(w);
             let db = if peak > 0.0 { 10.0 * (w / peak).max(1e-300).log10() } else { 0.0 };
+            watch.report(steps, db);
             ended = EndReason::MaxSteps { db };
             if steps as f64 * op.dt > t_end_src && peak > 0.0 && w <= threshold * peak {
                 ended = EndReason::EnergyDecay { db };
