@@ -9,6 +9,7 @@ pub mod device_check;
 pub mod device_designs;
 pub mod kernel_emu;
 pub mod inspect;
+pub mod mesh;
 pub mod run;
 pub mod simulate;
 pub mod tlm_check;
@@ -30,6 +31,8 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Simulate one design at given parameter values.
     Simulate(simulate::SimulateArgs),
+    /// Show a design's mesh: line counts, cell sizes, grading, time step; mesh.png over the geometry.
+    Mesh(mesh::MeshArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
     /// Compare the CUDA backend with the CPU engine (error norms), for the device machine.
@@ -50,6 +53,7 @@ pub fn main() -> i32 {
         Command::Resume(a) => run::resume(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Mesh(a) => mesh::run(a),
         Command::Bench(a) => bench::run(a),
         Command::DeviceCheck(a) => device_check::run(a),
         Command::KernelEmu(a) => kernel_emu::run(a),
