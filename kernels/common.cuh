@@ -45,7 +45,7 @@ struct FdtdDesign {
     int prof_off[3];
     int slab_n[3];
     float db;
-    float inv_d[3];
+    int line_off[3];
 };
 // off:        element offset of the design's arrays in the field/material pools
 // psi_off:    [c*3+a] element offset of the CPML memory of component c along
@@ -61,7 +61,9 @@ struct FdtdDesign {
 // pmc:        bit 2*axis+side set when that face is a PMC
 // prof_off:   offset of the axis' CPML profile in the profile tables (n+1
 //             entries reserved for both E and H sides), -1: no PML on that axis
-// db, inv_d:  H coefficient dt/mu0; 1/d per axis
+// db:         H coefficient dt/mu0
+// line_off:   per axis, offset of the design's per-line tables (inv_e, inv_h,
+//             rel_e, rel_h of FdtdPtrs), one entry per padded position
 
 // Device pointers of the field kernels (passed by value).
 struct FdtdPtrs {
@@ -86,6 +88,10 @@ struct FdtdPtrs {
     float* psi_h_out;
     const FdtdDesign* designs;
     const int* blocks;
+    const float* inv_e;
+    const float* inv_h;
+    const float* rel_e;
+    const float* rel_h;
 };
 // e, h:        fields read (the split kernels update them in place)
 // e_out,h_out: fields written by the fused fdtd_step (ping-pong)
@@ -93,6 +99,11 @@ struct FdtdPtrs {
 // slab_e/h:    slab number of a position along a PML axis, -1 outside the PML
 // psi_h_out:   CPML memory of H written by fdtd_step (ping-pong with psi_h)
 // blocks:      pairs (design, block within the design), one per thread block
+// inv_e/inv_h: per padded position along an axis, 1 / the dual spacing around
+//              the line (E side: the E update's H differences) and 1 / the
+//              primal spacing of the cell (H side: the H update's E differences)
+// rel_e/rel_h: the same dual / primal lengths over the axis' first cell
+//              (weights of the energy sum; exactly 1 on a uniform axis)
 
 // A port as the sampling kernel sees it.
 struct FdtdPort {
@@ -111,7 +122,8 @@ struct FdtdPort {
     int s_b;
     int pad;
 };
-// kind 0 (lumped): terms = edge indices (t_idx0), V = -sum(E) dl,
+// kind 0 (lumped): terms = edge indices (t_idx0) with their lengths over dl
+//   (t_w, 1 for equal edges), V = -sum(t_w E) dl,
 //   I = (H_b[mid] - H_b[mid - s_a]) d_b - (H_a[mid] - H_a[mid - s_b]) d_a,
 //   (a, b) = ((c+1)%3, (c+2)%3), c = comp_e.
 // kind 1 (TE10 guide): terms (t_idx0 = E index, t_idx1/2 = H below/above,

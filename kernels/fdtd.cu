@@ -34,7 +34,7 @@ struct Dctx {
     int prof[3];
     int slab_n[3];
     float db;
-    float id[3];
+    int line[3];
 };
 
 struct Blk {
@@ -55,7 +55,7 @@ __device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
         K.dims[a] = D->dims[a];
         K.prof[a] = D->prof_off[a];
         K.slab_n[a] = D->slab_n[a];
-        K.id[a] = D->inv_d[a];
+        K.line[a] = D->line_off[a];
     }
     K.s1 = K.dims[0];
     K.s2 = (long long)K.dims[0] * K.dims[1];
@@ -130,14 +130,17 @@ __device__ __forceinline__ long long psi_index(const Dctx& K, int sl, int qx, in
     return K.D->psi_off[C * 3 + A] + q[0] + (long long)cd[0] * (q[1] + (long long)cd[1] * q[2]);
 }
 
-// CPML profile at one position along one axis: slab number (-1 outside the
-// PML or without PML on the axis, where cpu.rs stretch() passes t through
-// because b == 0) and b, c, 1/kappa.
+// What the update needs of one position along one axis: the CPML profile
+// (slab number, -1 outside the PML or without PML on the axis, where cpu.rs
+// stretch() passes t through because b == 0; b, c, 1/kappa) and the inverse
+// spacing id (E side: 1 / the dual spacing around the line; H side: 1 / the
+// primal spacing of the cell; cpu.rs Operator::inv_e, inv_h).
 struct Prof {
     int sl;
     float b;
     float c;
     float k;
+    float id;
 };
 
 __device__ __forceinline__ Prof no_prof() {
@@ -146,7 +149,13 @@ __device__ __forceinline__ Prof no_prof() {
     r.b = 0.f;
     r.c = 0.f;
     r.k = 1.f;
+    r.id = 0.f;
     return r;
+}
+
+// The inverse spacing at padded position q along axis a (0 outside the array).
+__device__ __forceinline__ float inv_at(const FdtdPtrs& P, const Dctx& K, int a, int q, bool e_side) {
+    return (q >= 0 && q < K.dims[a]) ? (e_side ? P.inv_e : P.inv_h)[K.line[a] + q] : 0.f;
 }
 
 // Index into the profile tables of position q (padded) along axis a, -1
@@ -159,6 +168,7 @@ __device__ __forceinline__ int prof_index(const Dctx& K, int a, int q, bool e_si
 // 1/kappa = 1): no chain of dependent loads. e_side: E (node) or H (half-node) tables.
 __device__ __forceinline__ Prof prof_at(const FdtdPtrs& P, const Dctx& K, int a, int q, bool e_side) {
     Prof r = no_prof();
+    r.id = inv_at(P, K, a, q, e_side);
     const int i = prof_index(K, a, q, e_side);
     if (i >= 0) {
         r.sl = (e_side ? P.slab_e : P.slab_h)[i];
@@ -225,18 +235,18 @@ __device__ __forceinline__ void h_column(const Dctx& K, const Blk& B, int qx, in
         const Prof pz = prof_h(P, K, 2, qz);
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
         if (h_in<0>(K, qx, qy, qz)) {
-            const float t1 = (ez[p + sy] - ez[p]) * K.id[1];
-            const float t2 = (ey[p + sz] - ey[p]) * K.id[2];
+            const float t1 = (ez[p + sy] - ez[p]) * py.id;
+            const float t2 = (ey[p + sz] - ey[p]) * pz.id;
             hx[p] = h_core<0>(K, qx, qy, qz, hx[p], t1, t2, py, pz, psi, psi);
         }
         if (h_in<1>(K, qx, qy, qz)) {
-            const float t1 = (ex[p + sz] - ex[p]) * K.id[2];
-            const float t2 = (ez[p + sx] - ez[p]) * K.id[0];
+            const float t1 = (ex[p + sz] - ex[p]) * pz.id;
+            const float t2 = (ez[p + sx] - ez[p]) * px.id;
             hy[p] = h_core<1>(K, qx, qy, qz, hy[p], t1, t2, pz, px, psi, psi);
         }
         if (h_in<2>(K, qx, qy, qz)) {
-            const float t1 = (ey[p + sx] - ey[p]) * K.id[0];
-            const float t2 = (ex[p + sy] - ex[p]) * K.id[1];
+            const float t1 = (ey[p + sx] - ey[p]) * px.id;
+            const float t2 = (ex[p + sy] - ex[p]) * py.id;
             hz[p] = h_core<2>(K, qx, qy, qz, hz[p], t1, t2, px, py, psi, psi);
         }
     }
@@ -294,20 +304,20 @@ __device__ __forceinline__ void e_column(const Dctx& K, const Blk& B, int qx, in
         const Prof pz = prof_e(P, K, 2, qz);
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
         if (e_in<0>(K, qx, qy, qz)) {
-            const float t1 = (hz[p] - hz[p - sy]) * K.id[1];
-            const float t2 = (hy[p] - hy[p - sz]) * K.id[2];
+            const float t1 = (hz[p] - hz[p - sy]) * py.id;
+            const float t2 = (hy[p] - hy[p - sz]) * pz.id;
             const int m = K.coef + m0[p];
             ex[p] = e_core<0>(K, qx, qy, qz, ex[p], ca[m], cb[m], t1, t2, py, pz, psi);
         }
         if (e_in<1>(K, qx, qy, qz)) {
-            const float t1 = (hx[p] - hx[p - sz]) * K.id[2];
-            const float t2 = (hz[p] - hz[p - sx]) * K.id[0];
+            const float t1 = (hx[p] - hx[p - sz]) * pz.id;
+            const float t2 = (hz[p] - hz[p - sx]) * px.id;
             const int m = K.coef + m1[p];
             ey[p] = e_core<1>(K, qx, qy, qz, ey[p], ca[m], cb[m], t1, t2, pz, px, psi);
         }
         if (e_in<2>(K, qx, qy, qz)) {
-            const float t1 = (hy[p] - hy[p - sx]) * K.id[0];
-            const float t2 = (hx[p] - hx[p - sy]) * K.id[1];
+            const float t1 = (hy[p] - hy[p - sx]) * px.id;
+            const float t2 = (hx[p] - hx[p - sy]) * py.id;
             const int m = K.coef + m2[p];
             ez[p] = e_core<2>(K, qx, qy, qz, ez[p], ca[m], cb[m], t1, t2, px, py, psi);
         }
@@ -452,7 +462,8 @@ __device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, St
         }
     }
     if (tid == EMV_NT - 1) {
-        // The plane's z profile travels with its data (no dependent loads on the critical path).
+        // The plane's z profile and spacing travel with its data (no dependent
+        // loads on the critical path).
 #pragma unroll
         for (int side = 0; side < 2; ++side) {
             const int i = prof_index(K, 2, qz, side == 0);
@@ -463,8 +474,14 @@ __device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, St
                 cp4(&d.c, (side == 0 ? P.pe_c : P.ph_c) + i, true);
                 cp4(&d.k, (side == 0 ? P.pe_k : P.ph_k) + i, true);
             } else {
-                d = no_prof();
+                // Field by field: d.id below is an asynchronous copy in flight.
+                d.sl = -1;
+                d.b = 0.f;
+                d.c = 0.f;
+                d.k = 1.f;
             }
+            const bool zin = qz < K.dims[2];
+            cp4(&d.id, (side == 0 ? P.inv_e : P.inv_h) + K.line[2] + (zin ? qz : 0), zin);
         }
     }
     cp_commit();
@@ -479,14 +496,14 @@ __device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const S
                                          const float* psi_in, float* psi_out) {
     float t1, t2;
     if (C == 0) {
-        t1 = (Sc.e[2][ry + 1][rx] - Sc.e[2][ry][rx]) * K.id[1];
-        t2 = (Sn.e[1][ry][rx] - Sc.e[1][ry][rx]) * K.id[2];
+        t1 = (Sc.e[2][ry + 1][rx] - Sc.e[2][ry][rx]) * py.id;
+        t2 = (Sn.e[1][ry][rx] - Sc.e[1][ry][rx]) * pz.id;
     } else if (C == 1) {
-        t1 = (Sn.e[0][ry][rx] - Sc.e[0][ry][rx]) * K.id[2];
-        t2 = (Sc.e[2][ry][rx + 1] - Sc.e[2][ry][rx]) * K.id[0];
+        t1 = (Sn.e[0][ry][rx] - Sc.e[0][ry][rx]) * pz.id;
+        t2 = (Sc.e[2][ry][rx + 1] - Sc.e[2][ry][rx]) * px.id;
     } else {
-        t1 = (Sc.e[1][ry][rx + 1] - Sc.e[1][ry][rx]) * K.id[0];
-        t2 = (Sc.e[0][ry + 1][rx] - Sc.e[0][ry][rx]) * K.id[1];
+        t1 = (Sc.e[1][ry][rx + 1] - Sc.e[1][ry][rx]) * px.id;
+        t2 = (Sc.e[0][ry + 1][rx] - Sc.e[0][ry][rx]) * py.id;
     }
     return h_core<C>(K, qx, qy, qz, h, t1, t2, pick<(C + 1) % 3>(px, py, pz), pick<(C + 2) % 3>(px, py, pz), psi_in,
                      psi_out);
@@ -802,18 +819,18 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             const Prof& pz = pze;
             float e0 = eo0, e1 = eo1, e2 = eo2;
             if (i0) {
-                const float t1 = stretch_e<0, 1>(K, (h2 - sH[2][hy - 1][hx]) * K.id[1], py, v01, qx, qy, qz, P.psi_e);
-                const float t2 = stretch_e<0, 2>(K, (h1 - prev_y) * K.id[2], pz, v02, qx, qy, qz, P.psi_e);
+                const float t1 = stretch_e<0, 1>(K, (h2 - sH[2][hy - 1][hx]) * py.id, py, v01, qx, qy, qz, P.psi_e);
+                const float t2 = stretch_e<0, 2>(K, (h1 - prev_y) * pz.id, pz, v02, qx, qy, qz, P.psi_e);
                 e0 = sCa[mc[0]] * eo0 + sCb[mc[0]] * (t1 - t2);
             }
             if (i1) {
-                const float t1 = stretch_e<1, 2>(K, (h0 - prev_x) * K.id[2], pz, v12, qx, qy, qz, P.psi_e);
-                const float t2 = stretch_e<1, 0>(K, (h2 - sH[2][hy][hx - 1]) * K.id[0], px, v10, qx, qy, qz, P.psi_e);
+                const float t1 = stretch_e<1, 2>(K, (h0 - prev_x) * pz.id, pz, v12, qx, qy, qz, P.psi_e);
+                const float t2 = stretch_e<1, 0>(K, (h2 - sH[2][hy][hx - 1]) * px.id, px, v10, qx, qy, qz, P.psi_e);
                 e1 = sCa[mc[1]] * eo1 + sCb[mc[1]] * (t1 - t2);
             }
             if (i2) {
-                const float t1 = stretch_e<2, 0>(K, (h1 - sH[1][hy][hx - 1]) * K.id[0], px, v20, qx, qy, qz, P.psi_e);
-                const float t2 = stretch_e<2, 1>(K, (h0 - sH[0][hy - 1][hx]) * K.id[1], py, v21, qx, qy, qz, P.psi_e);
+                const float t1 = stretch_e<2, 0>(K, (h1 - sH[1][hy][hx - 1]) * px.id, px, v20, qx, qy, qz, P.psi_e);
+                const float t2 = stretch_e<2, 1>(K, (h0 - sH[0][hy - 1][hx]) * py.id, py, v21, qx, qy, qz, P.psi_e);
                 e2 = sCa[mc[2]] * eo2 + sCb[mc[2]] * (t1 - t2);
             }
             P.e_out[0][p] = e0;
@@ -862,7 +879,7 @@ extern "C" __global__ void __launch_bounds__(EMV_SAMPLE_THREADS) fdtd_sample_por
     double v = 0.0, i = 0.0;
     if (kind == 0) {
         const float* e = Q.e[port->comp_e] + off;
-        for (int m = threadIdx.x; m < n; m += EMV_SAMPLE_THREADS) v += (double)e[Q.t_idx0[t0 + m]];
+        for (int m = threadIdx.x; m < n; m += EMV_SAMPLE_THREADS) v += Q.t_w[t0 + m] * (double)e[Q.t_idx0[t0 + m]];
     } else {
         const float* e = Q.e[port->comp_e] + off;
         const float* h = Q.h[port->comp_h] + off;
@@ -916,14 +933,22 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_energy(FdtdPtrs P, dou
     const int qy = B.Y0 + threadIdx.y;
     double ae = 0.0, ah = 0.0;
     if (qx < K.dims[0] && qy < K.dims[1]) {
+        // Relative lengths of the column along x and y (primal: H side, dual: E side).
+        const float xp = P.rel_h[K.line[0] + qx], xd = P.rel_e[K.line[0] + qx];
+        const float yp = P.rel_h[K.line[1] + qy], yd = P.rel_e[K.line[1] + qy];
         for (int qz = B.z0; qz < B.z1; ++qz) {
             const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
+            const float zp = P.rel_h[K.line[2] + qz], zd = P.rel_e[K.line[2] + qz];
+            // Each sample weighted by its own cell's volume: E_c primal along c,
+            // dual across; H_c the other way round (cpu.rs fdtd_energy).
+            const double we[3] = {(double)xp * (double)yd * (double)zd, (double)xd * (double)yp * (double)zd, (double)xd * (double)yd * (double)zp};
+            const double wh[3] = {(double)xd * (double)yp * (double)zp, (double)xp * (double)yd * (double)zp, (double)xp * (double)yp * (double)zd};
 #pragma unroll
             for (int c = 0; c < 3; ++c) {
                 const double x = (double)P.e[c][p];
-                ae += (double)P.eps[K.coef + P.mat[c][p]] * x * x;
+                ae += (double)P.eps[K.coef + P.mat[c][p]] * x * x * we[c];
                 const double y = (double)P.h[c][p];
-                ah += y * y;
+                ah += y * y * wh[c];
             }
         }
     }

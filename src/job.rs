@@ -1,11 +1,14 @@
 //! The simulation job: one design, with its parameter values applied, voxelised
-//! onto a grid. This is the seam between the design layer (which builds jobs)
+//! onto a mesh. This is the seam between the design layer (which builds jobs)
 //! and the engine backends (which turn a batch of jobs into port signals).
 //!
-//! Everything here is in SI units and grid indices; nothing refers back to the
+//! Everything here is in SI units and mesh indices; nothing refers back to the
 //! design file, so CPU and CUDA, FDTD and TLM all read the same description.
 
 use serde::{Deserialize, Serialize};
+
+pub mod mesh;
+pub use mesh::{Mesh, MeshError};
 
 /// A Cartesian axis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -52,31 +55,6 @@ pub enum Boundary {
     Absorbing,
 }
 
-/// A uniform rectilinear grid of `n[0] x n[1] x n[2]` cells of size `d` (metres).
-/// Cell `(i, j, k)` spans `origin + (i, j, k) * d` to `origin + (i+1, j+1, k+1) * d`.
-/// The grid includes any absorbing padding (see [`SimJob::pml`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Grid {
-    pub n: [usize; 3],
-    pub d: [f64; 3],
-    pub origin: [f64; 3],
-}
-
-impl Grid {
-    pub fn cells(&self) -> usize {
-        self.n[0] * self.n[1] * self.n[2]
-    }
-    /// Linear index of cell (i, j, k); x varies fastest.
-    #[inline]
-    pub fn idx(&self, i: usize, j: usize, k: usize) -> usize {
-        (k * self.n[1] + j) * self.n[0] + i
-    }
-    /// Coordinate (metres) of grid plane `p` along `axis` (p = 0..=n).
-    pub fn plane(&self, axis: Axis, p: usize) -> f64 {
-        self.origin[axis.index()] + p as f64 * self.d[axis.index()]
-    }
-}
-
 /// A medium of the coefficient table. Index 0 of [`SimJob::materials`] is the background.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Material {
@@ -100,7 +78,7 @@ impl Material {
     }
 }
 
-/// A zero-thickness perfectly conducting rectangle lying on grid plane `plane`
+/// A zero-thickness perfectly conducting rectangle lying on mesh plane `plane`
 /// normal to `normal`. It covers node indices `lo..=hi` along the two other
 /// axes (in the order of [`Axis::others`]). FDTD zeroes the tangential E edges
 /// lying in it; TLM shorts the links that cross it.
@@ -116,13 +94,13 @@ pub struct Sheet {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum PortKind {
     /// A resistor `r_ohm` in series with the source, spread over `len` E edges
-    /// along `axis`, starting at grid node `start` (edge m spans node
+    /// along `axis`, starting at mesh node `start` (edge m spans node
     /// `start + m` to `start + m + 1` along `axis`). The port voltage is
     /// `V = -sum E dl` (positive terminal at the upper end), the current `I`
     /// flows along +axis through the port into the structure.
     Lumped { axis: Axis, start: [usize; 3], len: usize, r_ohm: f64 },
     /// TE10 port of a rectangular guide whose walls are the domain's
-    /// transverse faces. The reference plane is grid plane `plane` normal to
+    /// transverse faces. The reference plane is mesh plane `plane` normal to
     /// `normal`; `inward` (+1/-1) is the direction of travel into the device.
     /// The mode's E field lies along `e_axis`, its sine profile spans the
     /// domain along `width_axis` (width `a` metres). The source plane sits
@@ -249,14 +227,15 @@ pub struct SimJob {
     /// A short label for messages ("design 12, port 1 driven").
     pub label: String,
     pub engine: EngineKind,
-    pub grid: Grid,
+    /// The mesh (padding included); every length the engines use comes from it.
+    pub mesh: Mesh,
     /// `boundaries[axis][0]` is the low face, `[1]` the high face.
     pub boundaries: [[Boundary; 2]; 3],
     /// Absorbing padding in cells on each face (0 where not absorbing). The
-    /// padding is part of `grid`; materials are extruded into it.
+    /// padding is part of `mesh`; materials are extruded into it.
     pub pml: [[usize; 2]; 3],
     pub materials: Vec<Material>,
-    /// Material index per cell (`grid.idx`).
+    /// Material index per cell (`mesh.idx`).
     pub cell_mat: Vec<u8>,
     pub sheets: Vec<Sheet>,
     pub ports: Vec<Port>,

@@ -16,7 +16,7 @@ fn load(name: &str) -> (Design, Vec<SimJob>) {
     assert_eq!(jobs.len(), drives.len());
     for (j, job) in jobs.iter().enumerate() {
         assert_eq!(job.drive, j);
-        assert_eq!(job.cell_mat.len(), job.grid.cells());
+        assert_eq!(job.cell_mat.len(), job.mesh.cells());
         assert_eq!(job.freqs.len(), d.freqs().len());
     }
     (d, jobs)
@@ -34,11 +34,11 @@ fn wr28_iris_filter() {
     let job = &jobs[0];
     // x: 7.112 / (a/28) = 28 cells; y invariant: one cell of b; z: 36 mm / 0.254 = 141.7
     // -> 142 cells, plus 10 PML cells on each absorbing z face.
-    assert_eq!(job.grid.n, [28, 1, 162]);
-    assert!(close(job.grid.d[0], 0.254e-3));
-    assert!(close(job.grid.d[1], 3.556e-3));
-    assert!(close(job.grid.d[2], 36e-3 / 142.0));
-    assert!(close(job.grid.origin[2], -10.0 * 36e-3 / 142.0));
+    assert_eq!(job.mesh.n(), [28, 1, 162]);
+    assert!(close(job.mesh.d(0)[0], 0.254e-3));
+    assert!(close(job.mesh.d(1)[0], 3.556e-3));
+    assert!(close(job.mesh.d(2)[0], 36e-3 / 142.0));
+    assert!(close(job.mesh.origin()[2], -10.0 * 36e-3 / 142.0));
     assert_eq!(job.pml, [[0, 0], [0, 0], [10, 10]]);
     assert_eq!(job.boundaries[1], [Boundary::Pec, Boundary::Pec]);
     // Midpoint l1 = l2 = 5.25: filter 17.75 mm long centred on 18 mm; ports 5 mm
@@ -57,8 +57,8 @@ fn wr28_iris_filter() {
     // mm -> 14 open cells and w2 = 2.75 mm -> 10 open cells (cell-centre rule).
     assert_eq!(job.materials.len(), 2);
     assert!(job.materials[1].pec);
-    let closed_per_slice: Vec<usize> = (0..job.grid.n[2])
-        .map(|k| (0..28).filter(|&i| job.cell_mat[job.grid.idx(i, 0, k)] == 1).count())
+    let closed_per_slice: Vec<usize> = (0..job.mesh.n()[2])
+        .map(|k| (0..28).filter(|&i| job.cell_mat[job.mesh.idx(i, 0, k)] == 1).count())
         .filter(|&c| c > 0)
         .collect();
     assert_eq!(closed_per_slice, [14, 14, 18, 18, 18, 18, 14, 14]);
@@ -71,7 +71,7 @@ fn patch_2g4() {
     assert_eq!(d.parameter_names(), ["L", "W", "feed"]);
     let job = &jobs[0];
     // 72 x 80 x 32 mm at 0.8 mm, PML 10 on every face but z-low (PEC, the ground).
-    assert_eq!(job.grid.n, [110, 120, 50]);
+    assert_eq!(job.mesh.n(), [110, 120, 50]);
     assert_eq!(job.pml, [[10, 10], [10, 10], [0, 10]]);
     // Probe at x = -feed = -5.5 mm -> node 38 (+10), y = 0 -> node 50 (+10), z 0..1.6 mm: 2 edges.
     match job.ports[0].kind {
@@ -83,9 +83,9 @@ fn patch_2g4() {
     // FR-4 fills the two bottom layers everywhere, padding included.
     let fr4 = job.materials.iter().position(|m| m.name == "fr4").unwrap() as u8;
     for (i, j) in [(0, 0), (109, 119), (55, 60)] {
-        assert_eq!(job.cell_mat[job.grid.idx(i, j, 0)], fr4);
-        assert_eq!(job.cell_mat[job.grid.idx(i, j, 1)], fr4);
-        assert_eq!(job.cell_mat[job.grid.idx(i, j, 2)], 0);
+        assert_eq!(job.cell_mat[job.mesh.idx(i, j, 0)], fr4);
+        assert_eq!(job.cell_mat[job.mesh.idx(i, j, 1)], fr4);
+        assert_eq!(job.cell_mat[job.mesh.idx(i, j, 2)], 0);
     }
     // Ground (whole padded plane at z = 0) and patch (plane z = 2).
     assert_eq!(job.sheets.len(), 2);
@@ -102,7 +102,7 @@ fn microstrip_lowpass() {
     assert_eq!(d.drives_needed(), [0]);
     let job = &jobs[0];
     // 76 x 24.4 x 8.8 mm at 0.4 mm: 190 x 61 x 22 cells, PML 10 except at z-low.
-    assert_eq!(job.grid.n, [210, 81, 32]);
+    assert_eq!(job.mesh.n(), [210, 81, 32]);
     // Probes at x = -34 / +34 mm (nodes 10 / 180, +10), y = 0.2 mm (node 31, +10).
     let ports: Vec<_> = job
         .ports

@@ -105,6 +105,10 @@ int main(int argc, char** argv) {
         x.psi_h_out = psi_h[o].data();
         x.designs = get<FdtdDesign>("designs");
         x.blocks = get<int>("blocks");
+        x.inv_e = get<float>("inv_e");
+        x.inv_h = get<float>("inv_h");
+        x.rel_e = get<float>("rel_e");
+        x.rel_h = get<float>("rel_h");
         PortPtrs& q = Q[s];
         for (int c = 0; c < 3; ++c) {
             q.e[c] = E[s][c].data();

@@ -43,7 +43,7 @@ pub fn measure(backend: &dyn Backend, make: &dyn Fn(usize) -> Vec<SimJob>, s1: u
 
 /// A row from [`measure`]: whole-run rate at s2, marginal rate between s1 and s2.
 pub fn row(what: String, jobs1: &[SimJob], s1: usize, s2: usize, w1: f64, w2: f64, upd2: f64) -> Row {
-    let n: usize = jobs1.iter().map(|j| j.grid.cells()).sum();
+    let n: usize = jobs1.iter().map(|j| j.mesh.cells()).sum();
     let extra = n as f64 * (s2 - s1) as f64;
     Row {
         what,

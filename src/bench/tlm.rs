@@ -14,12 +14,12 @@ use crate::job::*;
 /// but the faces and the port is a plain node (12 links read and written,
 /// 96 bytes per node per step).
 pub fn box_job(n: usize, steps: usize) -> SimJob {
-    let grid = Grid { n: [n; 3], d: [1e-3; 3], origin: [0.0; 3] };
+    let mesh = Mesh::uniform([n; 3], [1e-3; 3], [0.0; 3]);
     SimJob {
         label: format!("TLM box {n}^3"),
         engine: EngineKind::Tlm,
-        cell_mat: vec![0; grid.cells()],
-        grid,
+        cell_mat: vec![0; mesh.cells()],
+        mesh,
         boundaries: [[Boundary::Pec; 2]; 3],
         pml: [[0; 2]; 3],
         materials: vec![Material::vacuum()],

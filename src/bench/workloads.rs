@@ -15,20 +15,20 @@ pub fn box_job(n: usize, steps: usize) -> SimJob {
 /// (to see what the CPML costs a kernel).
 pub fn box_job_pml(n: usize, steps: usize, pml: usize) -> SimJob {
     let d = 1e-3;
-    let grid = Grid { n: [n; 3], d: [d; 3], origin: [0.0; 3] };
-    let mut cell_mat = vec![0u8; grid.cells()];
+    let mesh = Mesh::uniform([n; 3], [d; 3], [0.0; 3]);
+    let mut cell_mat = vec![0u8; mesh.cells()];
     let (lo, hi) = (n / 3, 2 * n / 3);
     for k in lo..hi {
         for j in lo..hi {
             for i in lo..hi {
-                cell_mat[grid.idx(i, j, k)] = 1;
+                cell_mat[mesh.idx(i, j, k)] = 1;
             }
         }
     }
     SimJob {
         label: format!("box {n}^3"),
         engine: EngineKind::Fdtd,
-        grid,
+        mesh,
         boundaries: [[if pml > 0 { Boundary::Absorbing } else { Boundary::Pec }; 2]; 3],
         pml: [[pml; 2]; 3],
         materials: vec![Material::vacuum(), Material { name: "fr4".into(), eps_r: 4.4, sigma: 0.01, mu_r: 1.0, pec: false }],
@@ -56,8 +56,8 @@ pub fn population_jobs(count: usize, cells: usize, steps: usize) -> Vec<SimJob> 
     let pml = 10;
     (0..count)
         .map(|m| {
-            let grid = Grid { n: [nx, ny, nz], d, origin: [0.0; 3] };
-            let mut cell_mat = vec![0u8; grid.cells()];
+            let mesh = Mesh::uniform([nx, ny, nz], d, [0.0; 3]);
+            let mut cell_mat = vec![0u8; mesh.cells()];
             // An iris of 2 cells at mid-length, aperture 10..22 cells varying with m.
             let ap = 10 + (m * 7) % 13;
             let x0 = (nx - ap) / 2;
@@ -65,7 +65,7 @@ pub fn population_jobs(count: usize, cells: usize, steps: usize) -> Vec<SimJob> 
                 for j in 0..ny {
                     for i in 0..nx {
                         if i < x0 || i >= x0 + ap {
-                            cell_mat[grid.idx(i, j, k)] = 1;
+                            cell_mat[mesh.idx(i, j, k)] = 1;
                         }
                     }
                 }
@@ -77,7 +77,7 @@ pub fn population_jobs(count: usize, cells: usize, steps: usize) -> Vec<SimJob> 
             SimJob {
                 label: format!("iris section {m}"),
                 engine: EngineKind::Fdtd,
-                grid,
+                mesh,
                 boundaries: [[Boundary::Pec; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]],
                 pml: [[0, 0], [0, 0], [pml, pml]],
                 materials: vec![Material::vacuum(), Material::pec()],

@@ -34,14 +34,14 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let job = design.jobs(&values, &[0], a.engine.map(Into::into))?.remove(0);
     let files = crate::export::vtk::write(&job, &a.vtk, design.name())
         .map_err(|e| anyhow::anyhow!("writing VTK files into {}: {e}", a.vtk.display()))?;
-    let g = &job.grid;
+    let n = job.mesh.n();
     println!(
         "{}: {} x {} x {} cells ({} in all), {} materials, {} PEC sheets, {} ports",
         design.name(),
-        g.n[0],
-        g.n[1],
-        g.n[2],
-        g.cells(),
+        n[0],
+        n[1],
+        n[2],
+        job.mesh.cells(),
         job.materials.len(),
         job.sheets.len(),
         job.ports.len()

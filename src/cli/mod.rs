@@ -9,6 +9,7 @@ pub mod export;
 pub mod plot;
 pub mod inspect;
 pub mod report;
+pub mod mesh;
 pub mod run;
 pub mod sim_progress;
 pub mod simulate;
@@ -39,6 +40,8 @@ pub enum Command {
     Export(export::ExportArgs),
     /// Write a run's report: one self-contained HTML page.
     Report(report::ReportArgs),
+    /// Show a design's mesh: line counts, cell sizes, grading, time step; mesh.png over the geometry.
+    Mesh(mesh::MeshArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
     /// Developer harnesses: device-check, kernel-emu, tlm-emu.
@@ -59,6 +62,7 @@ pub fn main() -> i32 {
         Command::Export(a) => export::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Report(a) => report::run(a),
+        Command::Mesh(a) => mesh::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Dev(a) => crate::dev::run(a),
     };

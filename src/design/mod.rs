@@ -4,14 +4,18 @@
 //! A design is loaded once ([`Design::load`]); the optimiser then asks for its
 //! genes, checks candidate values, and gets [`SimJob`]s for each candidate
 //! ([`Design::jobs`]); the S-parameters of those jobs are scored by
-//! [`Design::fitness`].
+//! [`Design::fitness`]. A job is made in three steps: the design evaluated at
+//! the values into a [`Geometry`] in metres ([`geometry`]), a mesher laying
+//! lines over it ([`mesh`]), and the voxeliser snapping it onto them
+//! (`voxel`).
 
 pub mod budget;
 pub mod error;
 pub mod expr;
 pub mod format;
+pub mod geometry;
+pub mod mesh;
 pub mod params;
-mod resolve;
 mod validate;
 mod values;
 mod voxel;
@@ -26,7 +30,8 @@ pub use error::DesignError;
 pub use format::DesignFile;
 pub use crate::ga::GaSettings;
 pub use crate::ga::GeneSpec;
-pub use resolve::{MIN_CELLS_PER_WAVELENGTH, PORT_MARGIN, SOURCE_OFFSET};
+pub use geometry::Geometry;
+pub use voxel::{MIN_CELLS_PER_WAVELENGTH, PORT_MARGIN, SOURCE_OFFSET};
 
 use crate::analysis::sparams::SParams;
 use crate::fitness::{self, Fitness, FitnessError, Goal};
@@ -174,11 +179,38 @@ impl Design {
             .collect())
     }
 
-    fn job(&self, values: &BTreeMap<String, f64>, over: Option<EngineKind>) -> Result<SimJob, DesignError> {
+    /// The design at `values` in metres, before any mesh (`engine_override`
+    /// as in [`Design::jobs`]). Values must be complete and within bounds.
+    pub fn geometry(&self, values: &BTreeMap<String, f64>, engine_override: Option<EngineKind>) -> Result<Geometry, DesignError> {
         self.check_bounds(values)?;
-        let kind = over.unwrap_or(self.file.engine.kind());
-        let r = resolve::resolve(&self.file, &self.origin, values, kind, self.budget)?;
-        voxel::voxelise(&r, &self.file, &self.origin, self.budget)
+        let kind = engine_override.unwrap_or(self.file.engine.kind());
+        geometry::evaluate(&self.file, &self.origin, values, kind)
+    }
+
+    /// The job of the design at `values` meshed by `mesher` (the design's own
+    /// mesher when None), driven at port 0.
+    pub fn job_with(
+        &self,
+        values: &BTreeMap<String, f64>,
+        engine_override: Option<EngineKind>,
+        mesher: Option<&dyn mesh::Mesher>,
+    ) -> Result<SimJob, DesignError> {
+        let geo = self.geometry(values, engine_override)?;
+        let units = geometry::Units::of(&self.file, &self.origin);
+        let own;
+        let mesher = match mesher {
+            Some(m) => m,
+            None => {
+                own = mesh::from_design(&self.file, &self.origin, values, self.budget)?;
+                own.as_ref()
+            }
+        };
+        let meshed = mesher.mesh(&geo, &units)?;
+        voxel::voxelise(&geo, &meshed, &self.file, &units, self.budget)
+    }
+
+    fn job(&self, values: &BTreeMap<String, f64>, over: Option<EngineKind>) -> Result<SimJob, DesignError> {
+        self.job_with(values, over, None)
     }
 
     /// Score S-parameters against the goals.

@@ -41,7 +41,7 @@ fn job_at(d: &Design, values: &[(&str, f64)]) -> SimJob {
 }
 
 fn mat_at(job: &SimJob, i: usize, j: usize, k: usize) -> &str {
-    &job.materials[job.cell_mat[job.grid.idx(i, j, k)] as usize].name
+    &job.materials[job.cell_mat[job.mesh.idx(i, j, k)] as usize].name
 }
 
 #[test]
@@ -49,12 +49,12 @@ fn cells_stretch_to_fit_and_absorbing_faces_get_padding() {
     // 0.3 mm cells: x 10/0.3 = 33.3 -> 33 cells, y 20, z 26.7 -> 27.
     let d = design(r#"Box(material: "d4", min: (2, 0, 0), max: (3, 6, 1))"#, PROBE, "Fdtd(cell: 0.3, pml: 4)", "");
     let job = job_at(&d, &[]);
-    assert_eq!(job.grid.n, [33 + 8, 20, 27 + 4]);
+    assert_eq!(job.mesh.n(), [33 + 8, 20, 27 + 4]);
     assert_eq!(job.pml, [[4, 4], [0, 0], [0, 4]]);
-    assert!((job.grid.d[0] - 10e-3 / 33.0).abs() < 1e-15);
-    assert!((job.grid.d[2] - 8e-3 / 27.0).abs() < 1e-15);
-    assert!((job.grid.origin[0] + 4.0 * 10e-3 / 33.0).abs() < 1e-15);
-    assert_eq!(job.grid.origin[1], 0.0);
+    assert!((job.mesh.d(0)[0] - 10e-3 / 33.0).abs() < 1e-15);
+    assert!((job.mesh.d(2)[0] - 8e-3 / 27.0).abs() < 1e-15);
+    assert!((job.mesh.origin()[0] + 4.0 * 10e-3 / 33.0).abs() < 1e-15);
+    assert_eq!(job.mesh.origin()[1], 0.0);
     assert_eq!(job.boundaries[2], [Boundary::Pec, Boundary::Absorbing]);
     assert_eq!(job.courant, 0.99);
     assert_eq!(job.stop.decay_db, -40.0);
@@ -97,7 +97,7 @@ fn solids_touching_a_face_continue_through_the_padding() {
     "#;
     let d = design(geometry, r#"Lumped(name: "a", from: (5, 3, 1), to: (5, 3, 3))"#, FDTD, "");
     let job = job_at(&d, &[]);
-    let nx = job.grid.n[0];
+    let nx = job.mesh.n()[0];
     // The substrate fills its layers over the whole padded x extent; sigma as given.
     for i in [0, 3, nx / 2, nx - 1] {
         assert_eq!(mat_at(&job, i, 0, 0), "d2");
@@ -113,7 +113,7 @@ fn solids_touching_a_face_continue_through_the_padding() {
     assert_eq!(mat_at(&job, 4 + 2, 5, 9), "pec");
     assert_eq!(mat_at(&job, nx - 1, 5, 9), "vacuum");
     // The box at the z-high face continues into the z-high padding.
-    let nz = job.grid.n[2];
+    let nz = job.mesh.n()[2];
     assert_eq!(nz, 16 + 4);
     for k in 15..nz {
         assert_eq!(mat_at(&job, 4 + 7, 0, k), "pec");
@@ -206,9 +206,9 @@ fn invariant_axis_has_one_cell_and_the_iris_aperture_is_centred() {
     )"#;
     let d = Design::parse(text, "i.ron").unwrap();
     let job = d.jobs(&BTreeMap::from([("w".to_string(), 3.0)]), &[0], None).unwrap().remove(0);
-    assert_eq!(job.grid.n, [28, 1, 48 + 20]);
-    assert_eq!(job.grid.d[1], 3.5e-3);
-    let pec = |i: usize, k: usize| job.materials[job.cell_mat[job.grid.idx(i, 0, k)] as usize].pec;
+    assert_eq!(job.mesh.n(), [28, 1, 48 + 20]);
+    assert_eq!(job.mesh.d(1)[0], 3.5e-3);
+    let pec = |i: usize, k: usize| job.materials[job.cell_mat[job.mesh.idx(i, 0, k)] as usize].pec;
     // Iris: z 5..5.5 -> cells 20, 21 (+10). Aperture 3 mm centred on x = 3.5: cells 8..19 open.
     for k in [30, 31] {
         let row: Vec<bool> = (0..28).map(|i| pec(i, k)).collect();
@@ -241,19 +241,19 @@ fn tlm2d_collapses_the_guides_narrow_side_and_override_keeps_options() {
     assert!(d.notes()[0].contains("Tlm2d"), "{:?}", d.notes());
     let v = BTreeMap::new();
     let tlm2d = d.jobs(&v, &[0], None).unwrap().remove(0);
-    assert_eq!((tlm2d.engine, tlm2d.grid.n), (EngineKind::Tlm2d, [28, 1, 48 + 12]));
+    assert_eq!((tlm2d.engine, tlm2d.mesh.n()), (EngineKind::Tlm2d, [28, 1, 48 + 12]));
     let fdtd = d.jobs(&v, &[0], Some(EngineKind::Fdtd)).unwrap().remove(0);
     assert_eq!(fdtd.engine, EngineKind::Fdtd);
     assert_eq!(
-        (fdtd.grid.clone(), fdtd.pml, fdtd.courant, fdtd.stop),
-        (tlm2d.grid.clone(), tlm2d.pml, 0.5, tlm2d.stop)
+        (fdtd.mesh.clone(), fdtd.pml, fdtd.courant, fdtd.stop),
+        (tlm2d.mesh.clone(), tlm2d.pml, 0.5, tlm2d.stop)
     );
     assert_eq!((fdtd.stop.decay_db, fdtd.stop.max_steps), (-50.0, 1234));
     assert_eq!(fdtd.cell_mat, tlm2d.cell_mat);
     // An Fdtd design overridden to Tlm2d collapses too.
     let d3 = Design::parse(&text.replace("Tlm2d(", "Fdtd("), "c.ron").unwrap();
-    assert_eq!(d3.jobs(&v, &[0], None).unwrap()[0].grid.n, [28, 14, 60]);
-    assert_eq!(d3.jobs(&v, &[0], Some(EngineKind::Tlm2d)).unwrap()[0].grid.n, [28, 1, 60]);
+    assert_eq!(d3.jobs(&v, &[0], None).unwrap()[0].mesh.n(), [28, 14, 60]);
+    assert_eq!(d3.jobs(&v, &[0], Some(EngineKind::Tlm2d)).unwrap()[0].mesh.n(), [28, 1, 60]);
 }
 
 #[test]
@@ -389,4 +389,102 @@ fn ports_touching_conductors_are_refused() {
     );
     let e = d.unwrap_err().to_string();
     assert!(e.contains("lies on the Pec z-low face"), "{e}");
+}
+
+/// The iris/post guide of `invariant_axis_has_one_cell_and_the_iris_aperture_is_centred`.
+const IRIS_GUIDE: &str = r#"Design(
+    name: "i", units: Millimetre,
+    parameters: { "w": Real(min: 2, max: 4) },
+    geometry: [Iris(z: 5, thickness: 0.5, aperture: "w"), Post(center: (2, 0, 8), radius: 0.5)],
+    domain: (x: (0, 7), y: (0, 3.5), z: (0, 12)),
+    boundaries: (x: Pec, y: Pec, z: Absorbing),
+    ports: [Waveguide(name: "l", plane: Z(2)), Waveguide(name: "r", plane: Z(10))],
+    band: (start: 26e9, stop: 38e9, points: 13),
+    engine: Fdtd(cell: 0.25, invariant: Y),
+    goals: [Goal(s: (2, 1), band: (30e9, 32e9), above_db: -1)],
+)"#;
+
+#[test]
+fn geometry_lists_every_edge_with_its_side_and_identity() {
+    use super::geometry::{EventKind, Face, Owner, Side};
+    let d = Design::parse(IRIS_GUIDE, "i.ron").unwrap();
+    let g = d.geometry(&BTreeMap::from([("w".to_string(), 3.0)]), None).unwrap();
+    assert_eq!(g.domain[2], [0.0, 12e-3]);
+    let ev = g.events();
+    // y is invariant: only its faces.
+    assert_eq!(ev[1].len(), 2);
+    let find = |a: usize, owner: Owner, face: Face| ev[a].iter().find(|e| e.id.owner == owner && e.id.face == face).copied();
+    // The iris: faces at z 5 and 5.5 mm with metal between them, aperture edges at x 2 and 5 mm with metal outside.
+    let z0 = find(2, Owner::Primitive(0), Face::Min).unwrap();
+    assert!((z0.coord - 5e-3).abs() < 1e-12 && z0.kind == EventKind::MetalEdge { metal: Side::High });
+    let z1 = find(2, Owner::Primitive(0), Face::Max).unwrap();
+    assert!((z1.coord - 5.5e-3).abs() < 1e-12 && z1.kind == EventKind::MetalEdge { metal: Side::Low });
+    let lo = find(0, Owner::Primitive(0), Face::ApertureLow).unwrap();
+    assert!((lo.coord - 2e-3).abs() < 1e-12 && lo.kind == EventKind::MetalEdge { metal: Side::Low });
+    let hi = find(0, Owner::Primitive(0), Face::ApertureHigh).unwrap();
+    assert!((hi.coord - 5e-3).abs() < 1e-12 && hi.kind == EventKind::MetalEdge { metal: Side::High });
+    // The post's extent across its axis, the ports' planes looking inwards, the domain faces.
+    assert!((find(0, Owner::Primitive(1), Face::Min).unwrap().coord - 1.5e-3).abs() < 1e-12);
+    assert!((find(2, Owner::Primitive(1), Face::Max).unwrap().coord - 8.5e-3).abs() < 1e-12);
+    assert_eq!(find(2, Owner::Port(1), Face::Reference).unwrap().kind, EventKind::PortPlane { inward: -1 });
+    assert_eq!(find(2, Owner::Domain, Face::Max).unwrap().kind, EventKind::DomainFace { side: Side::High });
+    assert!(ev.iter().all(|v| v.windows(2).all(|w| w[0].coord <= w[1].coord)));
+    // The same identities at another aperture: only the coordinates move.
+    let g2 = d.geometry(&BTreeMap::from([("w".to_string(), 3.5)]), None).unwrap();
+    let ids = |g: &Geometry| g.events().map(|v| v.iter().map(|e| (e.id, e.kind)).collect::<Vec<_>>());
+    assert_eq!(ids(&g), ids(&g2));
+}
+
+/// A mesher that returns the lines it was given (padding included).
+struct Lines(mesh::Meshed);
+
+impl mesh::Mesher for Lines {
+    fn mesh(&self, _g: &Geometry, _u: &geometry::Units) -> Result<mesh::Meshed, DesignError> {
+        Ok(self.0.clone())
+    }
+}
+
+#[test]
+fn voxelisation_snaps_to_graded_lines_by_cell_centres_and_nearest_lines() {
+    let d = Design::parse(IRIS_GUIDE, "i.ron").unwrap();
+    let v = BTreeMap::from([("w".to_string(), 3.0)]);
+    // x: 0.5 mm cells, but 0.2 mm from 1.8 to 2.2 mm around the aperture's low edge;
+    // z: 10 padding cells of 0.5 mm, 0.25 mm cells from 0 to 2, 4 to 6 and 10 to 12 mm, 0.5 mm elsewhere.
+    let mut x = vec![0.0, 0.5, 1.0, 1.5, 1.8, 2.0, 2.2, 2.5];
+    x.extend((0..10).map(|i| 3.0 + 0.5 * i as f64));
+    let mut z: Vec<f64> = (0..=10).map(|i| -5.0 + 0.5 * i as f64).collect();
+    z.extend((1..8).map(|i| 0.25 * i as f64));
+    z.extend((0..4).map(|i| 2.0 + 0.5 * i as f64));
+    z.extend((0..8).map(|i| 4.0 + 0.25 * i as f64));
+    z.extend((0..8).map(|i| 6.0 + 0.5 * i as f64));
+    z.extend((0..=8).map(|i| 10.0 + 0.25 * i as f64));
+    z.extend((1..=10).map(|i| 12.0 + 0.5 * i as f64));
+    let mm = |v: Vec<f64>| v.into_iter().map(|c| c * 1e-3).collect::<Vec<f64>>();
+    let mesh = crate::job::Mesh::from_lines([mm(x.clone()), vec![0.0, 3.5e-3], mm(z.clone())]).unwrap();
+    assert!(!mesh.is_uniform(0) && !mesh.is_uniform(2));
+    let job = d.job_with(&v, None, Some(&Lines(mesh::Meshed { mesh, pml: [[0, 0], [0, 0], [10, 10]] }))).unwrap();
+    let pec = |i: usize, k: usize| job.materials[job.cell_mat[job.mesh.idx(i, 0, k)] as usize].pec;
+    // Iris z 5..5.5 mm: the cells centred at 5.125 and 5.375 mm.
+    let kz: Vec<usize> = (0..job.mesh.n()[2]).filter(|&k| pec(0, k)).collect();
+    let centre = |k: usize| job.mesh.centres(2)[k] * 1e3;
+    let iris: Vec<usize> = kz.iter().copied().filter(|&k| centre(k) > 4.0 && centre(k) < 6.0).collect();
+    assert_eq!(iris.iter().map(|&k| centre(k)).collect::<Vec<_>>().len(), 2);
+    assert!(iris.iter().all(|&k| (5.0..5.5).contains(&centre(k))), "{:?}", iris.iter().map(|&k| centre(k)).collect::<Vec<_>>());
+    // The aperture (x 2..5 mm) by cell centres: 1.9 mm is metal, 2.1 mm open.
+    let k = iris[0];
+    let cx = |i: usize| job.mesh.centres(0)[i] * 1e3;
+    for i in 0..job.mesh.n()[0] {
+        assert_eq!(pec(i, k), (cx(i) - 3.5).abs() >= 1.5, "x centre {} mm", cx(i));
+    }
+    // Ports on the nearest lines: z = 2 mm and 10 mm are lines.
+    let plane = |p: usize| match job.ports[p].kind {
+        crate::job::PortKind::Waveguide { plane, .. } => plane,
+        _ => unreachable!(),
+    };
+    assert!((job.mesh.lines(2)[plane(0)] - 2e-3).abs() < 1e-12);
+    assert!((job.mesh.lines(2)[plane(1)] - 10e-3).abs() < 1e-12);
+    // A line list that puts the port too near the padding is refused with the place.
+    let tight = crate::job::Mesh::from_lines([mm(x), vec![0.0, 3.5e-3], mm((0..=30).map(|i| -1.5 + 0.5 * i as f64).collect())]).unwrap();
+    let e = d.job_with(&v, None, Some(&Lines(mesh::Meshed { mesh: tight, pml: [[0, 0], [0, 0], [3, 3]] }))).unwrap_err();
+    assert!(e.to_string().contains("ports[0].plane") && e.to_string().contains("cells from the absorbing padding"), "{e}");
 }

@@ -5,10 +5,11 @@ use std::collections::BTreeSet;
 
 use super::error::DesignError;
 use super::expr::{self, Expr, BUILTIN_NAMES};
-use super::format::{DesignFile, EngineSpec, MaterialSpec, Objective, PortSpec, Primitive, Vec3};
+use super::format::{DesignFile, EdgeRuleSpec, EngineSpec, MaterialSpec, Objective, PortSpec, Primitive, Vec3};
 use super::params::spec_problem;
 use crate::fitness::{Goal, GoalKind, Limit};
 use crate::job::{Axis, Boundary};
+use super::voxel::MIN_CELLS_PER_WAVELENGTH;
 
 /// The most frequencies a sweep may have (each is a running DFT per port).
 pub const MAX_BAND_POINTS: usize = 100_000;
@@ -199,6 +200,37 @@ fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> 
     if o.max_steps == Some(0) {
         return bad("engine.max_steps", "must be at least 1".into());
     }
+    if o.cell.is_some() && o.mesh.is_some() {
+        return bad(
+            "engine.mesh",
+            "give either `cell` (a uniform mesh) or `mesh` (a mesh that follows the geometry), not both".into(),
+        );
+    }
+    if o.cell.is_none() && !matches!(d.engine, EngineSpec::Fdtd(_)) {
+        return bad(
+            "engine.cell",
+            "the TLM engines run on uniform cells: give `cell` (a mesh that follows the geometry is FDTD only)".into(),
+        );
+    }
+    if let Some(super::format::MeshSpec::Auto(m)) = &o.mesh {
+        if !(m.cells_per_wavelength.is_finite() && m.cells_per_wavelength >= MIN_CELLS_PER_WAVELENGTH) {
+            return bad(
+                "engine.mesh.cells_per_wavelength",
+                format!("must be at least {MIN_CELLS_PER_WAVELENGTH} (got {})", m.cells_per_wavelength),
+            );
+        }
+        if let EdgeRuleSpec::Inside(f) = m.edges {
+            if !(f.is_finite() && (0.0..0.5).contains(&f)) {
+                return bad("engine.mesh.edges", format!("Inside(f) needs 0 <= f < 0.5 (got {f})"));
+            }
+        }
+        if !(m.max_ratio > 1.0 && m.max_ratio <= 3.0) {
+            return bad("engine.mesh.max_ratio", format!("must lie in (1, 3]; 1.3-1.5 is usual (got {})", m.max_ratio));
+        }
+        if m.slab_cells == 0 {
+            return bad("engine.mesh.slab_cells", "must be at least 1".into());
+        }
+    }
     let faces = boundary_faces(d);
     let mut notes = vec![];
     if let Some(inv) = o.invariant {
@@ -342,6 +374,21 @@ fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
             PortSpec::Waveguide { plane, .. } => out.push((format!("ports[{i}].plane"), plane.axis_and_coord().1)),
         }
     }
-    out.push(("engine.cell".into(), &d.engine.options().cell));
+    let o = d.engine.options();
+    if let Some(c) = &o.cell {
+        out.push(("engine.cell".into(), c));
+    }
+    if let Some(super::format::MeshSpec::Auto(m)) = &o.mesh {
+        for (name, e) in [("max_cell", &m.max_cell), ("min_cell", &m.min_cell), ("edge_cell", &m.edge_cell)] {
+            if let Some(e) = e {
+                out.push((format!("engine.mesh.{name}"), e));
+            }
+        }
+        for a in Axis::ALL {
+            if let Some(v) = m.lines.axis(a) {
+                out.extend(v.iter().enumerate().map(|(i, e)| (format!("engine.mesh.lines.{}[{i}]", a.name()), e)));
+            }
+        }
+    }
     out
 }

@@ -1,38 +1,137 @@
-//! Voxelisation: paint a resolved design's shapes onto its cells and assemble the
-//! [`SimJob`] the engines read (conventions in `src/job.rs`).
+//! Voxelisation: snap a [`Geometry`] (metres) onto the lines of its mesh and
+//! assemble the [`SimJob`] the engines read (conventions in `src/job.rs`).
 //!
-//! Each cell takes the material of the last shape containing its centre (index 0,
-//! vacuum, where none does). Sheets are kept apart as zero-thickness conductors on
-//! grid planes and are not erased by later shapes.
+//! Solids follow the cell-centre rule: each cell takes the material of the
+//! last solid containing its centre (the midpoint of its two lines; index 0,
+//! vacuum, where none does). Sheets and port nodes go to the nearest line;
+//! sheets are kept apart as zero-thickness conductors on mesh planes and are
+//! not erased by later solids. Every check that needs the mesh happens here.
 
-use super::budget::{check_grid, MemoryBudget};
+use std::ops::Range;
+
 use super::error::DesignError;
 use super::format::DesignFile;
-use super::resolve::{port_nodes, Resolved, Shape};
-use crate::job::{Axis, Boundary, Pulse, SimJob, StopRule};
+use super::budget::{check_grid, MemoryBudget};
+use super::geometry::{Geometry, PortGeomKind, Shape, SheetGeom, Solid, SolidKind, Units};
+use super::mesh::Meshed;
+use crate::consts::C0;
+use crate::job::{Axis, Boundary, Port, PortKind, Pulse, Sheet, SimJob, StopRule};
 
-/// The job for `r`, driven at port 0 (callers set `drive` and `label` per run).
-pub(crate) fn voxelise(r: &Resolved, d: &DesignFile, file: &str, budget: MemoryBudget) -> Result<SimJob, DesignError> {
-    let g = &r.grid;
-    // The memory check comes before the first allocation of the grid's size.
-    let cells = check_grid(g.n, budget, file)?;
-    let mut cell_mat = vec![0u8; cells];
-    for shape in &r.shapes {
-        paint(r, shape, &mut cell_mat);
+/// Cells between a waveguide port's reference plane and its source plane.
+pub const SOURCE_OFFSET: usize = 3;
+/// Cells a lumped port keeps from the absorbing padding.
+pub const PORT_MARGIN: usize = 3;
+/// The coarsest mesh accepted, in cells per wavelength at the top frequency.
+pub const MIN_CELLS_PER_WAVELENGTH: f64 = 15.0;
+
+/// A geometry over its mesh: cell centres, cells covered, nearest lines.
+struct Snap<'a> {
+    geo: &'a Geometry,
+    m: &'a Meshed,
+}
+
+impl Snap<'_> {
+    fn n(&self, a: usize) -> usize {
+        self.m.mesh.n()[a]
     }
-    check_ports_not_shorted(r, &cell_mat, file)?;
+    /// Centre (metres) of padded cell `i` along `a`. Padding cells take the centre
+    /// of the nearest domain cell, so whatever touches a face of the domain (guide
+    /// walls, substrates) continues through the absorbing layer.
+    fn centre(&self, a: usize, i: usize) -> f64 {
+        let lo = self.m.pml[a][0];
+        let j = i.clamp(lo, lo + self.m.domain_cells(a) - 1);
+        self.m.mesh.centres(a)[j]
+    }
+
+    /// Padded cells along `a` whose centre lies in `[lo, hi)` (contiguous: the
+    /// centres never decrease).
+    fn cells_in(&self, a: usize, lo: f64, hi: f64) -> Range<usize> {
+        let n = self.n(a);
+        let inside = |i: usize| {
+            let c = self.centre(a, i);
+            c >= lo && c < hi
+        };
+        match (0..n).find(|&i| inside(i)) {
+            None => 0..0,
+            Some(first) => first..(first..n).take_while(|&i| inside(i)).last().map_or(first, |l| l) + 1,
+        }
+    }
+
+    /// The padded index of the line nearest to `x` along `a`, within the domain.
+    fn node(&self, a: usize, x: f64) -> usize {
+        let lo = self.m.pml[a][0];
+        let nd = self.m.domain_cells(a);
+        if let Some(d) = self.m.mesh.uniform_d(a) {
+            // The uniform rule in closed form (the same rounding as the grid it replaced).
+            let k = ((x - self.geo.domain[a][0]) / d).round().clamp(0.0, nd as f64);
+            return lo + k as usize;
+        }
+        let lines = &self.m.mesh.lines(a)[lo..=lo + nd];
+        let k = lines.partition_point(|&l| l < x);
+        let best = match k {
+            0 => 0,
+            k if k > nd => nd,
+            k => {
+                if x - lines[k - 1] <= lines[k] - x {
+                    k - 1
+                } else {
+                    k
+                }
+            }
+        };
+        lo + best
+    }
+
+    /// The size of the cell around `x` along `a` (messages).
+    fn cell_at(&self, a: usize, x: f64) -> f64 {
+        let lines = self.m.mesh.lines(a);
+        let i = lines.partition_point(|&l| l <= x).clamp(1, self.n(a)) - 1;
+        self.m.mesh.cell(a, i)
+    }
+}
+
+/// The job for `geo` on `m`, driven at port 0 (callers set `drive` and `label`).
+pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, budget: MemoryBudget) -> Result<SimJob, DesignError> {
+    // The memory check comes before the first allocation of the grid's size.
+    check_grid(m.mesh.n(), budget, &u.file)?;
+    let s = Snap { geo, m };
+    check_mesh(&s, d, u)?;
+    // Per primitive, in the file's order (a substrate's ground after its slab).
+    let mut order: Vec<(usize, Option<&Solid>, Option<&SheetGeom>)> = geo.solids.iter().map(|x| (x.origin.index, Some(x), None)).collect();
+    order.extend(geo.sheets.iter().map(|x| (x.origin.index, None, Some(x))));
+    order.sort_by_key(|x| (x.0, x.1.is_none()));
+    let mut sheets = vec![];
+    for (_, solid, sheet) in order {
+        if let Some(x) = solid {
+            check_covers(&s, x, u)?;
+        }
+        if let Some(x) = sheet {
+            sheets.push(snap_sheet(&s, x, u)?);
+        }
+    }
+    let mut ports = vec![];
+    for p in &geo.ports {
+        ports.push(snap_port(&s, p, u)?);
+    }
+    check_port_overlaps(&ports, u)?;
+    let g = &m.mesh;
+    let mut cell_mat = vec![0u8; g.cells()];
+    for x in &geo.solids {
+        paint(&s, &x.shape, &mut cell_mat);
+    }
+    check_ports_not_shorted(geo, m, &ports, &sheets, &cell_mat, &u.file)?;
     let opts = d.engine.options();
     let stop_default = StopRule::default();
     Ok(SimJob {
         label: d.name.clone(),
-        engine: r.kind,
-        grid: g.clone(),
-        boundaries: r.boundaries,
-        pml: r.pml,
-        materials: r.materials.clone(),
+        engine: geo.kind,
+        mesh: g.clone(),
+        boundaries: geo.boundaries,
+        pml: m.pml,
+        materials: geo.materials.clone(),
         cell_mat,
-        sheets: r.sheets.clone(),
-        ports: r.ports.clone(),
+        sheets,
+        ports,
         drive: 0,
         pulse: Pulse::covering(d.band.start, d.band.stop),
         freqs: d.band.freqs(),
@@ -45,11 +144,230 @@ pub(crate) fn voxelise(r: &Resolved, d: &DesignFile, file: &str, budget: MemoryB
     })
 }
 
-fn paint(r: &Resolved, shape: &Shape, cell_mat: &mut [u8]) {
-    let g = &r.grid;
-    let all = |a: usize| 0..g.n[a];
+/// Checked before the solids, whose own errors (a layer rounding to 0 cells)
+/// would otherwise hide the cause.
+fn check_mesh(s: &Snap, d: &DesignFile, u: &Units) -> Result<(), DesignError> {
+    // The shortest wavelength is at the top frequency in the densest material used.
+    let (name, index) = s.geo.densest();
+    let f_top = d.band.stop;
+    let lambda = C0 / (f_top * index);
+    for a in Axis::ALL {
+        if s.geo.collapse == Some(a) {
+            continue;
+        }
+        let per = lambda / s.m.mesh.max_d(a.index());
+        if per < MIN_CELLS_PER_WAVELENGTH {
+            return Err(u.err(
+                "engine.cell",
+                format!(
+                    "mesh too coarse: {:.1} cells per wavelength along {} at {} GHz in `{}` (sqrt(eps_r mu_r) = {:.3}); \
+                     at least {} are needed: use a cell of at most {}",
+                    per,
+                    a.name(),
+                    super::geometry::round_sig(f_top / 1e9),
+                    name,
+                    index,
+                    MIN_CELLS_PER_WAVELENGTH,
+                    u.show(lambda / MIN_CELLS_PER_WAVELENGTH)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A solid must cover at least one cell centre (per axis for blocks).
+fn check_covers(s: &Snap, x: &Solid, u: &Units) -> Result<(), DesignError> {
+    let at = &x.origin.at;
+    match (x.primitive, &x.shape) {
+        (SolidKind::Box, Shape::Block { min, max, .. }) => {
+            for a in Axis::ALL {
+                let i = a.index();
+                if s.cells_in(i, min[i], max[i]).is_empty() {
+                    return Err(u.err(
+                        at.as_str(),
+                        format!("covers no cell centre along {}: it is thinner than a cell there or outside the domain", a.name()),
+                    ));
+                }
+            }
+        }
+        (SolidKind::Substrate, Shape::Block { min, max, .. }) => {
+            if s.cells_in(2, min[2], max[2]).is_empty() {
+                return Err(u.err(
+                    format!("{at}.thickness"),
+                    format!("{} rounds to 0 cells (cell {} along z)", u.show(max[2] - min[2]), u.show(s.cell_at(2, min[2]))),
+                ));
+            }
+        }
+        (_, &Shape::Iris { axis, z0, z1, .. }) => {
+            if s.cells_in(axis.index(), z0, z1).is_empty() {
+                return Err(u.err(
+                    format!("{at}.thickness"),
+                    format!(
+                        "{} rounds to 0 cells (cell {} along {}): refine the mesh or thicken the iris",
+                        u.show(z1 - z0),
+                        u.show(s.cell_at(axis.index(), z0)),
+                        axis.name()
+                    ),
+                ));
+            }
+        }
+        (_, &Shape::Post { axis, centre: c, radius: rad, .. }) => {
+            let (p, q) = axis.others();
+            let (pi, qi) = (p.index(), q.index());
+            let covers = s
+                .cells_in(pi, c[pi] - rad, c[pi] + rad)
+                .any(|i| s.cells_in(qi, c[qi] - rad, c[qi] + rad).any(|j| (s.centre(pi, i) - c[pi]).hypot(s.centre(qi, j) - c[qi]) <= rad));
+            if !covers {
+                return Err(u.err(at.as_str(), "covers no cell centre: its radius is below half a cell, or it lies outside the domain"));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Snap a sheet: its plane to the nearest line, its extents to the nearest
+/// lines, extended through the padding where they reach the domain's faces.
+fn snap_sheet(s: &Snap, x: &SheetGeom, u: &Units) -> Result<Sheet, DesignError> {
+    let at = x.origin.at.as_str();
+    let (p, q) = x.normal.others();
+    let mut nlo = [0usize; 2];
+    let mut nhi = [0usize; 2];
+    for (k, a) in [p, q].into_iter().enumerate() {
+        let i = a.index();
+        let (a0, a1) = (x.lo[k], x.hi[k]);
+        let (n0, n1) = (s.node(i, a0), s.node(i, a1));
+        if n0 == n1 {
+            return Err(u.err(
+                at,
+                format!(
+                    "is narrower than half a cell along {} ({} wide, cell {}): it vanishes on this mesh",
+                    a.name(),
+                    u.show(a1 - a0),
+                    u.show(s.cell_at(i, 0.5 * (a0 + a1)))
+                ),
+            ));
+        }
+        let pad_lo = s.m.pml[i][0];
+        nlo[k] = if n0 == pad_lo { 0 } else { n0 };
+        nhi[k] = if n1 == pad_lo + s.m.domain_cells(i) { s.n(i) } else { n1 };
+    }
+    Ok(Sheet { normal: x.normal, plane: s.node(x.normal.index(), x.coord), lo: nlo, hi: nhi })
+}
+
+fn snap_port(s: &Snap, p: &super::geometry::PortGeom, u: &Units) -> Result<Port, DesignError> {
+    let at = p.origin.at.as_str();
+    let name = &p.name;
+    let kind = match p.kind {
+        PortGeomKind::Lumped { from: f, to: t, axis, r_ohm } => {
+            let nf: [usize; 3] = std::array::from_fn(|i| s.node(i, f[i]));
+            let nt: [usize; 3] = std::array::from_fn(|i| s.node(i, t[i]));
+            let ai = axis.index();
+            let len = nf[ai].abs_diff(nt[ai]);
+            if len == 0 {
+                return Err(u.err(
+                    at,
+                    format!(
+                        "port `{name}`: both ends snap to the same grid node (length {}, cell {})",
+                        u.show((t[ai] - f[ai]).abs()),
+                        u.show(s.cell_at(ai, f[ai]))
+                    ),
+                ));
+            }
+            let start = if nf[ai] <= nt[ai] { nf } else { nt };
+            for a in Axis::ALL {
+                let i = a.index();
+                let (n0, n1) = (start[i], start[i] + if a == axis { len } else { 0 });
+                let pad = s.m.pml[i][0];
+                if s.m.pml[i][0] > 0 && n0 - pad < PORT_MARGIN {
+                    return Err(too_close(u, at, name, a, "low", n0 - pad));
+                }
+                if s.m.pml[i][1] > 0 && pad + s.m.domain_cells(i) - n1 < PORT_MARGIN {
+                    return Err(too_close(u, at, name, a, "high", pad + s.m.domain_cells(i) - n1));
+                }
+            }
+            PortKind::Lumped { axis, start, len, r_ohm }
+        }
+        PortGeomKind::Waveguide { normal, coord: c, inward, e_axis, width_axis, a } => {
+            let i = normal.index();
+            let p = s.node(i, c);
+            let side = if inward > 0 { 0 } else { 1 };
+            let (pad, nd) = (s.m.pml[i][0], s.m.domain_cells(i));
+            let room = if inward > 0 { p - pad } else { pad + nd - p };
+            let need = SOURCE_OFFSET + 2;
+            if room < need {
+                // How far the plane must move: to the line `need` cells from the padding.
+                let lines = s.m.mesh.lines(i);
+                let target = if inward > 0 { pad + need } else { pad + nd - need };
+                let by = (lines[target.min(s.n(i))] - lines[p]).abs();
+                return Err(u.err(
+                    format!("{at}.plane"),
+                    format!(
+                        "port `{name}` is {room} cells from the absorbing padding on the {}-{} face; its source needs at least {need}: move it {} or more into the domain",
+                        normal.name(),
+                        ["low", "high"][side],
+                        u.show(by)
+                    ),
+                ));
+            }
+            PortKind::Waveguide { normal, plane: p, inward, e_axis, width_axis, a, source_offset: SOURCE_OFFSET, shift_m: 0.0 }
+        }
+    };
+    Ok(Port { name: name.clone(), kind })
+}
+
+fn too_close(u: &Units, at: &str, name: &str, a: Axis, side: &str, cells: usize) -> DesignError {
+    u.err(
+        at,
+        format!("port `{name}` is {cells} cells from the absorbing padding on the {}-{side} face; keep ports at least {PORT_MARGIN} cells inside", a.name()),
+    )
+}
+
+/// Grid nodes a lumped port runs through.
+pub(crate) fn port_nodes(k: &PortKind) -> Vec<[usize; 3]> {
+    match *k {
+        PortKind::Lumped { axis, start, len, .. } => (0..=len)
+            .map(|m| {
+                let mut n = start;
+                n[axis.index()] += m;
+                n
+            })
+            .collect(),
+        PortKind::Waveguide { .. } => vec![],
+    }
+}
+
+fn check_port_overlaps(ports: &[Port], u: &Units) -> Result<(), DesignError> {
+    for (j, b) in ports.iter().enumerate() {
+        for a in &ports[..j] {
+            let clash = match (&a.kind, &b.kind) {
+                (PortKind::Waveguide { normal: na, plane: pa, .. }, PortKind::Waveguide { normal: nb, plane: pb, .. }) => {
+                    (na == nb && pa == pb).then(|| format!("lies on the same grid plane ({} = {pa}) as port `{}`", na.name(), a.name))
+                }
+                (PortKind::Lumped { .. }, PortKind::Lumped { .. }) => {
+                    let na = port_nodes(&a.kind);
+                    port_nodes(&b.kind)
+                        .into_iter()
+                        .find(|n| na.contains(n))
+                        .map(|n| format!("shares grid node {n:?} with port `{}`: ports must not touch", a.name))
+                }
+                _ => None,
+            };
+            if let Some(m) = clash {
+                return Err(u.err(format!("ports[{j}]"), format!("port `{}` {m}", b.name)));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn paint(s: &Snap, shape: &Shape, cell_mat: &mut [u8]) {
+    let g = &s.m.mesh;
+    let n = g.n();
+    let all = |a: usize| 0..n[a];
     // Cells of a slab, and a per-cell test on the centres.
-    let mut fill = |ranges: [std::ops::Range<usize>; 3], mat: u8, keep: &dyn Fn([usize; 3]) -> bool| {
+    let mut fill = |ranges: [Range<usize>; 3], mat: u8, keep: &dyn Fn([usize; 3]) -> bool| {
         for k in ranges[2].clone() {
             for j in ranges[1].clone() {
                 for i in ranges[0].clone() {
@@ -62,23 +380,23 @@ fn paint(r: &Resolved, shape: &Shape, cell_mat: &mut [u8]) {
     };
     match *shape {
         Shape::Block { mat, min, max } => {
-            let ranges = std::array::from_fn(|a| r.cells_in(a, min[a], max[a]));
+            let ranges = std::array::from_fn(|a| s.cells_in(a, min[a], max[a]));
             fill(ranges, mat, &|_| true);
         }
         Shape::Iris { mat, axis, wide, z0, z1, centre, half } => {
             let mut ranges: [_; 3] = std::array::from_fn(all);
-            ranges[axis.index()] = r.cells_in(axis.index(), z0, z1);
+            ranges[axis.index()] = s.cells_in(axis.index(), z0, z1);
             let w = wide.index();
             // The aperture: cells whose centre is within half the width of the middle.
-            fill(ranges, mat, &|c| (r.centre(w, c[w]) - centre).abs() >= half);
+            fill(ranges, mat, &|c| (s.centre(w, c[w]) - centre).abs() >= half);
         }
         Shape::Post { mat, axis, centre, radius } => {
             let (p, q) = axis.others();
             let (p, q) = (p.index(), q.index());
             let mut ranges: [_; 3] = std::array::from_fn(all);
-            ranges[p] = r.cells_in(p, centre[p] - radius, centre[p] + radius);
-            ranges[q] = r.cells_in(q, centre[q] - radius, centre[q] + radius);
-            fill(ranges, mat, &|c| (r.centre(p, c[p]) - centre[p]).hypot(r.centre(q, c[q]) - centre[q]) <= radius);
+            ranges[p] = s.cells_in(p, centre[p] - radius, centre[p] + radius);
+            ranges[q] = s.cells_in(q, centre[q] - radius, centre[q] + radius);
+            fill(ranges, mat, &|c| (s.centre(p, c[p]) - centre[p]).hypot(s.centre(q, c[q]) - centre[q]) <= radius);
         }
     }
 }
@@ -86,10 +404,11 @@ fn paint(r: &Resolved, shape: &Shape, cell_mat: &mut [u8]) {
 /// A lumped port whose E edges touch a conductor would be short-circuited: the
 /// engines force every E edge touching a PEC cell, lying in a sheet or lying on a
 /// PEC face to zero.
-fn check_ports_not_shorted(r: &Resolved, cell_mat: &[u8], file: &str) -> Result<(), DesignError> {
-    let g = &r.grid;
-    for (pi, port) in r.ports.iter().enumerate() {
-        let crate::job::PortKind::Lumped { axis, .. } = port.kind else { continue };
+fn check_ports_not_shorted(geo: &Geometry, m: &Meshed, ports: &[Port], sheets: &[Sheet], cell_mat: &[u8], file: &str) -> Result<(), DesignError> {
+    let g = &m.mesh;
+    let gn = g.n();
+    for (pi, port) in ports.iter().enumerate() {
+        let PortKind::Lumped { axis, .. } = port.kind else { continue };
         let nodes = port_nodes(&port.kind);
         let a = axis.index();
         let (p, q) = axis.others();
@@ -99,31 +418,27 @@ fn check_ports_not_shorted(r: &Resolved, cell_mat: &[u8], file: &str) -> Result<
                 DesignError::invalid(
                     file,
                     format!("ports[{pi}]"),
-                    format!(
-                        "port `{}` is short-circuited: its edge from node {n:?} along {} {why}",
-                        port.name,
-                        axis.name()
-                    ),
+                    format!("port `{}` is short-circuited: its edge from node {n:?} along {} {why}", port.name, axis.name()),
                 )
             };
             // The four cells sharing the edge.
             for dp in [0, 1] {
                 for dq in [0, 1] {
                     let (Some(cp), Some(cq)) = (n[p].checked_sub(dp), n[q].checked_sub(dq)) else { continue };
-                    if cp >= g.n[p] || cq >= g.n[q] {
+                    if cp >= gn[p] || cq >= gn[q] {
                         continue;
                     }
                     let mut c = [0usize; 3];
                     c[a] = n[a];
                     c[p] = cp;
                     c[q] = cq;
-                    let m = &r.materials[cell_mat[g.idx(c[0], c[1], c[2])] as usize];
-                    if m.pec {
-                        return Err(shorted_by(format!("touches the PEC cell {c:?} (`{}`)", m.name)));
+                    let mat = &geo.materials[cell_mat[g.idx(c[0], c[1], c[2])] as usize];
+                    if mat.pec {
+                        return Err(shorted_by(format!("touches the PEC cell {c:?} (`{}`)", mat.name)));
                     }
                 }
             }
-            for (si, s) in r.sheets.iter().enumerate() {
+            for (si, s) in sheets.iter().enumerate() {
                 let ni = s.normal.index();
                 if ni == a || n[ni] != s.plane {
                     continue;
@@ -135,16 +450,12 @@ fn check_ports_not_shorted(r: &Resolved, cell_mat: &[u8], file: &str) -> Result<
                     n[oi] >= s.lo[k] && top <= s.hi[k]
                 });
                 if inside {
-                    return Err(shorted_by(format!(
-                        "lies in sheet {si} (normal {}, plane {})",
-                        s.normal.name(),
-                        s.plane
-                    )));
+                    return Err(shorted_by(format!("lies in sheet {si} (normal {}, plane {})", s.normal.name(), s.plane)));
                 }
             }
             for b in [p, q] {
-                for (side, at) in [(0, 0), (1, g.n[b])] {
-                    if n[b] == at && r.boundaries[b][side] == Boundary::Pec {
+                for (side, at) in [(0, 0), (1, gn[b])] {
+                    if n[b] == at && geo.boundaries[b][side] == Boundary::Pec {
                         let face = format!("{}-{}", Axis::from_index(b).name(), ["low", "high"][side]);
                         return Err(shorted_by(format!("lies on the Pec {face} face of the domain")));
                     }

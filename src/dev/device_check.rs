@@ -63,12 +63,12 @@ pub enum CheckEngine {
 
 /// A job with an empty domain (vacuum and PEC materials, no ports).
 pub fn base_job(label: &str, n: [usize; 3], d: f64, bnd: [[Boundary; 2]; 3], pml: [[usize; 2]; 3], band: (f64, f64)) -> SimJob {
-    let grid = Grid { n, d: [d; 3], origin: [0.0; 3] };
-    let cells = grid.cells();
+    let mesh = Mesh::uniform(n, [d; 3], [0.0; 3]);
+    let cells = mesh.cells();
     SimJob {
         label: label.into(),
         engine: EngineKind::Fdtd,
-        grid,
+        mesh,
         boundaries: bnd,
         pml,
         materials: vec![
@@ -92,7 +92,7 @@ fn fill(job: &mut SimJob, lo: [usize; 3], hi: [usize; 3], m: u8) {
     for k in lo[2]..hi[2] {
         for j in lo[1]..hi[1] {
             for i in lo[0]..hi[0] {
-                let p = job.grid.idx(i, j, k);
+                let p = job.mesh.idx(i, j, k);
                 job.cell_mat[p] = m;
             }
         }
@@ -123,7 +123,7 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     v.push(j);
 
     let mut j = crate::bench::box_job(s(36, 16), steps);
-    j.label = format!("box {}^3, cpml all faces", j.grid.n[0]);
+    j.label = format!("box {}^3, cpml all faces", j.mesh.n()[0]);
     v.push(j);
 
     for mut j in crate::bench::population_jobs(1, s(25_000, 8_000), steps) {
@@ -141,10 +141,46 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.ports = vec![lumped("p", Axis::Z, [s(14, 7), 3, 3], 2)];
     v.push(j);
 
+    // Graded meshes: per-line spacings in every update, port and CPML term.
+    let mut j = graded(v[1].clone(), 1.4);
+    j.label = "graded: pmc x, pec y, cpml z, lumped".into();
+    v.push(j);
+    let mut j = graded(v[3].clone(), 1.3);
+    j.label = "graded: wr28 iris, 2 TE10 ports".into();
+    v.push(j);
+
     for j in &mut v {
         j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50 };
     }
     v
+}
+
+/// `job` on lines graded along every axis: inside the padding the cells keep
+/// their size (a CPML layer's cells are uniform), between them the cells grow
+/// smoothly from 1 to `ratio` times their smallest and back, over the same length.
+pub fn graded(mut job: SimJob, ratio: f64) -> SimJob {
+    let lines = std::array::from_fn(|a| {
+        let m = &job.mesh;
+        let (n, l) = (m.n()[a], m.lines(a));
+        let [lo, hi] = job.pml[a];
+        let inner = n - lo - hi;
+        let (x0, x1) = (l[lo], l[n - hi]);
+        let w: Vec<f64> = (0..inner).map(|i| 1.0 + (ratio - 1.0) * (std::f64::consts::PI * (i as f64 + 0.5) / inner as f64).sin()).collect();
+        let tot: f64 = w.iter().sum();
+        let mut out: Vec<f64> = l[..=lo].to_vec();
+        let mut x = x0;
+        for wi in &w[..inner.saturating_sub(1)] {
+            x += wi * (x1 - x0) / tot;
+            out.push(x);
+        }
+        if inner > 0 {
+            out.push(x1);
+        }
+        out.extend_from_slice(&l[n - hi + 1..]);
+        out
+    });
+    job.mesh = Mesh::from_lines(lines).unwrap_or_else(|e| panic!("graded lines of {}: {e}", job.label));
+    job
 }
 
 /// Jobs run from zero fields: the benchmark workloads (small), a guide that

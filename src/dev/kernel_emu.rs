@@ -132,7 +132,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
         put(&mut w, &format!("e{c}"), &e);
         put(&mut w, &format!("h{c}"), &h);
     }
-    for (n, v) in [("ca", &plan.ca), ("cb", &plan.cb), ("eps", &plan.eps), ("pe_b", &plan.pe_b), ("pe_c", &plan.pe_c), ("pe_k", &plan.pe_k), ("ph_b", &plan.ph_b), ("ph_c", &plan.ph_c), ("ph_k", &plan.ph_k), ("src_coef", &plan.src_coef), ("gval", &gval)] {
+    for (n, v) in [("ca", &plan.ca), ("cb", &plan.cb), ("eps", &plan.eps), ("pe_b", &plan.pe_b), ("pe_c", &plan.pe_c), ("pe_k", &plan.pe_k), ("ph_b", &plan.ph_b), ("ph_c", &plan.ph_c), ("ph_k", &plan.ph_k), ("src_coef", &plan.src_coef), ("gval", &gval), ("inv_e", &plan.inv_e), ("inv_h", &plan.inv_h), ("rel_e", &plan.rel_e), ("rel_h", &plan.rel_h)] {
         put(&mut w, n, v);
     }
     for (n, v) in [("slab_e", &plan.slab_e), ("slab_h", &plan.slab_h), ("t_idx0", &plan.t_idx0), ("t_idx1", &plan.t_idx1), ("t_idx2", &plan.t_idx2), ("src_design", &plan.src_design), ("src_comp", &plan.src_comp), ("src_idx", &plan.src_idx)] {

@@ -30,7 +30,7 @@ fn fill(job: &mut SimJob, lo: [usize; 3], hi: [usize; 3], m: u8) {
     for k in lo[2]..hi[2] {
         for j in lo[1]..hi[1] {
             for i in lo[0]..hi[0] {
-                let p = job.grid.idx(i, j, k);
+                let p = job.mesh.idx(i, j, k);
                 job.cell_mat[p] = m;
             }
         }
@@ -53,12 +53,12 @@ fn guide_port(name: &str, plane: usize, inward: i8, a: f64) -> Port {
 /// PMC and PEC faces, two lumped ports.
 pub fn loaded_cavity(engine: EngineKind, small: bool) -> SimJob {
     let n = if small { [14, 10, 12] } else { [26, 20, 24] };
-    let grid = Grid { n, d: [0.5e-3, 0.5e-3, 0.6e-3], origin: [0.0; 3] };
+    let mesh = Mesh::uniform(n, [0.5e-3, 0.5e-3, 0.6e-3], [0.0; 3]);
     let mut j = SimJob {
         label: format!("3D cavity {}x{}x{}: stubs, loss, padding, PEC, sheet, 2 lumped", n[0], n[1], n[2]),
         engine,
-        cell_mat: vec![0; grid.cells()],
-        grid,
+        cell_mat: vec![0; mesh.cells()],
+        mesh,
         boundaries: [[Boundary::Absorbing; 2], [Boundary::Pec; 2], [Boundary::Pmc, Boundary::Pec]],
         pml: [[3, 4], [0, 0], [0, 0]],
         materials: vec![Material::vacuum(), Material::pec(), mat("lossy", 3.0, 0.05, 1.0), mat("magnetic", 2.2, 0.0, 1.5)],
@@ -82,12 +82,12 @@ pub fn loaded_cavity(engine: EngineKind, small: bool) -> SimJob {
 pub fn stretched_guide_probe(small: bool) -> SimJob {
     let a = 7.112e-3;
     let (nx, ny, nz) = if small { (12, 6, 40) } else { (24, 12, 90) };
-    let grid = Grid { n: [nx, ny, nz], d: [a / nx as f64, 0.5 * a / ny as f64, 1.04 * a / nx as f64], origin: [0.0; 3] };
+    let mesh = Mesh::uniform([nx, ny, nz], [a / nx as f64, 0.5 * a / ny as f64, 1.04 * a / nx as f64], [0.0; 3]);
     SimJob {
         label: format!("3D WR-28 {nx}x{ny}x{nz} stretched, 2 TE10 + lumped probe"),
         engine: EngineKind::Tlm,
-        cell_mat: vec![0; grid.cells()],
-        grid,
+        cell_mat: vec![0; mesh.cells()],
+        mesh,
         boundaries: [[Boundary::Pec; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]],
         pml: [[0; 2]; 3],
         materials: vec![Material::vacuum(), Material::pec()],
@@ -105,12 +105,12 @@ pub fn stretched_guide_probe(small: bool) -> SimJob {
 /// block, a PEC post, a sheet, graded padding and two lumped ports.
 pub fn loaded_2d(small: bool) -> SimJob {
     let (nx, nz) = if small { (20, 26) } else { (40, 60) };
-    let grid = Grid { n: [nx, 1, nz], d: [0.5e-3, 2e-3, 0.6e-3], origin: [0.0; 3] };
+    let mesh = Mesh::uniform([nx, 1, nz], [0.5e-3, 2e-3, 0.6e-3], [0.0; 3]);
     let mut j = SimJob {
         label: format!("2D {nx}x{nz}: stubs, loss, padding, post, sheet, 2 lumped"),
         engine: EngineKind::Tlm2d,
-        cell_mat: vec![0; grid.cells()],
-        grid,
+        cell_mat: vec![0; mesh.cells()],
+        mesh,
         boundaries: [[Boundary::Absorbing; 2], [Boundary::Pec; 2], [Boundary::Pec, Boundary::Pmc]],
         pml: [[4, 4], [0, 0], [0, 0]],
         materials: vec![Material::vacuum(), Material::pec(), mat("lossy", 2.5, 0.08, 1.0), mat("magnetic", 3.0, 0.0, 1.3)],
@@ -195,7 +195,7 @@ pub fn report(tag: &str, jobs: &[SimJob], cpu: &[Result<SimOutput, SimFailure>],
         println!(
             "{tag} {:<62} {:>7} nodes  steps {:<24} V {:>7.1e} I {:>7.1e} S {:>7} {}{}",
             j.label.chars().take(62).collect::<String>(),
-            j.grid.cells(),
+            j.mesh.cells(),
             steps,
             d.v,
             d.i,

@@ -18,7 +18,7 @@ use crate::job::{Axis, PortKind, SimJob};
 /// The mesh's node coordinates per axis (metres): the one place the export reads
 /// the grid, so a non-uniform mesh only changes this function.
 pub fn node_lines(job: &SimJob) -> [Vec<f64>; 3] {
-    Axis::ALL.map(|a| (0..=job.grid.n[a.index()]).map(|p| job.grid.plane(a, p)).collect())
+    Axis::ALL.map(|a| job.mesh.lines(a.index()).to_vec())
 }
 
 /// Write the files for `job` into `dir` (created if missing) as `<stem>...`; returns them, the `.vtm` first.
@@ -60,8 +60,8 @@ fn array<T: std::fmt::Display>(out: &mut String, ty: &str, name: &str, comps: us
 }
 
 fn grid_xml(job: &SimJob) -> String {
-    let g = &job.grid;
-    let ext = format!("0 {} 0 {} 0 {}", g.n[0], g.n[1], g.n[2]);
+    let n = job.mesh.n();
+    let ext = format!("0 {} 0 {} 0 {}", n[0], n[1], n[2]);
     let mut out = String::from("<?xml version=\"1.0\"?>\n");
     let _ = writeln!(out, "<!-- emvolve mesh of {}: coordinates in metres -->", xml_escape(&job.label));
     for (k, m) in job.materials.iter().enumerate() {
@@ -75,8 +75,8 @@ fn grid_xml(job: &SimJob) -> String {
     array(&mut out, "Float32", "sigma", 1, job.cell_mat.iter().map(|c| mat(c).sigma as f32));
     array(&mut out, "Float32", "mu_r", 1, job.cell_mat.iter().map(|c| mat(c).mu_r as f32));
     array(&mut out, "UInt8", "pec", 1, job.cell_mat.iter().map(|c| u8::from(mat(c).pec)));
-    let inside = |a: usize, i: usize| i >= job.pml[a][0] && i < g.n[a] - job.pml[a][1];
-    let absorbing = (0..g.n[2]).flat_map(|k| (0..g.n[1]).flat_map(move |j| (0..g.n[0]).map(move |i| [i, j, k])));
+    let inside = |a: usize, i: usize| i >= job.pml[a][0] && i < n[a] - job.pml[a][1];
+    let absorbing = (0..n[2]).flat_map(|k| (0..n[1]).flat_map(move |j| (0..n[0]).map(move |i| [i, j, k])));
     array(&mut out, "UInt8", "absorbing", 1, absorbing.map(|c| u8::from(!(inside(0, c[0]) && inside(1, c[1]) && inside(2, c[2])))));
     out.push_str("      </CellData>\n      <Coordinates>\n");
     for (a, line) in node_lines(job).iter().enumerate() {
@@ -155,7 +155,7 @@ fn ports_xml(job: &SimJob) -> String {
             }
             PortKind::Waveguide { normal, plane, .. } => {
                 let (a, b) = normal.others();
-                quads.push(rectangle(&lines, normal, plane, [0, 0], [job.grid.n[a.index()], job.grid.n[b.index()]]));
+                quads.push(rectangle(&lines, normal, plane, [0, 0], [job.mesh.n()[a.index()], job.mesh.n()[b.index()]]));
                 quad_ids.push(k as i32 + 1);
             }
         }

@@ -4,6 +4,7 @@
 pub mod impedance;
 pub mod phase;
 pub mod smith;
+pub mod mesh;
 pub mod sparams;
 pub mod sweep;
 

@@ -15,7 +15,7 @@ fn cavity(steps: usize) -> emvolve::job::SimJob {
     for k in 2..6 {
         for jj in 2..7 {
             for i in 3..9 {
-                let p = j.grid.idx(i, jj, k);
+                let p = j.mesh.idx(i, jj, k);
                 j.cell_mat[p] = 2;
             }
         }

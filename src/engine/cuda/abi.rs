@@ -38,7 +38,7 @@ pub struct FdtdDesign {
     pub prof_off: [i32; 3],
     pub slab_n: [i32; 3],
     pub db: f32,
-    pub inv_d: [f32; 3],
+    pub line_off: [i32; 3],
 }
 
 /// Device pointers of the field kernels.
@@ -66,6 +66,10 @@ pub struct FdtdPtrs {
     pub psi_h_out: u64,
     pub designs: u64,
     pub blocks: u64,
+    pub inv_e: u64,
+    pub inv_h: u64,
+    pub rel_e: u64,
+    pub rel_h: u64,
 }
 
 /// A port as the sampling kernel sees it.
@@ -244,10 +248,10 @@ mod tests {
 
     #[test]
     fn repr_c_structs_match_common_cuh() {
-        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, inv_d));
+        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, line_off));
         check(
             "FdtdPtrs",
-            layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, designs, blocks),
+            layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, designs, blocks, inv_e, inv_h, rel_e, rel_h),
         );
         check("FdtdPort", layout!(FdtdPort; dl, d_a, d_b, i_sign, design, kind, comp_e, comp_h, term_off, n_terms, mid, s_a, s_b, pad));
         check(

@@ -125,7 +125,8 @@ pub fn device_bytes(op: &Operator) -> usize {
 }
 
 /// Bytes one step must move through device memory, per scheme (each input
-/// read once, each output written once; halos and caches not counted).
+/// read once, each output written once; halos, caches and the per-line
+/// spacing tables, a few floats per line, not counted).
 pub fn step_bytes(ops: &[&Operator], fused: bool) -> f64 {
     let mut b = 0.0;
     for op in ops {
@@ -159,6 +160,12 @@ pub struct Plan {
     pub ph_k: Vec<f32>,
     pub slab_e: Vec<i32>,
     pub slab_h: Vec<i32>,
+    /// Per design and axis (from `FdtdDesign::line_off`), one entry per padded
+    /// position: the operator's `inv_e`, `inv_h`, `rel_e`, `rel_h`.
+    pub inv_e: Vec<f32>,
+    pub inv_h: Vec<f32>,
+    pub rel_e: Vec<f32>,
+    pub rel_h: Vec<f32>,
     pub ports: Vec<FdtdPort>,
     /// Per design, per port of its job: index into `ports` (None: the port samples nothing).
     pub port_slot: Vec<Vec<Option<usize>>>,
@@ -203,7 +210,7 @@ impl Plan {
                 prof_off: [-1; 3],
                 slab_n: [0; 3],
                 db: op.db,
-                inv_d: op.inv_d,
+                line_off: [0; 3],
             };
             for a in 0..3 {
                 ds.n[a] = i32_of(op.n[a], "cells")?;
@@ -213,6 +220,13 @@ impl Plan {
                         ds.pmc |= 1 << (2 * a + s);
                     }
                 }
+            }
+            for a in 0..3 {
+                ds.line_off[a] = i32_of(pl.inv_e.len(), "per-line table entries")?;
+                pl.inv_e.extend_from_slice(&op.inv_e[a]);
+                pl.inv_h.extend_from_slice(&op.inv_h[a]);
+                pl.rel_e.extend_from_slice(&op.rel_e[a]);
+                pl.rel_h.extend_from_slice(&op.rel_h[a]);
             }
             pl.ca.extend_from_slice(&op.ca);
             pl.cb.extend_from_slice(&op.cb);
@@ -266,16 +280,16 @@ impl Plan {
                     port.kind = 0;
                     port.comp_e = c as i32;
                     port.dl = l.dl;
-                    port.d_a = op.d[a];
-                    port.d_b = op.d[b];
+                    port.d_a = l.loop_d[0];
+                    port.d_b = l.loop_d[1];
                     port.mid = i32_of(l.mid, "port index")?;
                     port.s_a = op.stride[a] as i32;
                     port.s_b = op.stride[b] as i32;
-                    for &p in &l.edges {
+                    for (&p, &w) in l.edges.iter().zip(&l.w) {
                         pl.t_idx0.push(p as i32);
                         pl.t_idx1.push(0);
                         pl.t_idx2.push(0);
-                        pl.t_w.push(0.0);
+                        pl.t_w.push(w);
                     }
                     port.n_terms = l.edges.len() as i32;
                 } else if let Some(w) = &op.guides[pi] {
@@ -301,12 +315,12 @@ impl Plan {
             let mut drive = Drive::None;
             if op.drive < op.lumped.len() {
                 if let Some(l) = &op.lumped[op.drive] {
-                    for &p in &l.edges {
+                    for (&p, &src) in l.edges.iter().zip(&l.src) {
                         pl.src_design.push(d as i32);
                         pl.src_comp.push(l.comp as i32);
                         pl.src_idx.push(p as i32);
                         // e - src*vs == e + (-src)*vs exactly.
-                        pl.src_coef.push(-l.src);
+                        pl.src_coef.push(-src);
                     }
                     drive = Drive::Lumped { len: l.len };
                 }
@@ -475,8 +489,8 @@ mod tests {
 
     fn job(n: [usize; 3], bnd: [[Boundary; 2]; 3], pml: [[usize; 2]; 3]) -> SimJob {
         let mut j = crate::bench::box_job(4, 10);
-        j.grid = Grid { n, d: [1e-3; 3], origin: [0.0; 3] };
-        j.cell_mat = vec![0; j.grid.cells()];
+        j.mesh = Mesh::uniform(n, [1e-3; 3], [0.0; 3]);
+        j.cell_mat = vec![0; j.mesh.cells()];
         j.boundaries = bnd;
         j.pml = pml;
         j.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [n[0] / 2, n[1] / 2, n[2] / 2 - 1], len: 2, r_ohm: 50.0 } }];
@@ -533,6 +547,15 @@ mod tests {
             assert!(ds.tiles[0] as usize * tile.tx >= op.dims[0] && (ds.tiles[0] as usize - 1) * tile.tx < op.dims[0]);
             assert!(ds.nchunks as usize * 5 >= op.dims[2]);
         }
+        // Per-line tables: every axis of every design, in order.
+        for (d, op) in ops.iter().enumerate() {
+            for a in 0..3 {
+                let o = pl.designs[d].line_off[a] as usize;
+                assert_eq!(&pl.inv_h[o..o + op.dims[a]], &op.inv_h[a][..]);
+                assert_eq!(&pl.inv_e[o..o + op.dims[a]], &op.inv_e[a][..]);
+                assert_eq!(&pl.rel_e[o..o + op.dims[a]], &op.rel_e[a][..]);
+            }
+        }
         // psi regions are disjoint and inside the pool.
         let mut regions = vec![];
         for (d, op) in ops.iter().enumerate() {
@@ -566,7 +589,7 @@ mod tests {
         assert_eq!(pl.src_design.iter().filter(|d| **d == 1).count(), g.src_idx.len());
         assert_eq!(pl.drive, vec![Drive::Lumped { len: 2 }, Drive::Guide, Drive::Lumped { len: 2 }]);
         let l = ops[0].lumped[0].as_ref().unwrap();
-        assert_eq!(pl.src_coef[0], -l.src);
+        assert_eq!(pl.src_coef[0], -l.src[0]);
         // Block table skips finished designs.
         let t = pl.block_table(&[true, false, true]);
         assert_eq!(t.len() / 2, pl.blocks_per_design[0] + pl.blocks_per_design[2]);

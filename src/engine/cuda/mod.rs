@@ -498,7 +498,7 @@ impl CudaBackend {
         }
         let setup_ops = t0.elapsed().as_secs_f64();
         // Spread over the GPUs by work (cells x steps).
-        let cost: Vec<f64> = gpu_jobs.iter().map(|&i| jobs[i].grid.cells() as f64 * jobs[i].stop.max_steps as f64).collect();
+        let cost: Vec<f64> = gpu_jobs.iter().map(|&i| jobs[i].mesh.cells() as f64 * jobs[i].stop.max_steps as f64).collect();
         let shares = batch::spread(&cost, self.gpus.len());
         let ops_ref = &ops_ok;
         let per_gpu: Vec<Result<(Vec<(usize, Result<JobRun, SimFailure>)>, RunStats), EngineError>> = std::thread::scope(|sc| {
@@ -677,6 +677,10 @@ impl Gpu {
         let ph_k = table(&stream, &plan.ph_k)?;
         let slab_e = table(&stream, &plan.slab_e)?;
         let slab_h = table(&stream, &plan.slab_h)?;
+        let inv_e = table(&stream, &plan.inv_e)?;
+        let inv_h = table(&stream, &plan.inv_h)?;
+        let rel_e = table(&stream, &plan.rel_e)?;
+        let rel_h = table(&stream, &plan.rel_h)?;
         let ports = table(&stream, &plan.ports)?;
         let t_idx0 = table(&stream, &plan.t_idx0)?;
         let t_idx1 = table(&stream, &plan.t_idx1)?;
@@ -727,6 +731,10 @@ impl Gpu {
                 psi_h_out: dptr(&pool.psi_h[o], &stream),
                 designs: dptr(&designs, &stream),
                 blocks: dptr(&blocks, &stream),
+                inv_e: dptr(&inv_e, &stream),
+                inv_h: dptr(&inv_h, &stream),
+                rel_e: dptr(&rel_e, &stream),
+                rel_h: dptr(&rel_h, &stream),
             }
         };
         let fptrs = [fp(0), fp(1)];
@@ -945,7 +953,7 @@ impl Gpu {
             wall_s,
             loop_s: wall_s - setup_s,
             wait_s,
-            cell_updates: js.iter().zip(&runs).map(|(j, r)| j.grid.cells() as f64 * r.steps as f64).sum(),
+            cell_updates: js.iter().zip(&runs).map(|(j, r)| j.mesh.cells() as f64 * r.steps as f64).sum(),
             bytes,
             sub_batches: 1,
             gpus_used: 1,
@@ -957,7 +965,7 @@ impl Gpu {
             .map(|(d, r)| match r.done.expect("every design finished") {
                 Err(e) => Err(e),
                 Ok(()) => Ok(JobRun {
-                    out: SimOutput { dt: dts[d], steps: r.steps, v_offset: 1.0, i_offset: 0.5, traces: r.traces, ended: r.ended, cells: js[d].grid.cells() },
+                    out: SimOutput { dt: dts[d], steps: r.steps, v_offset: 1.0, i_offset: 0.5, traces: r.traces, ended: r.ended, cells: js[d].mesh.cells() },
                     fields: r.fields,
                 }),
             })

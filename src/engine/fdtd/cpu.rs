@@ -2,7 +2,7 @@
 //! Each function named `fdtd_*` is the CPU twin of the CUDA kernel of the
 //! same name in `kernels/fdtd.cu`, with the arithmetic written in the same
 //! order so that the two agree to float rounding. Planes along z are updated
-//! in parallel with rayon.
+//! in parallel with rayon, each thread writing its own planes (no `unsafe`).
 
 use rayon::prelude::*;
 
@@ -33,30 +33,40 @@ impl Fields {
     }
 }
 
-/// A raw pointer that may cross threads; each thread writes a disjoint z-plane.
-#[derive(Clone, Copy)]
-struct Shared(*mut f32);
-unsafe impl Send for Shared {}
-unsafe impl Sync for Shared {}
-impl Shared {
-    fn of(v: &mut Vec<f32>) -> Shared {
-        Shared(if v.is_empty() { std::ptr::null_mut() } else { v.as_mut_ptr() })
-    }
-}
-
 /// Grids smaller than this run their planes on one thread: for small designs
 /// the parallelism comes from running the batch's jobs side by side instead.
 const PAR_MIN_CELLS: usize = 100_000;
 
-/// Run `f(k)` for every plane k, in parallel for large grids.
-fn for_planes<F: Fn(usize) + Sync + Send>(op: &Operator, planes: usize, f: F) {
-    if op.len >= PAR_MIN_CELLS {
-        (0..planes).into_par_iter().for_each(f);
+/// One z plane of an array, or nothing where the array is empty (a CPML
+/// memory along an axis without PML).
+type PlaneMut<'a> = Option<&'a mut [f32]>;
+
+/// The planes (of `plane` elements) of an array, `None` for each when it is empty.
+fn planes_of(v: &mut [f32], plane: usize, count: usize) -> Vec<PlaneMut<'_>> {
+    if v.is_empty() {
+        (0..count).map(|_| None).collect()
     } else {
-        (0..planes).for_each(f);
+        v.chunks_mut(plane).map(Some).collect()
     }
 }
 
+/// Run `f(kz, out, psi_a, psi_b)` for every array plane kz in `1..=planes`
+/// (logical planes 0..planes), each with its own plane of the written array
+/// and of the two CPML memories: the planes are disjoint, so they run in
+/// parallel for large grids with no shared mutable state.
+fn for_planes<F>(op: &Operator, planes: usize, out: &mut [f32], pa: &mut [f32], pb: &mut [f32], f: F)
+where
+    F: Fn(usize, &mut [f32], PlaneMut, PlaneMut) + Sync + Send,
+{
+    let s2 = op.stride[2];
+    let count = op.dims[2];
+    let work = out.chunks_mut(s2).zip(planes_of(pa, s2, count)).zip(planes_of(pb, s2, count)).enumerate().filter(|(kz, _)| (1..=planes).contains(kz));
+    if op.len >= PAR_MIN_CELLS {
+        work.collect::<Vec<_>>().into_par_iter().for_each(|(kz, ((o, a), b))| f(kz, o, a, b));
+    } else {
+        work.for_each(|(kz, ((o, a), b))| f(kz, o, a, b));
+    }
+}
 /// Logical ranges of component c: half-integer along c (0..n_c), nodes elsewhere (0..=n).
 fn e_range(op: &Operator, c: usize) -> [usize; 3] {
     let mut r = [op.n[0] + 1, op.n[1] + 1, op.n[2] + 1];
@@ -95,40 +105,57 @@ fn plain_span(op: &Operator, axes: [usize; 2], j: usize, k: usize, len: usize, e
     (lo, hi)
 }
 
-/// One CPML-stretched derivative: returns `t * kinv + psi` and updates psi.
+/// One CPML-stretched derivative: inside the layer (b > 0) `psi = b psi + c t`
+/// and the result is `t * kinv + psi`; elsewhere `t`. `psi` is the memory at
+/// this position (present whenever `cp` is).
 #[inline(always)]
-fn stretch(t: f32, pos: usize, cp: Option<&Cpml1d>, e_side: bool, psi: *mut f32, p: usize) -> f32 {
-    match cp {
-        None => t,
-        Some(cp) => {
+fn stretch(t: f32, pos: usize, cp: Option<&Cpml1d>, e_side: bool, psi: Option<&mut f32>) -> f32 {
+    match (cp, psi) {
+        (Some(cp), Some(s)) => {
             let (b, c, kinv) = if e_side { (cp.e_b[pos], cp.e_c[pos], cp.e_kinv[pos]) } else { (cp.h_b[pos], cp.h_c[pos], cp.h_kinv[pos]) };
             if b > 0.0 {
-                // SAFETY: psi has op.len entries whenever cp is Some; p is in range.
-                unsafe {
-                    let s = psi.add(p);
-                    *s = b * *s + c * t;
-                    t * kinv + *s
-                }
+                *s = b * *s + c * t;
+                t * kinv + *s
             } else {
                 t
             }
         }
+        _ => t,
     }
 }
 
-/// H half-step: `H_c -= db * (dE_b/da - dE_a/db)`, (a, b) cyclic after c.
+/// The CPML memories of component c along its two derivative axes (a, b) =
+/// (c+1, c+2) mod 3, borrowed together.
+fn psi_pair(psi: &mut [Vec<f32>; 3], c: usize) -> (&mut [f32], &mut [f32]) {
+    let [x, y, z] = psi;
+    match c {
+        0 => (y, z),
+        1 => (z, x),
+        _ => (x, y),
+    }
+}
+
+/// The inverse spacing along `axis` at logical position `pos` of an update
+/// (padded index pos + 1).
+#[inline(always)]
+fn inv_at(inv: &[f32], pos: usize) -> f32 {
+    inv[pos + 1]
+}
+
+/// H half-step: `H_c -= db * (dE_b/da - dE_a/db)`, (a, b) cyclic after c; each
+/// difference over the primal spacing of the cell between its two E samples.
 pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
     for c in 0..3 {
-        let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
+        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
         let r = h_range(op, c);
-        let (sa, sb) = (op.stride[a], op.stride[b]);
+        let (sa, sb, s2) = (op.stride[a], op.stride[b], op.stride[2]);
         let (ea, eb) = (&f.e[a], &f.e[b]);
-        let hc = Shared::of(&mut f.h[c]);
-        let (pa, pb) = (Shared::of(&mut f.psi_h[c][a]), Shared::of(&mut f.psi_h[c][b]));
         let (cpa, cpb) = (op.pml[a].as_ref(), op.pml[b].as_ref());
-        let (ida, idb, db) = (op.inv_d[a], op.inv_d[b], op.db);
-        for_planes(op, r[2], |k| {
-            let (hc, pa, pb) = (hc, pa, pb);
+        let (inv_a, inv_b, db) = (&op.inv_h[a], &op.inv_h[b], op.db);
+        let (pa, pb) = psi_pair(&mut f.psi_h[c], c);
+        for_planes(op, r[2], &mut f.h[c], pa, pb, |kz, hc, mut psa, mut psb| {
+            let k = kz - 1;
+            let base = kz * s2;
             for j in 0..r[1] {
                 let p0 = op.at(0, j as isize, k as isize);
                 if !op.h_rows[c][p0 / op.stride[1]] {
@@ -138,18 +165,19 @@ pub fn fdtd_update_h(op: &Operator, f: &mut Fields) {
                 for i in (0..ilo).chain(ihi..r[0]) {
                     let p = p0 + i;
                     let pos = [i, j, k];
-                    let t1 = (eb[p + sa] - eb[p]) * ida;
-                    let t2 = (ea[p + sb] - ea[p]) * idb;
-                    let t1 = stretch(t1, pos[a], cpa, false, pa.0, p);
-                    let t2 = stretch(t2, pos[b], cpb, false, pb.0, p);
-                    // SAFETY: plane k of hc is written by this thread only.
-                    unsafe { *hc.0.add(p) -= db * (t1 - t2) };
+                    let t1 = (eb[p + sa] - eb[p]) * inv_at(inv_a, pos[a]);
+                    let t2 = (ea[p + sb] - ea[p]) * inv_at(inv_b, pos[b]);
+                    let t1 = stretch(t1, pos[a], cpa, false, psa.as_deref_mut().map(|s| &mut s[p - base]));
+                    let t2 = stretch(t2, pos[b], cpb, false, psb.as_deref_mut().map(|s| &mut s[p - base]));
+                    hc[p - base] -= db * (t1 - t2);
                 }
                 // Outside the CPML: the same arithmetic without the stretching.
-                for p in p0 + ilo..p0 + ihi {
-                    let t1 = (eb[p + sa] - eb[p]) * ida;
-                    let t2 = (ea[p + sb] - ea[p]) * idb;
-                    unsafe { *hc.0.add(p) -= db * (t1 - t2) };
+                for i in ilo..ihi {
+                    let p = p0 + i;
+                    let pos = [i, j, k];
+                    let t1 = (eb[p + sa] - eb[p]) * inv_at(inv_a, pos[a]);
+                    let t2 = (ea[p + sb] - ea[p]) * inv_at(inv_b, pos[b]);
+                    hc[p - base] -= db * (t1 - t2);
                 }
             }
         });
@@ -188,21 +216,22 @@ pub fn fdtd_pmc_ghosts(op: &Operator, f: &mut Fields) {
     }
 }
 
-/// E full step: `E_c = ca E_c + cb (dH_b/da - dH_a/db)` through the material table.
+/// E full step: `E_c = ca E_c + cb (dH_b/da - dH_a/db)` through the material
+/// table; each difference over the dual spacing around the E sample's line.
 pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
     for c in 0..3 {
-        let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
+        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
         let r = e_range(op, c);
-        let (sa, sb) = (op.stride[a], op.stride[b]);
+        let (sa, sb, s2) = (op.stride[a], op.stride[b], op.stride[2]);
         let (ha, hb) = (&f.h[a], &f.h[b]);
-        let ec = Shared::of(&mut f.e[c]);
-        let (pa, pb) = (Shared::of(&mut f.psi_e[c][a]), Shared::of(&mut f.psi_e[c][b]));
         let (cpa, cpb) = (op.pml[a].as_ref(), op.pml[b].as_ref());
-        let (ida, idb) = (op.inv_d[a], op.inv_d[b]);
+        let (inv_a, inv_b) = (&op.inv_e[a], &op.inv_e[b]);
         let mat = &op.mat[c];
         let (ca, cb) = (&op.ca, &op.cb);
-        for_planes(op, r[2], |k| {
-            let (ec, pa, pb) = (ec, pa, pb);
+        let (pa, pb) = psi_pair(&mut f.psi_e[c], c);
+        for_planes(op, r[2], &mut f.e[c], pa, pb, |kz, ec, mut psa, mut psb| {
+            let k = kz - 1;
+            let base = kz * s2;
             for j in 0..r[1] {
                 let p0 = op.at(0, j as isize, k as isize);
                 if !op.e_rows[c][p0 / op.stride[1]] {
@@ -212,26 +241,23 @@ pub fn fdtd_update_e(op: &Operator, f: &mut Fields) {
                 for i in (0..ilo).chain(ihi..r[0]) {
                     let p = p0 + i;
                     let pos = [i, j, k];
-                    let t1 = (hb[p] - hb[p - sa]) * ida;
-                    let t2 = (ha[p] - ha[p - sb]) * idb;
-                    let t1 = stretch(t1, pos[a], cpa, true, pa.0, p);
-                    let t2 = stretch(t2, pos[b], cpb, true, pb.0, p);
+                    let t1 = (hb[p] - hb[p - sa]) * inv_at(inv_a, pos[a]);
+                    let t2 = (ha[p] - ha[p - sb]) * inv_at(inv_b, pos[b]);
+                    let t1 = stretch(t1, pos[a], cpa, true, psa.as_deref_mut().map(|s| &mut s[p - base]));
+                    let t2 = stretch(t2, pos[b], cpb, true, psb.as_deref_mut().map(|s| &mut s[p - base]));
                     let m = mat[p] as usize;
-                    // SAFETY: plane k of ec is written by this thread only.
-                    unsafe {
-                        let e = ec.0.add(p);
-                        *e = ca[m] * *e + cb[m] * (t1 - t2);
-                    }
+                    let e = &mut ec[p - base];
+                    *e = ca[m] * *e + cb[m] * (t1 - t2);
                 }
                 // Outside the CPML: the same arithmetic without the stretching.
-                for p in p0 + ilo..p0 + ihi {
-                    let t1 = (hb[p] - hb[p - sa]) * ida;
-                    let t2 = (ha[p] - ha[p - sb]) * idb;
+                for i in ilo..ihi {
+                    let p = p0 + i;
+                    let pos = [i, j, k];
+                    let t1 = (hb[p] - hb[p - sa]) * inv_at(inv_a, pos[a]);
+                    let t2 = (ha[p] - ha[p - sb]) * inv_at(inv_b, pos[b]);
                     let m = mat[p] as usize;
-                    unsafe {
-                        let e = ec.0.add(p);
-                        *e = ca[m] * *e + cb[m] * (t1 - t2);
-                    }
+                    let e = &mut ec[p - base];
+                    *e = ca[m] * *e + cb[m] * (t1 - t2);
                 }
             }
         });
@@ -255,8 +281,8 @@ pub fn fdtd_inject(op: &Operator, f: &mut Fields, g: f64) {
     if let Some(l) = &op.lumped[d] {
         // Resistive voltage source of 1 V peak spread over the edges in series.
         let vs = (g / l.len as f64) as f32;
-        for &p in &l.edges {
-            f.e[l.comp][p] -= l.src * vs;
+        for (&p, &src) in l.edges.iter().zip(&l.src) {
+            f.e[l.comp][p] -= src * vs;
         }
     }
     if let Some(w) = &op.guides[d] {
@@ -271,12 +297,12 @@ pub fn fdtd_inject(op: &Operator, f: &mut Fields, g: f64) {
 pub fn fdtd_sample_ports(op: &Operator, f: &Fields, traces: &mut [PortTrace]) {
     for (pi, tr) in traces.iter_mut().enumerate() {
         if let Some(l) = &op.lumped[pi] {
-            let v: f64 = -l.edges.iter().map(|&p| f.e[l.comp][p] as f64).sum::<f64>() * l.dl;
+            let v: f64 = -l.edges.iter().zip(&l.w).map(|(&p, &w)| w * f.e[l.comp][p] as f64).sum::<f64>() * l.dl;
             let c = l.comp;
             let (a, b) = ((c + 1) % 3, (c + 2) % 3);
             let p = l.mid;
-            let i = (f.h[b][p] as f64 - f.h[b][p - op.stride[a]] as f64) * op.d[b]
-                - (f.h[a][p] as f64 - f.h[a][p - op.stride[b]] as f64) * op.d[a];
+            let i = (f.h[b][p] as f64 - f.h[b][p - op.stride[a]] as f64) * l.loop_d[1]
+                - (f.h[a][p] as f64 - f.h[a][p - op.stride[b]] as f64) * l.loop_d[0];
             tr.v.push(v);
             tr.i.push(i);
         } else if let Some(w) = &op.guides[pi] {
@@ -293,18 +319,38 @@ pub fn fdtd_sample_ports(op: &Operator, f: &Fields, traces: &mut [PortTrace]) {
     }
 }
 
-/// Electromagnetic energy (up to the cell volume), in f64.
+/// Electromagnetic energy (up to a constant volume), in f64: every sample
+/// weighted by the volume of its own (dual) cell relative to the first cells'
+/// (a weight of exactly 1 on a uniform mesh).
 pub fn fdtd_energy(op: &Operator, f: &Fields) -> f64 {
+    let (s2, d0) = (op.stride[2], op.dims[0]);
+    // The relative volume of the sample at padded (q0, q1, q2): its own axis
+    // `own` takes `along`, the two others `across`.
+    let weight = |own: usize, along: &[Vec<f32>; 3], across: &[Vec<f32>; 3], q: [usize; 3]| -> f64 {
+        (0..3).map(|x| if x == own { along[x][q[x]] } else { across[x][q[x]] } as f64).product::<f64>()
+    };
     let mut tot = 0.0;
     for c in 0..3 {
         let (e, m) = (&f.e[c], &op.mat[c]);
         tot += e
-            .par_chunks(op.stride[2])
-            .zip(m.par_chunks(op.stride[2]))
-            .map(|(ee, mm)| ee.iter().zip(mm).map(|(&x, &k)| op.eps[k as usize] as f64 * (x as f64) * (x as f64)).sum::<f64>())
+            .par_chunks(s2)
+            .zip(m.par_chunks(s2))
+            .enumerate()
+            .map(|(kz, (ee, mm))| {
+                ee.iter()
+                    .zip(mm)
+                    .enumerate()
+                    .map(|(l, (&x, &k))| op.eps[k as usize] as f64 * (x as f64) * (x as f64) * weight(c, &op.rel_h, &op.rel_e, [l % d0, l / d0, kz]))
+                    .sum::<f64>()
+            })
             .sum::<f64>()
             * EPS0;
-        tot += f.h[c].par_chunks(op.stride[2]).map(|hh| hh.iter().map(|&x| (x as f64) * (x as f64)).sum::<f64>()).sum::<f64>() * MU0;
+        tot += f.h[c]
+            .par_chunks(s2)
+            .enumerate()
+            .map(|(kz, hh)| hh.iter().enumerate().map(|(l, &x)| (x as f64) * (x as f64) * weight(c, &op.rel_e, &op.rel_h, [l % d0, l / d0, kz])).sum::<f64>())
+            .sum::<f64>()
+            * MU0;
     }
     tot
 }
@@ -367,5 +413,5 @@ fn run_from_watched(job: &SimJob, op: &Operator, f: &mut Fields, watch: &StepWat
             }
         }
     }
-    Ok(SimOutput { dt: op.dt, steps, v_offset: 1.0, i_offset: 0.5, traces, ended, cells: job.grid.cells() })
+    Ok(SimOutput { dt: op.dt, steps, v_offset: 1.0, i_offset: 0.5, traces, ended, cells: job.mesh.cells() })
 }

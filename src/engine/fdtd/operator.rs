@@ -11,6 +11,13 @@
 //! cell (seed 000, eqs 2.15-2.20). Ghost H values are zero, or the mirror
 //! image for PMC faces, so the E update needs no boundary branches; E edges
 //! on PEC (and PML-backing) faces get the PEC coefficients `ca = cb = 0`.
+//!
+//! Spacings come from the job's [`Mesh`](crate::job::Mesh), per line: the H
+//! update divides E differences by the primal spacing of the cell between
+//! them, the E update H differences by the dual spacing around the line
+//! (`inv_h`, `inv_e`: one f32 per padded position and axis, tiny and cached,
+//! so a cell costs the same bytes as on a uniform mesh). The coefficient table
+//! holds `cb = dt / eps / (1 + s)` without any length.
 
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use crate::job::{Axis, Boundary, PortKind, SimFailure, SimJob};
@@ -41,10 +48,16 @@ pub struct LumpedOp {
     pub edges: Vec<usize>,
     /// Flat index of the edge whose H loop gives the port current.
     pub mid: usize,
-    /// Edge length (m): V = -sum E dl.
+    /// Length (m) of the first edge: V = -(sum w E) dl.
     pub dl: f64,
+    /// Per edge its length over `dl` (exactly 1 where the edges are equal).
+    pub w: Vec<f64>,
+    /// Dual lengths (m) of the current loop around `mid` along the two other
+    /// axes (a, b), cyclic after `comp`: `I = dH_b * loop_d[1] - dH_a * loop_d[0]`.
+    pub loop_d: [f64; 2],
     /// Source coefficient per edge: E -= src * Vs(t) / len (already / (1+beta)).
-    pub src: f32,
+    /// Edges of different lengths take shares of Vs and R in proportion.
+    pub src: Vec<f32>,
     /// Number of edges in series.
     pub len: usize,
 }
@@ -79,7 +92,6 @@ pub struct Operator {
     pub stride: [usize; 3],
     /// Array length per component.
     pub len: usize,
-    pub d: [f64; 3],
     pub dt: f64,
     /// Per-E-component coefficient index per flat position.
     pub mat: [Vec<u8>; 3],
@@ -89,7 +101,15 @@ pub struct Operator {
     pub eps: Vec<f32>,
     /// H = H - db (curl E), uniform (non-magnetic media).
     pub db: f32,
-    pub inv_d: [f32; 3],
+    /// Per axis, per padded position q (0..dims): `inv_h` = 1 / the primal
+    /// spacing of cell q-1 (H side), `inv_e` = 1 / the dual spacing around line
+    /// q-1 (E side); ghost positions repeat the nearest real one.
+    pub inv_h: [Vec<f32>; 3],
+    pub inv_e: [Vec<f32>; 3],
+    /// The same lengths relative to the axis' first cell (weights of the
+    /// energy sum; exactly 1 on a uniform axis).
+    pub rel_h: [Vec<f32>; 3],
+    pub rel_e: [Vec<f32>; 3],
     /// CPML per axis (None where that axis has no absorbing face).
     pub pml: [Option<Cpml1d>; 3],
     pub pmc: [[bool; 2]; 3],
@@ -126,9 +146,9 @@ impl Operator {
     /// `new` with the material fill and row marking given, so tests can build
     /// the reference with the sequential versions.
     fn build(job: &SimJob, fill: FillFn, rows: fn(&mut Operator)) -> Result<Operator, SimFailure> {
-        let g = &job.grid;
+        let g = &job.mesh;
         if g.cells() == 0 {
-            return Err(SimFailure::Invalid("empty grid".into()));
+            return Err(SimFailure::Invalid("empty mesh".into()));
         }
         if job.cell_mat.len() != g.cells() {
             return Err(SimFailure::Invalid(format!(
@@ -146,11 +166,12 @@ impl Operator {
         if !(job.courant > 0.0 && job.courant <= 1.0) {
             return Err(SimFailure::Invalid(format!("Courant number {} is outside (0, 1]: unstable", job.courant)));
         }
-        let n = g.n;
+        let n = g.n();
         let dims = [n[0] + 2, n[1] + 2, n[2] + 2];
         let stride = [1, dims[0], dims[0] * dims[1]];
         let len = dims[0] * dims[1] * dims[2];
-        let d = g.d;
+        // The time step from the smallest cell of each axis.
+        let d = [g.min_d(0), g.min_d(1), g.min_d(2)];
         let dt = job.courant / (C0 * (1.0 / (d[0] * d[0]) + 1.0 / (d[1] * d[1]) + 1.0 / (d[2] * d[2])).sqrt());
         let pmc = job.boundaries.map(|b| b.map(|f| f == Boundary::Pmc));
 
@@ -159,14 +180,16 @@ impl Operator {
             dims,
             stride,
             len,
-            d,
             dt,
             mat: [vec![PEC_INDEX; len], vec![PEC_INDEX; len], vec![PEC_INDEX; len]],
             ca: vec![0.0],
             cb: vec![0.0],
             eps: vec![1.0],
             db: (dt / MU0) as f32,
-            inv_d: [(1.0 / d[0]) as f32, (1.0 / d[1]) as f32, (1.0 / d[2]) as f32],
+            inv_h: std::array::from_fn(|a| padded(g.d(a), dims[a], |x| (1.0 / x) as f32)),
+            inv_e: std::array::from_fn(|a| padded(g.dual(a), dims[a], |x| (1.0 / x) as f32)),
+            rel_h: std::array::from_fn(|a| padded(g.d(a), dims[a], |x| (x / g.cell(a, 0)) as f32)),
+            rel_e: std::array::from_fn(|a| padded(g.dual(a), dims[a], |x| (x / g.cell(a, 0)) as f32)),
             pml: [None, None, None],
             pmc,
             lumped: vec![],
@@ -183,7 +206,7 @@ impl Operator {
         op.cb = table.cb;
         op.eps = table.eps;
         for a in 0..3 {
-            op.pml[a] = cpml_axis(job, a, dt);
+            op.pml[a] = cpml_axis(job, a, dt)?;
         }
         rows(&mut op);
         Ok(op)
@@ -399,12 +422,22 @@ impl Operator {
                     if *len == 0 || start[c] + len > self.n[c] || start[a] > self.n[a] || start[b] > self.n[b] {
                         return Err(SimFailure::Invalid(format!("lumped port '{}' lies outside the grid", port.name)));
                     }
-                    let dl = self.d[c];
-                    let area = self.d[a] * self.d[b];
-                    let r_e = r_ohm / *len as f64;
+                    let g = &job.mesh;
+                    // The edges' own lengths; the loop's dual lengths around them.
+                    let dls: Vec<f64> = (0..*len).map(|m| g.cell(c, start[c] + m)).collect();
+                    let dl = dls[0];
+                    let total: f64 = dls.iter().sum();
+                    let equal = dls.iter().all(|&x| x == dl);
+                    let loop_d = [g.dual(a)[start[a]], g.dual(b)[start[b]]];
+                    let area = loop_d[0] * loop_d[1];
                     let mut edges = vec![];
-                    let mut src = 0.0f32;
+                    let mut src = vec![];
+                    let mut w = vec![];
                     for m in 0..*len {
+                        let dl = dls[m];
+                        // Edge m's share of R and Vs: its length over the mean (1 for equal edges).
+                        let share = if equal { 1.0 } else { dl * *len as f64 / total };
+                        let r_e = r_ohm / *len as f64 * share;
                         let mut p = [start[0] as isize, start[1] as isize, start[2] as isize];
                         p[c] += m as isize;
                         let flat = self.at3(p);
@@ -426,14 +459,15 @@ impl Operator {
                             (eps / EPS0) as f32,
                         )?;
                         self.mat[c][flat] = idx;
-                        src = ((self.dt / (eps * r_e * area)) / (1.0 + beta)) as f32;
+                        src.push(((self.dt / (eps * r_e * area)) / (1.0 + beta)) as f32 * share as f32);
+                        w.push(dl / dls[0]);
                         edges.push(flat);
                     }
                     let mid = edges[len / 2];
                     while self.lumped.len() < pi {
                         self.lumped.push(None);
                     }
-                    self.lumped.push(Some(LumpedOp { comp: c, edges, mid, dl, src, len: *len }));
+                    self.lumped.push(Some(LumpedOp { comp: c, edges, mid, dl, w, loop_d, src, len: *len }));
                 }
                 PortKind::Waveguide { normal, plane, inward, e_axis, width_axis, a, source_offset, .. } => {
                     let r = normal.index();
@@ -446,16 +480,16 @@ impl Operator {
                     if *plane == 0 || *plane >= self.n[r] || src_plane <= 0 || src_plane as usize >= self.n[r] {
                         return Err(SimFailure::Invalid(format!("waveguide port '{}': plane outside the grid", port.name)));
                     }
-                    let w0 = job.grid.plane(*width_axis, 0);
+                    let g = &job.mesh;
+                    let w0 = g.plane(*width_axis, 0);
                     let mut v_idx = vec![];
                     let mut h_lo = vec![];
                     let mut h_hi = vec![];
                     let mut weight = vec![];
                     let mut src_idx = vec![];
                     let mut src_amp = vec![];
-                    let area = self.d[q] * self.d[pe];
                     for iq in 0..=self.n[q] {
-                        let x = job.grid.plane(*width_axis, iq) - w0;
+                        let x = g.plane(*width_axis, iq) - w0;
                         let prof = (std::f64::consts::PI * x / a).sin();
                         if prof.abs() < 1e-12 {
                             continue;
@@ -466,7 +500,8 @@ impl Operator {
                             p[pe] = ie as isize;
                             p[r] = *plane as isize;
                             v_idx.push(self.at3(p));
-                            weight.push(prof * area);
+                            // Profile x the sample's local area (dual along the width, its edge along E).
+                            weight.push(prof * (g.dual(q)[iq] * g.cell(pe, ie)));
                             p[r] = *plane as isize - 1;
                             h_lo.push(self.at3(p));
                             p[r] = *plane as isize;
@@ -476,7 +511,7 @@ impl Operator {
                             src_idx.push(s);
                             // A current sheet J = profile * g(t) / d_r, scaled by the local cb.
                             let cb = table.cb[self.mat[pe][s] as usize];
-                            src_amp.push((prof as f32) * cb / self.d[r] as f32);
+                            src_amp.push((prof as f32) * cb / g.dual(r)[src_plane as usize] as f32);
                         }
                     }
                     // Poynting along the normal: S_r = (e_pe x e_q).e_r E_pe H_q.
@@ -547,35 +582,64 @@ fn too_many_materials() -> SimFailure {
 /// How `Operator::build` fills the per-edge materials.
 type FillFn = fn(&mut Operator, &SimJob, &mut CoefTable) -> Result<(), SimFailure>;
 
+/// `v[q - 1]` for every padded position q of an axis of `dims` positions,
+/// ghosts taking the nearest real entry, mapped by `f`.
+fn padded(v: &[f64], dims: usize, f: impl Fn(f64) -> f32) -> Vec<f32> {
+    (0..dims).map(|q| f(v[q.saturating_sub(1).min(v.len() - 1)])).collect()
+}
+
 /// CPML profile along axis `a` (Roden & Gedney 2000; Taflove ch. 7):
-/// polynomial grading of order 3 for sigma and kappa, linear alpha.
-fn cpml_axis(job: &SimJob, a: usize, dt: f64) -> Option<Cpml1d> {
+/// polynomial grading of order 3 for sigma and kappa, linear alpha. The
+/// profile is a function of the depth into the layer; each layer's cells must
+/// be uniform (the mesher pads with the domain's end cell), so the depth of a
+/// line is its index distance from the layer's inner face over its cell count,
+/// and sigma_max follows that layer's own cell.
+fn cpml_axis(job: &SimJob, a: usize, dt: f64) -> Result<Option<Cpml1d>, SimFailure> {
     let [lo, hi] = job.pml[a];
     if lo == 0 && hi == 0 {
-        return None;
+        return Ok(None);
     }
-    let n = job.grid.n[a];
-    let d = job.grid.d[a];
+    let g = &job.mesh;
+    let n = g.n()[a];
+    if lo + hi > n {
+        return Err(SimFailure::Invalid(format!("CPML of {lo} + {hi} cells along {} exceeds the {n} cells of the mesh", Axis::from_index(a).name())));
+    }
+    let dv = g.d(a);
+    for (side, cells) in [(0, &dv[..lo]), (1, &dv[n - hi..])] {
+        // Equal up to the rounding of lines laid by repeated addition (1e-9 relative).
+        if let Some(x) = cells.iter().find(|&&x| (x - cells[0]).abs() > 1e-9 * cells[0]) {
+            return Err(SimFailure::Invalid(format!(
+                "the CPML cells on the {}-{} face must all be equal (found {} m beside {} m): pad with the domain's end cell",
+                Axis::from_index(a).name(),
+                ["low", "high"][side],
+                x,
+                cells[0]
+            )));
+        }
+    }
     let m = 3.0;
-    let sigma_max = 0.8 * (m + 1.0) / (ETA0 * d);
+    let sigma_max = |d: f64| 0.8 * (m + 1.0) / (ETA0 * d);
+    let sigma_lo = sigma_max(dv[0]);
+    let sigma_hi = sigma_max(dv[n - 1]);
     let kappa_max = 3.0;
     // alpha keeps the CPML from absorbing near-DC/evanescent fields badly; ~ f_lo.
     let f_ref = if job.pulse.f0 > 0.0 { (job.pulse.f0 - 1.5 / job.pulse.tau).max(0.1 * job.pulse.f0) } else { 0.1 / job.pulse.tau };
     let alpha_max = 2.0 * std::f64::consts::PI * EPS0 * f_ref * 0.5;
-    // Depth into the PML (in cells) of a position x (in cells from the low face).
-    let depth = |x: f64| -> f64 {
+    // Depth into the PML (in layer thicknesses) of a position x (in cells from
+    // the low face), with that layer's sigma_max.
+    let depth = |x: f64| -> (f64, f64) {
         let l = lo as f64;
         let h = (n - hi) as f64;
         if lo > 0 && x < l {
-            (l - x) / lo as f64
+            ((l - x) / lo as f64, sigma_lo)
         } else if hi > 0 && x > h {
-            (x - h) / hi as f64
+            ((x - h) / hi as f64, sigma_hi)
         } else {
-            0.0
+            (0.0, 0.0)
         }
     };
     let coefs = |x: f64| -> (f32, f32, f32) {
-        let r = depth(x);
+        let (r, sigma_max) = depth(x);
         if r <= 0.0 {
             return (0.0, 0.0, 1.0);
         }
@@ -599,7 +663,7 @@ fn cpml_axis(job: &SimJob, a: usize, dt: f64) -> Option<Cpml1d> {
         p.h_c.push(c);
         p.h_kinv.push(k);
     }
-    Some(p)
+    Ok(Some(p))
 }
 
 /// Sequential references for the parallel operator build (tests only).
@@ -607,7 +671,7 @@ fn cpml_axis(job: &SimJob, a: usize, dt: f64) -> Option<Cpml1d> {
 impl Operator {
     /// The original sequential fill: the reference for `fill_materials`.
     fn fill_materials_serial(&mut self, job: &SimJob, table: &mut CoefTable) -> Result<(), SimFailure> {
-        let g = &job.grid;
+        let g = &job.mesh;
         let n = self.n;
         for c in 0..3 {
             let (a, b) = (Axis::from_index(c).others().0.index(), Axis::from_index(c).others().1.index());
@@ -704,7 +768,6 @@ mod build_tests {
     /// Every field of two operators, floats by their bits.
     fn assert_same(a: &Operator, b: &Operator, label: &str) {
         assert_eq!((a.n, a.dims, a.stride, a.len), (b.n, b.dims, b.stride, b.len), "{label}: shape");
-        assert_eq!(a.d.map(f64::to_bits), b.d.map(f64::to_bits), "{label}: d");
         assert_eq!(a.dt.to_bits(), b.dt.to_bits(), "{label}: dt");
         for c in 0..3 {
             same(&format!("{label}: mat[{c}]"), &a.mat[c], &b.mat[c]);
@@ -715,7 +778,10 @@ mod build_tests {
         same_f32(&format!("{label}: cb"), &a.cb, &b.cb);
         same_f32(&format!("{label}: eps"), &a.eps, &b.eps);
         assert_eq!(a.db.to_bits(), b.db.to_bits(), "{label}: db");
-        same_f32(&format!("{label}: inv_d"), &a.inv_d, &b.inv_d);
+        for ax in 0..3 {
+            same_f32(&format!("{label}: inv_h[{ax}]"), &a.inv_h[ax], &b.inv_h[ax]);
+            same_f32(&format!("{label}: inv_e[{ax}]"), &a.inv_e[ax], &b.inv_e[ax]);
+        }
         // Debug prints every f32/f64 so that it reads back exactly: equal text, equal values.
         assert_eq!(format!("{:?}", a.pml), format!("{:?}", b.pml), "{label}: pml");
         assert_eq!(a.pmc, b.pmc, "{label}: pmc");
@@ -759,9 +825,9 @@ mod build_tests {
                 *m = ((s >> 33) % 4) as u8;
             }
         }
-        job.cell_mat[job.grid.idx(7, 15, 15)] = 0; // the port's edges must not touch metal
+        job.cell_mat[job.mesh.idx(7, 15, 15)] = 0; // the port's edges must not touch metal
         for p in [(7, 15, 14), (6, 15, 14), (7, 14, 14), (6, 14, 14), (7, 15, 15), (6, 15, 15), (7, 14, 15), (6, 14, 15)] {
-            job.cell_mat[job.grid.idx(p.0, p.1, p.2)] = 0;
+            job.cell_mat[job.mesh.idx(p.0, p.1, p.2)] = 0;
         }
         job.ports = vec![Port { name: "p1".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [7, 15, 14], len: 2, r_ohm: 50.0 } }];
         job.sheets.push(Sheet { normal: Axis::Z, plane: 20, lo: [3, 4], hi: [12, 9] });
@@ -792,10 +858,10 @@ mod build_tests {
             *m = (idx % 250) as u8;
         }
         let mut layered = one_plane.clone();
-        layered.grid.n = [6, 6, 200];
+        layered.mesh = Mesh::uniform([6, 6, 200], [1e-3; 3], [0.0; 3]);
         layered.pml = [[1, 1], [1, 1], [5, 5]];
         layered.ports = vec![];
-        layered.cell_mat = (0..layered.grid.cells()).map(|c| (c / 36) as u8).collect();
+        layered.cell_mat = (0..layered.mesh.cells()).map(|c| (c / 36) as u8).collect();
         // A lumped port shorted by metal: the error after the fill.
         let mut shorted = crate::bench::box_job(20, 1);
         shorted.materials[1].pec = true;

@@ -10,6 +10,35 @@ use rayon::prelude::*;
 use crate::consts::{EPS0, ETA0, MU0};
 use crate::job::{Axis, Boundary, EndReason, PortKind, PortTrace, SimFailure, SimJob, StopRule};
 
+/// The cells of a job's mesh as the TLM engines see them: uniform along each
+/// axis (the SCN and the 2D shunt node are uniform-mesh methods here;
+/// [`check_job`] refuses a graded mesh).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Cells {
+    pub n: [usize; 3],
+    pub d: [f64; 3],
+}
+
+impl Cells {
+    pub fn cells(&self) -> usize {
+        self.n[0] * self.n[1] * self.n[2]
+    }
+    /// Linear index of cell (i, j, k); x varies fastest (as `Mesh::idx`).
+    #[inline]
+    pub fn idx(&self, i: usize, j: usize, k: usize) -> usize {
+        (k * self.n[1] + j) * self.n[0] + i
+    }
+}
+
+/// The job's cells; along an axis that is not uniform (refused by
+/// [`check_job`]) the mean cell.
+pub(crate) fn cells(job: &SimJob) -> Cells {
+    let m = &job.mesh;
+    let n = m.n();
+    let d = std::array::from_fn(|a| m.uniform_d(a).unwrap_or_else(|| (m.lines(a)[n[a]] - m.lines(a)[0]) / n[a].max(1) as f64));
+    Cells { n, d }
+}
+
 /// Nodes per slab of the parallel setup loops: a few slabs per thread (the
 /// results do not depend on it, see [`node_kinds`]).
 pub(super) fn slab_len(total: usize) -> usize {
@@ -135,8 +164,17 @@ pub(super) const PAD_G_MAX: f64 = 1.6;
 
 /// Reject jobs the engines cannot interpret, before any allocation.
 pub(super) fn check_job(job: &SimJob) -> Result<(), SimFailure> {
-    let g = &job.grid;
     let bad = |m: String| Err(SimFailure::Invalid(format!("{}: {m}", job.label)));
+    if let Err(a) = job.mesh.uniform_spacing() {
+        let i = a.index();
+        return bad(format!(
+            "the TLM engines (3D SCN, 2D shunt node) need a uniform mesh, but the cells along {} range from {:.4e} to {:.4e} m: use the FDTD engine for a graded mesh",
+            a.name(),
+            job.mesh.min_d(i),
+            job.mesh.max_d(i)
+        ));
+    }
+    let g = cells(job);
     if g.n.contains(&0) || g.d.iter().any(|&d| !(d > 0.0 && d.is_finite())) {
         return bad(format!("bad grid {:?} / {:?}", g.n, g.d));
     }
@@ -174,7 +212,7 @@ pub(super) fn check_job(job: &SimJob) -> Result<(), SimFailure> {
 pub(super) fn pad_loss(job: &SimJob, pos: [f64; 3]) -> [f64; 3] {
     let mut g = [0.0; 3];
     for a in 0..3 {
-        let n = job.grid.n[a];
+        let n = job.mesh.n()[a];
         for side in 0..2 {
             let p = job.pml[a][side];
             if p == 0 || job.boundaries[a][side] != Boundary::Absorbing || modal_port(job, a, side).is_some() {
@@ -389,7 +427,7 @@ pub(crate) struct NodeMedium {
 
 impl Lattice {
     pub fn new(job: &SimJob, nodal: [bool; 3]) -> Lattice {
-        Lattice { nodal, n: std::array::from_fn(|a| job.grid.n[a] + nodal[a] as usize) }
+        Lattice { nodal, n: std::array::from_fn(|a| job.mesh.n()[a] + nodal[a] as usize) }
     }
 
     /// Linear index of node c (x fastest).
@@ -413,7 +451,7 @@ impl Lattice {
     /// Cells touching node i along a.
     fn touching(&self, job: &SimJob, a: usize, i: usize) -> std::ops::Range<usize> {
         if self.nodal[a] {
-            i.saturating_sub(1)..(i + 1).min(job.grid.n[a])
+            i.saturating_sub(1)..(i + 1).min(job.mesh.n()[a])
         } else {
             i..i + 1
         }
@@ -426,7 +464,7 @@ impl Lattice {
         for k in self.touching(job, 2, c[2]) {
             for j in self.touching(job, 1, c[1]) {
                 for i in self.touching(job, 0, c[0]) {
-                    let mat = &job.materials[job.cell_mat[job.grid.idx(i, j, k)] as usize];
+                    let mat = &job.materials[job.cell_mat[job.mesh.idx(i, j, k)] as usize];
                     pec |= mat.pec;
                     if !mat.pec {
                         m.eps_r += mat.eps_r;
@@ -521,7 +559,7 @@ impl WgPort {
         let PortKind::Waveguide { normal, plane, inward, e_axis, width_axis, a, source_offset, .. } = *kind else {
             unreachable!("resolve is only called for waveguide ports")
         };
-        let g = &job.grid;
+        let g = cells(job);
         let (n, e, w) = (normal.index(), e_axis.index(), width_axis.index());
         let bad = |m: &str| Err(SimFailure::Invalid(format!("{}: waveguide port {m}", job.label)));
         if n == e || n == w || e == w {
@@ -686,7 +724,7 @@ mod tests {
         job.pml[0] = [3, 2];
         job.boundaries[2] = [Boundary::Pmc, Boundary::Absorbing];
         job.pml[2] = [0, 4];
-        let t = pad_loss_axes(&job, job.grid.n, |_, i| i as f64 + 0.5);
+        let t = pad_loss_axes(&job, job.mesh.n(), |_, i| i as f64 + 0.5);
         for (i, j, k) in (0..10).flat_map(|i| (0..6).flat_map(move |j| (0..8).map(move |k| (i, j, k)))) {
             let want = pad_loss(&job, [i as f64 + 0.5, j as f64 + 0.5, k as f64 + 0.5]);
             assert_eq!([t[0][i], t[1][j], t[2][k]].map(f64::to_bits), want.map(f64::to_bits));

@@ -82,7 +82,7 @@ impl Geo {
     /// Geometry, coefficients and time step of a job (no field state).
     pub fn build(job: &SimJob) -> Result<(Geo, f64), SimFailure> {
         check_job(job)?;
-        let g = &job.grid;
+        let g = &common::cells(job);
         let n = g.n;
         let stride = [1, n[0], n[0] * n[1]];
         let total = g.cells();
@@ -335,7 +335,7 @@ pub(crate) struct Lumped {
 
 fn resolve_lumped(job: &SimJob, kind: &PortKind) -> Result<Lumped, SimFailure> {
     let PortKind::Lumped { axis, start, len, r_ohm } = *kind else { unreachable!("lumped only") };
-    let g = &job.grid;
+    let g = &common::cells(job);
     let u = axis.index();
     if len == 0 || start[u] + len > g.n[u] || !(r_ohm > 0.0) {
         return Err(SimFailure::Invalid(format!("{}: lumped port does not fit the grid or has R <= 0", job.label)));
@@ -367,7 +367,7 @@ pub(crate) struct End {
 }
 
 fn modal_ends(job: &SimJob, geo: &Geo, dt: f64) -> Vec<End> {
-    let g = &job.grid;
+    let g = &common::cells(job);
     let mut ends = vec![];
     for axis in 0..3 {
         for side in 0..2 {
@@ -430,7 +430,7 @@ pub(crate) struct ScnPorts {
 impl ScnPorts {
     /// Resolve the job's ports and guide ends; flags their nodes SPECIAL in `geo`.
     pub fn new(job: &SimJob, geo: &mut Geo, dt: f64) -> Result<ScnPorts, SimFailure> {
-        let g = &job.grid;
+        let g = &common::cells(job);
         let mut ports = vec![];
         for p in &job.ports {
             ports.push(match p.kind {
@@ -488,7 +488,7 @@ impl ScnPorts {
 /// WR-28 at a/28) would cut it 14-fold and load every node with large stubs; a
 /// cubic slab needs neither. Returns (a, h, the cubic height).
 fn slab(job: &SimJob) -> Option<(usize, f64, f64)> {
-    let g = &job.grid;
+    let g = &common::cells(job);
     let a = (0..3).find(|&a| g.n[a] == 1 && job.boundaries[a] == [Boundary::Pec; 2])?;
     let along = job.ports.iter().all(|p| match p.kind {
         PortKind::Lumped { axis, .. } => axis.index() == a,
@@ -521,7 +521,7 @@ pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFail
 pub(crate) fn meshed(job: &SimJob) -> Option<(SimJob, Vec<(f64, f64)>)> {
     let (a, h, h2) = slab(job)?;
     let mut j = job.clone();
-    j.grid.d[a] = h2;
+    j.mesh = j.mesh.with_uniform_axis(a, h2);
     for p in &mut j.ports {
         if let PortKind::Lumped { r_ohm, .. } = &mut p.kind {
             *r_ohm *= h2 / h;
@@ -541,7 +541,7 @@ pub(crate) fn meshed(job: &SimJob) -> Option<(SimJob, Vec<(f64, f64)>)> {
 fn run_mesh(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
     let mut sp = ScnPorts::new(job, &mut mesh.geo, mesh.dt)?;
-    let g = &job.grid;
+    let g = &common::cells(job);
     let dt = mesh.dt;
     let mut traces = vec![PortTrace::default(); sp.ports.len()];
     let mut stop = Stopper::new(job);
@@ -603,7 +603,7 @@ pub(crate) fn tlm_scn_ports(mesh: &mut Mesh, sp: &mut ScnPorts, s: f64, traces: 
 
 /// Sample every waveguide port from the pulses just emitted (after the swap).
 /// CPU twin of the CUDA kernel `tlm_scn_sample`.
-pub(crate) fn tlm_scn_sample(mesh: &Mesh, g: &crate::job::Grid, sp: &ScnPorts, traces: &mut [PortTrace]) {
+pub(crate) fn tlm_scn_sample(mesh: &Mesh, g: &common::Cells, sp: &ScnPorts, traces: &mut [PortTrace]) {
     for (pi, p) in sp.ports.iter().enumerate() {
         if let ScnPort::W(w) = p {
             let (v, i) = sample_wg(mesh, g, w);
@@ -653,7 +653,7 @@ pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
     let (mut geo, dt) = Geo::build(job)?;
     let sp = ScnPorts::new(job, &mut geo, dt)?;
     check_kinds(job, geo.coefs.len())?;
-    let g = &job.grid;
+    let g = &common::cells(job);
     let meta = geo.flags.par_iter().zip(&geo.kind).map(|(&f, &k)| f as u32 | (k << META_KIND_SHIFT)).collect();
     let mut coefs = Vec::with_capacity(geo.coefs.len() * COEF3);
     for k in &geo.coefs {
@@ -740,7 +740,7 @@ fn lumped_step(mesh: &mut Mesh, l: &Lumped, vs: f64) -> (f64, f64) {
 
 /// Modal V and I of a waveguide port from the link pulses crossing its
 /// reference face (half a step after the scatter that emitted them).
-fn sample_wg(mesh: &Mesh, g: &crate::job::Grid, w: &WgPort) -> (f64, f64) {
+fn sample_wg(mesh: &Mesh, g: &common::Cells, w: &WgPort) -> (f64, f64) {
     let pol = pol_of(w.normal, w.e);
     let (lp, ln) = (link(w.normal, 1, pol), link(w.normal, 0, pol));
     let (mut v, mut i) = (0.0, 0.0);
@@ -856,9 +856,9 @@ mod tests {
         // Cells 4% longer along the guide (the job layer stretches cells): stubs in air; plus
         // 10 padding cells at each end, which the modal ends treat as more guide.
         let mut job = wr28(EngineKind::Tlm, 24, 12, 100, 10, 5, 3);
-        job.grid.d[2] *= 1.04;
+        job.mesh = job.mesh.with_uniform_axis(2, job.mesh.d(2)[0] * 1.04);
         let mesh = Mesh::new(&job).unwrap();
-        assert!(mesh.geo.loaded && (mesh.dt - job.grid.d[0] / 1.04 / (2.0 * C0)).abs() < 1e-6 * mesh.dt);
+        assert!(mesh.geo.loaded && (mesh.dt - job.mesh.d(0)[0] / 1.04 / (2.0 * C0)).abs() < 1e-6 * mesh.dt);
         check_empty_wr28(&job, 15);
     }
 
@@ -889,7 +889,7 @@ mod tests {
     /// same): a first-order artefact, relative size w dt / 2.
     fn check_parallel_plate_port(ny: usize) {
         let mut job = pec_box([1, ny, 200], 0.5e-3);
-        job.grid.d[1] = 5e-3 / ny as f64;
+        job.mesh = job.mesh.with_uniform_axis(1, 5e-3 / ny as f64);
         job.boundaries[0] = [Boundary::Pmc; 2];
         job.boundaries[2] = [Boundary::Absorbing; 2];
         let z = 5.0 * ETA0;
@@ -920,7 +920,7 @@ mod tests {
         // The same line as one cell of 5 mm between the plates (a collapsed invariant
         // axis): run as a 0.5 mm slab with R and V scaled, so Zin is the same.
         let mut job = pec_box([1, 1, 200], 0.5e-3);
-        job.grid.d[1] = 5e-3;
+        job.mesh = job.mesh.with_uniform_axis(1, 5e-3);
         job.boundaries[0] = [Boundary::Pmc; 2];
         job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 100], len: 1, r_ohm: 1.0 } }];
         let (a, h, h2) = slab(&job).unwrap();

@@ -148,7 +148,7 @@ impl Geo {
     /// Geometry, coefficients, time step and link impedance of a job (no field state).
     pub fn build(job: &SimJob) -> Result<Geo, SimFailure> {
         check_job(job)?;
-        let g = &job.grid;
+        let g = &common::cells(job);
         let bad = |m: String| Err(SimFailure::Invalid(format!("{}: {m}", job.label)));
         // The invariant axis: the ports' E axis, else the first single-cell axis.
         let port_e = job.ports.first().map(|p| match p.kind {
@@ -429,7 +429,7 @@ pub(crate) struct ShuntPorts {
 impl ShuntPorts {
     /// Resolve the job's ports and guide ends; flags their nodes SPECIAL in `geo`.
     pub fn new(job: &SimJob, geo: &mut Geo) -> Result<ShuntPorts, SimFailure> {
-        let g = &job.grid;
+        let g = &common::cells(job);
         let (dt, z0, e) = (geo.dt, geo.z0, geo.e);
         let mut ports = vec![];
         for p in &job.ports {
@@ -530,7 +530,7 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
 pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
     let mut sp = ShuntPorts::new(job, &mut mesh.g)?;
-    let g = &job.grid;
+    let g = &common::cells(job);
     let dt = mesh.g.dt;
     let mut traces = vec![PortTrace::default(); sp.ports.len()];
     let mut stop = Stopper::new(job);
@@ -610,7 +610,7 @@ pub(crate) fn tlm_shunt_ports(mesh: &mut Mesh, sp: &mut ShuntPorts, s: f64, trac
 /// Sample every guide port after the swap: `mesh.b` holds the pulses just
 /// emitted, `mesh.nb` those of the step before (see [`sample_wg`]).
 /// CPU twin of the CUDA kernel `tlm_shunt_sample`.
-pub(crate) fn tlm_shunt_sample(mesh: &Mesh, g: &crate::job::Grid, sp: &ShuntPorts, traces: &mut [PortTrace]) {
+pub(crate) fn tlm_shunt_sample(mesh: &Mesh, g: &common::Cells, sp: &ShuntPorts, traces: &mut [PortTrace]) {
     for (pi, p) in sp.ports.iter().enumerate() {
         if let ShuntPort::W(w, m) = p {
             let (v, i) = sample_wg(mesh, g, w, *m);
@@ -651,7 +651,7 @@ pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
     let mut geo = Geo::build(job)?;
     let sp = ShuntPorts::new(job, &mut geo)?;
     check_kinds(job, geo.coefs.len())?;
-    let g = &job.grid;
+    let g = &common::cells(job);
     let meta = geo
         .flags
         .par_iter()
@@ -733,7 +733,7 @@ pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
 /// and mean H half a cell either side of it). Called after the swap: this
 /// step's reflected pulses are `mesh.b`, last step's `mesh.nb`, and this step's
 /// incident ones are gathered from `mesh.nb`.
-fn sample_wg(mesh: &Mesh, g: &crate::job::Grid, w: &WgPort, m: usize) -> (f64, f64) {
+fn sample_wg(mesh: &Mesh, g: &common::Cells, w: &WgPort, m: usize) -> (f64, f64) {
     let (mut v, mut i) = (0.0, 0.0);
     let (qn, qp) = (2 * m, 2 * m + 1);
     for iw in 0..mesh.g.lat.n[w.w] {
@@ -797,7 +797,7 @@ mod tests {
     fn empty_wr28_guide_2d_stretched_cells_and_padding() {
         // Cells 4% longer along the guide: the z-line pair gets an inductive stub.
         let mut job = wr28(EngineKind::Tlm2d, 24, 1, 100, 10, 5, 3);
-        job.grid.d[2] *= 1.04;
+        job.mesh = job.mesh.with_uniform_axis(2, job.mesh.d(2)[0] * 1.04);
         let m = Mesh::new(&job).unwrap();
         assert!(m.g.loaded && m.g.coefs.iter().any(|k| k.z[0] > 0.0 || k.z[1] > 0.0));
         check_empty_wr28(&job, 15);
@@ -844,7 +844,7 @@ mod tests {
         let (nx, nz, dl) = (40usize, 60usize, 0.25e-3);
         let (a, d) = (nx as f64 * dl, nz as f64 * dl);
         let mut job = wr28(EngineKind::Tlm2d, nx, 1, nz, 0, 5, 3);
-        job.grid.d = [dl, 2e-3, dl];
+        job.mesh = crate::job::Mesh::uniform(job.mesh.n(), [dl, 2e-3, dl], job.mesh.origin());
         job.boundaries[2] = [Boundary::Pec; 2];
         let lumped = |i: usize, k: usize| PortKind::Lumped { axis: Axis::Y, start: [i, 0, k], len: 1, r_ohm: 1e6 };
         job.ports = vec![Port { name: "src".into(), kind: lumped(7, 11) }, Port { name: "obs".into(), kind: lumped(29, 43) }];
@@ -873,7 +873,7 @@ mod tests {
         // w C R = 2.6e-2 at 10 GHz).
         let mut job = wr28(EngineKind::Tlm2d, 1, 1, 320, 10, 5, 3);
         let (dx, dy, dz) = (0.5e-3, 2e-3, 0.5e-3);
-        job.grid.d = [dx, dy, dz];
+        job.mesh = crate::job::Mesh::uniform(job.mesh.n(), [dx, dy, dz], job.mesh.origin());
         job.boundaries[0] = [Boundary::Pmc; 2];
         let z = 0.25 * ETA0 * dy / dx;
         job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 160], len: 1, r_ohm: z } }];

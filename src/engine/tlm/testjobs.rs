@@ -8,7 +8,7 @@ pub fn pec_box(n: [usize; 3], d: f64) -> SimJob {
     SimJob {
         label: "test box".into(),
         engine: EngineKind::Tlm,
-        grid: Grid { n, d: [d; 3], origin: [0.0; 3] },
+        mesh: Mesh::uniform(n, [d; 3], [0.0; 3]),
         boundaries: [[Boundary::Pec; 2]; 3],
         pml: [[0; 2]; 3],
         materials: vec![Material::vacuum(), Material::pec()],
@@ -52,7 +52,7 @@ pub fn wr28(engine: EngineKind, nx: usize, ny: usize, nz: usize, pad: usize, por
     SimJob {
         label: "test wr28".into(),
         engine,
-        grid: Grid { n, d: [d, dy, d], origin: [0.0; 3] },
+        mesh: Mesh::uniform(n, [d, dy, d], [0.0; 3]),
         boundaries: [[Boundary::Pec; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]],
         pml: [[0; 2], [0; 2], [pad, pad]],
         materials: vec![Material::vacuum(), Material::pec()],
@@ -94,7 +94,7 @@ pub fn cutoff_from_s21(f: f64, s21: num_complex::Complex64, l: f64) -> f64 {
 pub fn check_empty_wr28(job: &SimJob, gap: usize) {
     let (s, outs) = two_port_sparams(job);
     assert!(outs.iter().all(|o| matches!(o.ended, EndReason::EnergyDecay { .. })));
-    let l = (job.grid.n[2] - 2 * gap) as f64 * job.grid.d[2];
+    let l = (job.mesh.n()[2] - 2 * gap) as f64 * job.mesh.d(2)[0];
     let (s11, s21, s12) = (s.db(1, 1).unwrap(), s.db(2, 1).unwrap(), s.get(1, 2).unwrap());
     for (k, &f) in s.freqs.iter().enumerate() {
         let fc = cutoff_from_s21(f, s.get(2, 1).unwrap()[k], l);

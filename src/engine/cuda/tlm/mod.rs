@@ -633,7 +633,7 @@ impl CudaBackend {
             }
         }
         let setup = t0.elapsed().as_secs_f64();
-        let cost: Vec<f64> = ok.iter().map(|&i| jobs[i].grid.cells() as f64 * jobs[i].stop.max_steps as f64).collect();
+        let cost: Vec<f64> = ok.iter().map(|&i| jobs[i].mesh.cells() as f64 * jobs[i].stop.max_steps as f64).collect();
         let shares = super::batch::spread(&cost, self.gpus.len());
         let packs_ref = &packs;
         let chunk = self.opts.trace_chunk;

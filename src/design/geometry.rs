@@ -1,0 +1,703 @@
+//! One design at one set of parameter values, in metres and without any mesh:
+//! the evaluated domain, its faces, the materials, the solids to paint, the
+//! sheets and the ports. Every check that needs values but no mesh happens
+//! here; the mesher ([`super::mesh`]) then lays lines over it and the
+//! voxeliser ([`super::voxel`]) snaps it onto them.
+//!
+//! [`Geometry::events`] lists, per axis, every coordinate where something
+//! happens (a metal edge and the side its metal is on, a material interface,
+//! a port, a domain face), each with a stable identity, so that a mesher can
+//! put lines there and keep their number as the parameters move.
+
+use std::collections::BTreeMap;
+
+use super::error::DesignError;
+use super::expr::{Expr, Scope};
+use super::format::{DesignFile, MaterialSpec, PortSpec, Primitive, Vec3};
+use super::validate::{boundary_faces, invariant_faces_problem};
+use crate::consts::EPS0;
+use crate::job::{Axis, Boundary, EngineKind, Material};
+
+/// A solid to paint onto the cells (cell-centre rule; later solids win).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Shape {
+    /// Cells whose centre lies in `[min, max)` on every axis.
+    Block { mat: u8, min: [f64; 3], max: [f64; 3] },
+    /// Cells whose centre lies in `[z0, z1)` along `axis`, except those within
+    /// `half` of `centre` along `wide` (the aperture).
+    Iris { mat: u8, axis: Axis, wide: Axis, z0: f64, z1: f64, centre: f64, half: f64 },
+    /// Cells whose centre lies within `radius` of `centre`, across `axis`.
+    Post { mat: u8, axis: Axis, centre: [f64; 3], radius: f64 },
+}
+
+/// Which primitive of the design file a piece of geometry comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    /// Index into the file's `geometry` (or `ports`).
+    pub index: usize,
+    /// The field path messages name, e.g. `geometry[2] (Iris)`.
+    pub at: String,
+}
+
+/// A solid of the geometry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solid {
+    pub shape: Shape,
+    pub origin: Origin,
+    /// The primitive it was written as (messages differ).
+    pub primitive: SolidKind,
+}
+
+/// The design-file primitive a [`Solid`] was written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SolidKind {
+    Box,
+    Iris,
+    Post,
+    Substrate,
+}
+
+/// A zero-thickness PEC rectangle at `coord` along `normal`, spanning
+/// `lo..hi` (metres, clipped to the domain) along the two other axes in the
+/// order of [`Axis::others`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SheetGeom {
+    pub normal: Axis,
+    pub coord: f64,
+    pub lo: [f64; 2],
+    pub hi: [f64; 2],
+    pub origin: Origin,
+}
+
+/// A port in metres.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PortGeomKind {
+    /// From `from` to `to` (differing along `axis` only), resistance `r_ohm`.
+    Lumped { from: [f64; 3], to: [f64; 3], axis: Axis, r_ohm: f64 },
+    /// TE10 reference plane at `coord` along `normal`, looking into the domain
+    /// along `inward`; E along `e_axis`, the sine across `width_axis` of width `a`.
+    Waveguide { normal: Axis, coord: f64, inward: i8, e_axis: Axis, width_axis: Axis, a: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortGeom {
+    pub name: String,
+    pub kind: PortGeomKind,
+    pub origin: Origin,
+}
+
+/// A design at one set of values, in metres: what the mesher and the
+/// voxeliser read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Geometry {
+    pub kind: EngineKind,
+    /// The invariant axis (one cell), if any.
+    pub collapse: Option<Axis>,
+    /// `[axis][lo, hi]` in metres.
+    pub domain: [[f64; 2]; 3],
+    pub boundaries: [[Boundary; 2]; 3],
+    /// Index 0 is the background (vacuum).
+    pub materials: Vec<Material>,
+    pub solids: Vec<Solid>,
+    pub sheets: Vec<SheetGeom>,
+    pub ports: Vec<PortGeom>,
+    /// Lengths closer than this are equal (metres).
+    pub tol: f64,
+}
+
+/// What happens at a coordinate of one axis ([`Geometry::events`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// The edge of a PEC solid or sheet; `metal` says on which side of the
+    /// coordinate the metal lies (a sheet lying in the plane: [`Side::Both`]).
+    MetalEdge { metal: Side },
+    /// A face between two media (a dielectric solid's face).
+    Interface,
+    /// A lumped port's end or position across it (lines go through it).
+    PortNode,
+    /// A waveguide port's reference plane; its source lies behind it (on the
+    /// side away from `inward`).
+    PortPlane { inward: i8 },
+    /// A face of the domain.
+    DomainFace { side: Side },
+}
+
+/// A side of a coordinate along its axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Low,
+    High,
+    Both,
+}
+
+/// Who an event belongs to, and which of its faces it is: stable while the
+/// parameters move (the same primitive keeps the same identity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId {
+    pub owner: Owner,
+    pub face: Face,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Owner {
+    /// `geometry[i]` of the design file.
+    Primitive(usize),
+    /// `ports[i]`.
+    Port(usize),
+    Domain,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Face {
+    /// The low / high face of a solid, sheet or domain along the axis.
+    Min,
+    Max,
+    /// A sheet's own plane.
+    Plane,
+    /// The two edges of an iris's aperture.
+    ApertureLow,
+    ApertureHigh,
+    /// A lumped port's two ends along its axis, its position across it.
+    From,
+    To,
+    Across,
+    /// A waveguide port's reference plane.
+    Reference,
+}
+
+/// One coordinate where something happens along an axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeshEvent {
+    /// Metres.
+    pub coord: f64,
+    pub kind: EventKind,
+    pub id: EventId,
+}
+
+impl Geometry {
+    /// Per axis, every coordinate inside the domain (faces included) where a
+    /// solid, sheet or port begins or ends, sorted by coordinate. The
+    /// invariant axis lists its domain faces only.
+    pub fn events(&self) -> [Vec<MeshEvent>; 3] {
+        let mut ev: [Vec<MeshEvent>; 3] = [vec![], vec![], vec![]];
+        let inside = |a: usize, x: f64| x.is_finite() && x >= self.domain[a][0] - self.tol && x <= self.domain[a][1] + self.tol;
+        let mut push = |a: usize, coord: f64, kind: EventKind, owner: Owner, face: Face| {
+            if inside(a, coord) && self.collapse.map(|c| c.index()) != Some(a) {
+                ev[a].push(MeshEvent { coord, kind, id: EventId { owner, face } });
+            }
+        };
+        for s in &self.solids {
+            let owner = Owner::Primitive(s.origin.index);
+            let edge = |mat: u8, metal: Side| if self.materials[mat as usize].pec { EventKind::MetalEdge { metal } } else { EventKind::Interface };
+            match s.shape {
+                Shape::Block { mat, min, max } => {
+                    for a in 0..3 {
+                        push(a, min[a], edge(mat, Side::High), owner, Face::Min);
+                        push(a, max[a], edge(mat, Side::Low), owner, Face::Max);
+                    }
+                }
+                Shape::Iris { mat, axis, wide, z0, z1, centre, half } => {
+                    push(axis.index(), z0, edge(mat, Side::High), owner, Face::Min);
+                    push(axis.index(), z1, edge(mat, Side::Low), owner, Face::Max);
+                    // Metal lies outside the aperture.
+                    push(wide.index(), centre - half, edge(mat, Side::Low), owner, Face::ApertureLow);
+                    push(wide.index(), centre + half, edge(mat, Side::High), owner, Face::ApertureHigh);
+                }
+                Shape::Post { mat, axis, centre, radius } => {
+                    let (p, q) = axis.others();
+                    for a in [p.index(), q.index()] {
+                        push(a, centre[a] - radius, edge(mat, Side::High), owner, Face::Min);
+                        push(a, centre[a] + radius, edge(mat, Side::Low), owner, Face::Max);
+                    }
+                }
+            }
+        }
+        for s in &self.sheets {
+            let owner = Owner::Primitive(s.origin.index);
+            push(s.normal.index(), s.coord, EventKind::MetalEdge { metal: Side::Both }, owner, Face::Plane);
+            let (p, q) = s.normal.others();
+            for (k, a) in [p.index(), q.index()].into_iter().enumerate() {
+                push(a, s.lo[k], EventKind::MetalEdge { metal: Side::High }, owner, Face::Min);
+                push(a, s.hi[k], EventKind::MetalEdge { metal: Side::Low }, owner, Face::Max);
+            }
+        }
+        for (pi, p) in self.ports.iter().enumerate() {
+            let owner = Owner::Port(pi);
+            match p.kind {
+                PortGeomKind::Lumped { from, to, axis, .. } => {
+                    for a in 0..3 {
+                        if a == axis.index() {
+                            push(a, from[a], EventKind::PortNode, owner, Face::From);
+                            push(a, to[a], EventKind::PortNode, owner, Face::To);
+                        } else {
+                            push(a, from[a], EventKind::PortNode, owner, Face::Across);
+                        }
+                    }
+                }
+                PortGeomKind::Waveguide { normal, coord, inward, .. } => {
+                    push(normal.index(), coord, EventKind::PortPlane { inward }, owner, Face::Reference);
+                }
+            }
+        }
+        for (a, list) in ev.iter_mut().enumerate() {
+            for (side, face, x) in [(Side::Low, Face::Min, self.domain[a][0]), (Side::High, Face::Max, self.domain[a][1])] {
+                list.push(MeshEvent { coord: x, kind: EventKind::DomainFace { side }, id: EventId { owner: Owner::Domain, face } });
+            }
+            list.sort_by(|x, y| x.coord.total_cmp(&y.coord).then(x.id.cmp(&y.id)));
+        }
+        ev
+    }
+
+    /// The densest material any solid uses: its name and sqrt(eps_r mu_r).
+    pub fn densest(&self) -> (String, f64) {
+        let mut best = ("vacuum".to_string(), 1.0);
+        for s in &self.solids {
+            let mat = match s.shape {
+                Shape::Block { mat, .. } | Shape::Iris { mat, .. } | Shape::Post { mat, .. } => mat,
+            };
+            let m = &self.materials[mat as usize];
+            if !m.pec && m.eps_r * m.mu_r > best.1 {
+                best = (m.name.clone(), m.eps_r * m.mu_r);
+            }
+        }
+        (best.0, best.1.sqrt())
+    }
+}
+
+/// Lengths in messages: the design's units, 6 significant digits.
+#[derive(Debug, Clone)]
+pub struct Units {
+    pub file: String,
+    /// Metres per design unit.
+    pub u: f64,
+    pub symbol: &'static str,
+}
+
+impl Units {
+    pub fn of(d: &DesignFile, file: &str) -> Units {
+        Units { file: file.to_string(), u: d.units.metres(), symbol: d.units.symbol() }
+    }
+    pub fn err(&self, at: impl Into<String>, m: impl Into<String>) -> DesignError {
+        DesignError::invalid(&self.file, at, m)
+    }
+    /// A length in design units ("0.25 mm").
+    pub fn show(&self, m: f64) -> String {
+        format!("{} {}", round_sig(m / self.u), self.symbol)
+    }
+    /// "0..25 mm".
+    pub fn range(&self, lo: f64, hi: f64) -> String {
+        format!("{}..{} {}", round_sig(lo / self.u), round_sig(hi / self.u), self.symbol)
+    }
+}
+
+/// Round for display (6 significant digits, no float noise).
+pub(crate) fn round_sig(x: f64) -> f64 {
+    if x == 0.0 {
+        return 0.0;
+    }
+    let p = 10f64.powi(5 - x.abs().log10().floor() as i32);
+    (x * p).round() / p
+}
+
+struct Ctx<'a> {
+    d: &'a DesignFile,
+    units: Units,
+    scope: Scope,
+    /// Lengths closer than this are equal (metres).
+    tol: f64,
+}
+
+impl Ctx<'_> {
+    fn err(&self, at: impl Into<String>, m: impl Into<String>) -> DesignError {
+        self.units.err(at, m)
+    }
+    /// A length field in metres.
+    fn len(&self, e: &Expr, at: &str) -> Result<f64, DesignError> {
+        Ok(self.scope.eval(e, at)? * self.units.u)
+    }
+    fn point(&self, v: &Vec3, at: &str) -> Result<[f64; 3], DesignError> {
+        Ok([self.len(&v.0, &format!("{at}.x"))?, self.len(&v.1, &format!("{at}.y"))?, self.len(&v.2, &format!("{at}.z"))?])
+    }
+    fn show(&self, m: f64) -> String {
+        self.units.show(m)
+    }
+    fn range(&self, lo: f64, hi: f64) -> String {
+        self.units.range(lo, hi)
+    }
+}
+
+/// Evaluate and check `d` at `values` for engine `kind`: the geometry in metres.
+pub(crate) fn evaluate(d: &DesignFile, file: &str, values: &BTreeMap<String, f64>, kind: EngineKind) -> Result<Geometry, DesignError> {
+    let domain_u = [&d.domain.x, &d.domain.y, &d.domain.z];
+    let cx = Ctx { d, units: Units::of(d, file), scope: Scope::new(file, &d.constants, values), tol: 0.0 };
+    let mut domain = [[0.0; 2]; 3];
+    for a in Axis::ALL {
+        let (lo, hi) = domain_u[a.index()];
+        let at = format!("domain.{}", a.name());
+        let lo = cx.len(lo, &format!("{at}[0]"))?;
+        let hi = cx.len(hi, &format!("{at}[1]"))?;
+        if hi <= lo {
+            return Err(cx.err(at, format!("hi ({}) must be above lo ({})", cx.show(hi), cx.show(lo))));
+        }
+        domain[a.index()] = [lo, hi];
+    }
+    let extent = |a: Axis| domain[a.index()][1] - domain[a.index()][0];
+    let tol = 1e-9 * Axis::ALL.iter().map(|&a| extent(a)).fold(0.0, f64::max);
+    let cx = Ctx { tol, ..cx };
+
+    let opts = d.engine.options();
+    // The invariant axis (declared, or inferred for Tlm2d) gets one cell spanning
+    // the domain. For an H-plane structure (uniform along y, PEC faces at both y
+    // ends) the TE_m0 fields are Ey, Hx, Hz, uniform in y. On a Yee grid of one
+    // cell along y, Ey sits on edges spanning the full height, Hx and Hz on faces
+    // between them, and the only Ex, Ez edges lie on the PEC faces where they are
+    // zero; every y-difference in the curl equations then vanishes identically and
+    // the update is exactly the 2D TE update: no discretisation error along y, and
+    // the large dy only relaxes the time step limit. TLM's 2D shunt node solves the
+    // same 2D problem; the 3D SCN runs the one cell as a cubic slab (its time step
+    // would shrink with the cell's aspect ratio) and scales the port signals back.
+    let faces = boundary_faces(d);
+    let collapse = match opts.invariant {
+        Some(a) => Some(a),
+        None if kind == EngineKind::Tlm2d || d.engine.kind() == EngineKind::Tlm2d => {
+            let a = infer_collapse(&cx, &domain)?;
+            if let Some(m) = invariant_faces_problem(&faces, a) {
+                return Err(cx.err("engine.invariant", format!("Tlm2d collapses {} (inferred): {m}", a.name())));
+            }
+            Some(a)
+        }
+        None => None,
+    };
+    let mut g = Geometry {
+        kind,
+        collapse,
+        domain,
+        boundaries: faces,
+        materials: vec![Material::vacuum()],
+        solids: vec![],
+        sheets: vec![],
+        ports: vec![],
+        tol,
+    };
+    for (i, p) in d.geometry.iter().enumerate() {
+        primitive(&cx, &mut g, p, Origin { index: i, at: format!("geometry[{i}] ({})", p.kind()) })?;
+    }
+    for (i, p) in d.ports.iter().enumerate() {
+        let port = port(&cx, &g, p, Origin { index: i, at: format!("ports[{i}]") })?;
+        g.ports.push(port);
+    }
+    Ok(g)
+}
+
+/// Tlm2d without a declared invariant axis: the axis along the waveguide ports'
+/// E field (the narrower transverse side), which all ports must agree on.
+fn infer_collapse(cx: &Ctx, domain: &[[f64; 2]; 3]) -> Result<Axis, DesignError> {
+    let mut found: Option<Axis> = None;
+    for p in &cx.d.ports {
+        if let PortSpec::Waveguide { plane, .. } = p {
+            let (normal, _) = plane.axis_and_coord();
+            let (e, _) = guide_axes(domain, normal);
+            match found {
+                Some(f) if f != e => {
+                    return Err(cx.err(
+                        "engine.invariant",
+                        "Tlm2d cannot infer the invariant axis: the waveguide ports' E fields lie along different axes; declare it",
+                    ))
+                }
+                _ => found = Some(e),
+            }
+        }
+    }
+    found.ok_or_else(|| {
+        cx.err("engine.invariant", "Tlm2d needs an invariant axis: declare one (e.g. `invariant: Y`); there is no waveguide port to infer it from")
+    })
+}
+
+/// (E axis, width axis) of a guide along `normal`: E lies along the narrower side.
+pub(crate) fn guide_axes(domain: &[[f64; 2]; 3], normal: Axis) -> (Axis, Axis) {
+    let (p, q) = normal.others();
+    let ext = |a: Axis| domain[a.index()][1] - domain[a.index()][0];
+    if ext(p) < ext(q) {
+        (p, q)
+    } else {
+        (q, p)
+    }
+}
+
+fn material(cx: &Ctx, g: &mut Geometry, name: &str, at: &str) -> Result<u8, DesignError> {
+    let m = if name.eq_ignore_ascii_case("vacuum") {
+        return Ok(0);
+    } else if name.eq_ignore_ascii_case("pec") {
+        Material::pec()
+    } else {
+        match cx.d.materials.get(name) {
+            Some(MaterialSpec::Pec) => Material { name: name.into(), ..Material::pec() },
+            Some(&MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r }) => {
+                // A loss tangent becomes the conductivity that gives it at the band centre.
+                let fc = 0.5 * (cx.d.band.start + cx.d.band.stop);
+                let sigma = sigma.unwrap_or_else(|| 2.0 * std::f64::consts::PI * fc * EPS0 * eps_r * tan_delta.unwrap_or(0.0));
+                Material { name: name.into(), eps_r, sigma, mu_r: mu_r.unwrap_or(1.0), pec: false }
+            }
+            None => return Err(cx.err(at, format!("unknown material `{name}`"))),
+        }
+    };
+    if let Some(k) = g.materials.iter().position(|x| x.name == m.name) {
+        return Ok(k as u8);
+    }
+    if g.materials.len() > u8::MAX as usize {
+        return Err(cx.err(at, "more than 255 distinct materials"));
+    }
+    g.materials.push(m);
+    Ok((g.materials.len() - 1) as u8)
+}
+
+/// Whether `lo..hi` covers the whole domain along `a` (to the tolerance).
+pub(crate) fn spans(g: &Geometry, a: Axis, lo: f64, hi: f64) -> bool {
+    lo <= g.domain[a.index()][0] + g.tol && hi >= g.domain[a.index()][1] - g.tol
+}
+
+fn not_invariant(cx: &Ctx, at: &str, inv: Axis, why: &str) -> DesignError {
+    cx.err(
+        at,
+        format!("does not span the whole domain along {}, the invariant axis ({why}); every primitive must be uniform along it", inv.name()),
+    )
+}
+
+fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin) -> Result<(), DesignError> {
+    let inv = g.collapse;
+    let at = origin.at.clone();
+    let at = at.as_str();
+    match p {
+        Primitive::Box { material: name, min, max } => {
+            let lo = cx.point(min, &format!("{at}.min"))?;
+            let hi = cx.point(max, &format!("{at}.max"))?;
+            for a in Axis::ALL {
+                let i = a.index();
+                if hi[i] - lo[i] <= cx.tol {
+                    return Err(cx.err(
+                        at,
+                        format!("min.{0} ({1}) must be below max.{0} ({2}); use a Sheet for zero thickness", a.name(), cx.show(lo[i]), cx.show(hi[i])),
+                    ));
+                }
+                if inv == Some(a) && !spans(g, a, lo[i], hi[i]) {
+                    return Err(not_invariant(cx, at, a, "a Box must reach both faces"));
+                }
+            }
+            let mat = material(cx, g, name, &format!("{at}.material"))?;
+            g.solids.push(Solid { shape: Shape::Block { mat, min: lo, max: hi }, primitive: SolidKind::Box, origin });
+        }
+        Primitive::Sheet { min, max } => {
+            let lo = cx.point(min, &format!("{at}.min"))?;
+            let hi = cx.point(max, &format!("{at}.max"))?;
+            let s = sheet(cx, g, lo, hi, origin)?;
+            g.sheets.push(s);
+        }
+        Primitive::Iris { z, thickness, aperture, axis } => {
+            let z0 = cx.len(z, &format!("{at}.z"))?;
+            let t = cx.len(thickness, &format!("{at}.thickness"))?;
+            let w = cx.len(aperture, &format!("{at}.aperture"))?;
+            let (narrow, wide) = guide_axes(&g.domain, *axis);
+            let [lo, hi] = g.domain[axis.index()];
+            let [wlo, whi] = g.domain[wide.index()];
+            if t <= 0.0 {
+                return Err(cx.err(format!("{at}.thickness"), format!("must be positive (got {})", cx.show(t))));
+            }
+            if w < 0.0 || w > whi - wlo + cx.tol {
+                return Err(cx.err(
+                    format!("{at}.aperture"),
+                    format!("{} must lie between 0 and the guide width along {} ({})", cx.show(w), wide.name(), cx.show(whi - wlo)),
+                ));
+            }
+            if z0 < lo - cx.tol || z0 + t > hi + cx.tol {
+                return Err(cx.err(at, format!("spans {} along {}, outside the domain {}", cx.range(z0, z0 + t), axis.name(), cx.range(lo, hi))));
+            }
+            if let Some(a) = inv {
+                if a == *axis || a == wide {
+                    return Err(not_invariant(cx, at, a, "an iris's wall and aperture vary along its axis and its wide side"));
+                }
+                debug_assert_eq!(a, narrow);
+            }
+            let mat = material(cx, g, "Pec", at)?;
+            let centre = 0.5 * (wlo + whi);
+            let shape = Shape::Iris { mat, axis: *axis, wide, z0, z1: z0 + t, centre, half: 0.5 * w };
+            g.solids.push(Solid { shape, primitive: SolidKind::Iris, origin });
+        }
+        Primitive::Post { center, radius, axis, material: name } => {
+            let c = cx.point(center, &format!("{at}.center"))?;
+            let rad = cx.len(radius, &format!("{at}.radius"))?;
+            if rad <= 0.0 {
+                return Err(cx.err(format!("{at}.radius"), format!("must be positive (got {})", cx.show(rad))));
+            }
+            if let Some(a) = inv {
+                if a != *axis {
+                    return Err(not_invariant(cx, at, a, "a Post is uniform only along its own axis"));
+                }
+            }
+            let mat = material(cx, g, name, &format!("{at}.material"))?;
+            g.solids.push(Solid { shape: Shape::Post { mat, axis: *axis, centre: c, radius: rad }, primitive: SolidKind::Post, origin });
+        }
+        Primitive::Substrate { material: name, z0, thickness, ground } => {
+            let z0 = cx.len(z0, &format!("{at}.z0"))?;
+            let t = cx.len(thickness, &format!("{at}.thickness"))?;
+            let [lo, hi] = g.domain[2];
+            if inv == Some(Axis::Z) {
+                return Err(not_invariant(cx, at, Axis::Z, "a substrate is layered along z"));
+            }
+            if t <= 0.0 {
+                return Err(cx.err(format!("{at}.thickness"), format!("must be positive (got {})", cx.show(t))));
+            }
+            if z0 < lo - cx.tol || z0 >= hi {
+                return Err(cx.err(format!("{at}.z0"), format!("{} lies outside the domain {} along z", cx.show(z0), cx.range(lo, hi))));
+            }
+            let mat = material(cx, g, name, &format!("{at}.material"))?;
+            let inf = f64::INFINITY;
+            let shape = Shape::Block { mat, min: [-inf, -inf, z0], max: [inf, inf, z0 + t] };
+            g.solids.push(Solid { shape, primitive: SolidKind::Substrate, origin: origin.clone() });
+            if *ground {
+                let (x, y) = (g.domain[0], g.domain[1]);
+                g.sheets.push(SheetGeom { normal: Axis::Z, coord: z0, lo: [x[0], y[0]], hi: [x[1], y[1]], origin });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A Sheet in metres: exactly one flat axis, inside the domain, clipped to it.
+fn sheet(cx: &Ctx, g: &Geometry, lo: [f64; 3], hi: [f64; 3], origin: Origin) -> Result<SheetGeom, DesignError> {
+    let at = origin.at.as_str();
+    let flat: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (hi[a.index()] - lo[a.index()]).abs() <= cx.tol).collect();
+    if flat.len() != 1 {
+        let which = if flat.is_empty() { "none".to_string() } else { flat.iter().map(|a| a.name()).collect::<Vec<_>>().join(" and ") };
+        return Err(cx.err(at, format!("a Sheet has zero thickness: min and max must be equal along exactly one axis (they are equal along {which})")));
+    }
+    let normal = flat[0];
+    let ni = normal.index();
+    if g.collapse == Some(normal) {
+        return Err(not_invariant(cx, at, normal, "a Sheet normal to it lies at one position along it"));
+    }
+    let [dlo, dhi] = g.domain[ni];
+    if lo[ni] < dlo - cx.tol || lo[ni] > dhi + cx.tol {
+        return Err(cx.err(at, format!("lies at {} = {}, outside the domain {}", normal.name(), cx.show(lo[ni]), cx.range(dlo, dhi))));
+    }
+    let (p, q) = normal.others();
+    let mut clo = [0.0; 2];
+    let mut chi = [0.0; 2];
+    for (k, a) in [p, q].into_iter().enumerate() {
+        let i = a.index();
+        if lo[i] > hi[i] {
+            return Err(cx.err(at, format!("min.{0} ({1}) exceeds max.{0} ({2})", a.name(), cx.show(lo[i]), cx.show(hi[i]))));
+        }
+        if g.collapse == Some(a) && !spans(g, a, lo[i], hi[i]) {
+            return Err(not_invariant(cx, at, a, "a Sheet must reach both faces"));
+        }
+        let [dlo, dhi] = g.domain[i];
+        let (a0, a1) = (lo[i].max(dlo), hi[i].min(dhi));
+        if a1 <= a0 {
+            return Err(cx.err(at, format!("lies outside the domain along {}", a.name())));
+        }
+        clo[k] = a0;
+        chi[k] = a1;
+    }
+    Ok(SheetGeom { normal, coord: lo[ni], lo: clo, hi: chi, origin })
+}
+
+/// Where `x` lies outside the domain along `a`, as a message (None: inside).
+fn outside(cx: &Ctx, g: &Geometry, a: Axis, x: f64) -> Option<String> {
+    let [lo, hi] = g.domain[a.index()];
+    let side = if x < lo - cx.tol {
+        0
+    } else if x > hi + cx.tol {
+        1
+    } else {
+        return None;
+    };
+    let padding = if g.boundaries[a.index()][side] == Boundary::Absorbing { ", in the absorbing padding" } else { "" };
+    Some(format!("{} = {} lies outside the domain {}{padding}", a.name(), cx.show(x), cx.range(lo, hi)))
+}
+
+fn port(cx: &Ctx, g: &Geometry, p: &PortSpec, origin: Origin) -> Result<PortGeom, DesignError> {
+    let at = origin.at.as_str();
+    let name = p.name().to_string();
+    let kind = match p {
+        PortSpec::Lumped { from, to, r: res, .. } => {
+            let f = cx.point(from, &format!("{at}.from"))?;
+            let t = cx.point(to, &format!("{at}.to"))?;
+            let r_ohm = cx.scope.eval(res, &format!("{at}.r"))?;
+            if r_ohm <= 0.0 {
+                return Err(cx.err(format!("{at}.r"), format!("must be positive (got {r_ohm})")));
+            }
+            let differ: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
+            if differ.len() != 1 {
+                let which = if differ.is_empty() { "none".into() } else { differ.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ") };
+                return Err(cx.err(at, format!("port `{name}`: from and to must differ along exactly one axis (they differ along {which})")));
+            }
+            let axis = differ[0];
+            for (end, pt) in [("from", f), ("to", t)] {
+                for a in Axis::ALL {
+                    if let Some(m) = outside(cx, g, a, pt[a.index()]) {
+                        return Err(cx.err(format!("{at}.{end}"), format!("port `{name}`: {m}")));
+                    }
+                }
+            }
+            if let Some(inv) = g.collapse {
+                let i = inv.index();
+                if axis != inv || !spans(g, inv, f[i].min(t[i]), f[i].max(t[i])) {
+                    return Err(cx.err(
+                        at,
+                        format!("port `{name}` must run from face to face along {}, the invariant axis, to be uniform along it", inv.name()),
+                    ));
+                }
+            }
+            PortGeomKind::Lumped { from: f, to: t, axis, r_ohm }
+        }
+        PortSpec::Waveguide { plane, .. } => {
+            let (normal, e) = plane.axis_and_coord();
+            let at_plane = format!("{at}.plane");
+            let c = cx.len(e, &at_plane)?;
+            let i = normal.index();
+            let [lo, hi] = g.domain[i];
+            if let Some(m) = outside(cx, g, normal, c) {
+                return Err(cx.err(at_plane, format!("port `{name}`: {m}")));
+            }
+            let (e_axis, width_axis) = guide_axes(&g.domain, normal);
+            let ext = |a: Axis| g.domain[a.index()][1] - g.domain[a.index()][0];
+            if (ext(e_axis) - ext(width_axis)).abs() <= cx.tol {
+                return Err(cx.err(at, format!("port `{name}`: the guide's cross-section is square, so TE10 is ambiguous")));
+            }
+            let walls = g.boundaries[width_axis.index()];
+            if walls.iter().any(|b| *b != Boundary::Pec) {
+                return Err(cx.err(
+                    at,
+                    format!("port `{name}`: a TE10 port needs Pec faces on both {} faces (the guide's broad walls' ends); boundaries.{} is {:?}/{:?}", width_axis.name(), width_axis.name(), walls[0], walls[1]),
+                ));
+            }
+            // TE10's E runs across the guide from one e_axis face to the other: normal
+            // to those faces, which a PEC face allows and a PMC face forbids.
+            let tops = g.boundaries[e_axis.index()];
+            if tops.iter().any(|b| *b != Boundary::Pec) {
+                return Err(cx.err(
+                    at,
+                    format!("port `{name}`: a TE10 port needs Pec faces on both {} faces (its E field ends on them); boundaries.{} is {:?}/{:?}", e_axis.name(), e_axis.name(), tops[0], tops[1]),
+                ));
+            }
+            if let Some(inv) = g.collapse {
+                if inv != e_axis {
+                    return Err(cx.err(
+                        at,
+                        format!("port `{name}`: the invariant axis {} must be the one along the TE10 E field ({}): only then is the mode uniform along it", inv.name(), e_axis.name()),
+                    ));
+                }
+            }
+            let inward: i8 = if c < 0.5 * (lo + hi) { 1 } else { -1 };
+            let side = if inward > 0 { 0 } else { 1 };
+            if g.boundaries[i][side] != Boundary::Absorbing {
+                return Err(cx.err(
+                    at_plane,
+                    format!("port `{name}` needs an Absorbing face behind it; the {}-{} face is {:?}", normal.name(), ["low", "high"][side], g.boundaries[i][side]),
+                ));
+            }
+            PortGeomKind::Waveguide { normal, coord: c, inward, e_axis, width_axis, a: ext(width_axis) }
+        }
+    };
+    Ok(PortGeom { name, kind, origin })
+}

@@ -1,0 +1,110 @@
+//! Uniform meshes give exactly the answers of the code before the
+//! geometry -> mesh -> job restructuring (issue 13): the pinned digests were
+//! captured from commit 76d7f88 (before any of that change) by this very test.
+//! Each case simulates a shipped design at fixed parameter values on the CPU
+//! and hashes, bit for bit, the time step, step count, end reason, every port
+//! sample and the S-matrix. A digest that moves means the engines changed
+//! their arithmetic on uniform meshes: that is a bug unless the change is
+//! meant, and then the new digest must be justified in its commit.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use emvolve::analysis::SParams;
+use emvolve::design::Design;
+use emvolve::engine::{cpu::CpuBackend, Backend};
+use emvolve::job::{EndReason, EngineKind, SimJob, SimOutput};
+use sha2::{Digest, Sha256};
+
+fn design(name: &str) -> Design {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("designs").join(name);
+    Design::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Per run its step count and how it ended (the end reason's dB as its bits in
+/// hex), and one digest of everything else, for the design at `values` with
+/// ports `drives` driven.
+fn digest(d: &Design, values: &BTreeMap<String, f64>, drives: &[usize], engine: Option<EngineKind>, cap: Option<usize>) -> (Vec<String>, String) {
+    let mut jobs: Vec<SimJob> = d.jobs(values, drives, engine).unwrap_or_else(|e| panic!("{e}"));
+    if let Some(c) = cap {
+        for j in &mut jobs {
+            j.stop.max_steps = c;
+        }
+    }
+    let outs: Vec<SimOutput> = CpuBackend.run_batch(&jobs).unwrap().into_iter().map(|r| r.unwrap_or_else(|e| panic!("{e}"))).collect();
+    let mut h = Sha256::new();
+    let mut steps = vec![];
+    for o in &outs {
+        let (tag, db) = match o.ended {
+            EndReason::EnergyDecay { db } => ("decay", db),
+            EndReason::MaxSteps { db } => ("cap", db),
+        };
+        steps.push(format!("{} {tag} {:x}", o.steps, db.to_bits()));
+        h.update(o.dt.to_bits().to_le_bytes());
+        h.update((o.steps as u64).to_le_bytes());
+        h.update(o.v_offset.to_bits().to_le_bytes());
+        h.update(o.i_offset.to_bits().to_le_bytes());
+        for t in &o.traces {
+            for x in t.v.iter().chain(&t.i) {
+                h.update(x.to_bits().to_le_bytes());
+            }
+        }
+    }
+    let js: Vec<&SimJob> = jobs.iter().collect();
+    let os: Vec<&SimOutput> = outs.iter().collect();
+    let sp = SParams::from_runs(&js, &os);
+    for row in &sp.s {
+        for col in row.iter().flatten() {
+            for z in col {
+                h.update(z.re.to_bits().to_le_bytes());
+                h.update(z.im.to_bits().to_le_bytes());
+            }
+        }
+    }
+    let hex: String = h.finalize().iter().take(16).map(|b| format!("{b:02x}")).collect();
+    (steps, hex)
+}
+
+fn check(what: &str, got: (Vec<String>, String), steps: &[&str], hex: &str) {
+    eprintln!("{what}: steps {:?} digest {}", got.0, got.1);
+    if std::env::var_os("CAPTURE").is_none() {
+        assert_eq!((got.0.iter().map(String::as_str).collect::<Vec<_>>(), got.1.as_str()), (steps.to_vec(), hex), "{what}: the uniform-mesh answer moved");
+    }
+}
+
+#[test]
+fn iris_filter_fdtd_is_unchanged() {
+    let d = design("wr28_iris_filter.ron");
+    let mid = d.midpoint_values();
+    check("iris fdtd mid", digest(&d, &mid, &[0, 1], None, None), &["11840 decay c0490c9c0a4f65f7", "11840 decay c0490c9c0a4f65f7"], "1399988d9755cd64d59a9164e2c4089b");
+    let mut v = mid.clone();
+    v.insert("w1".into(), 4.07);
+    v.insert("l2".into(), 4.93);
+    check("iris fdtd off-grid", digest(&d, &v, &[0], None, None), &["7104 decay c0490ac20efdbf50"], "aa038142d2357a9367b51c4540d6a3c5");
+}
+
+#[test]
+fn iris_filter_tlm_is_unchanged() {
+    let d = design("wr28_iris_filter.ron");
+    let mid = d.midpoint_values();
+    check("iris tlm2d", digest(&d, &mid, &[0], Some(EngineKind::Tlm2d), None), &["11840 decay c0491f0edac9e547"], "8ca592b05b9645aed1c5ac7d43dc868f");
+    check("iris tlm scn", digest(&d, &mid, &[0], Some(EngineKind::Tlm), Some(3000)), &["3000 cap c02ad0817d85d196"], "a92c1079de97bd090f5db622afe03754");
+}
+
+#[test]
+fn patch_fdtd_is_unchanged() {
+    let p = design("patch_2g4.ron");
+    check("patch fdtd", digest(&p, &p.midpoint_values(), &[0], None, Some(200)), &["200 cap 0"], "5ab38e8c2955d5eabb969e1c8b2cf27e");
+}
+
+#[test]
+fn lowpass_fdtd_is_unchanged() {
+    let l = design("microstrip_lowpass.ron");
+    check("lowpass fdtd", digest(&l, &l.midpoint_values(), &[0, 1], None, Some(250)), &["250 cap 0", "250 cap 0"], "46149ac214c244574e9fdb6375bbbbc3");
+}
+
+#[test]
+fn patch_tlm_is_unchanged() {
+    let p = design("patch_2g4.ron");
+    check("patch tlm scn", digest(&p, &p.midpoint_values(), &[0], Some(EngineKind::Tlm), Some(60)), &["60 cap 0"], "83ad1ce73df82e3e81ccbf4ded6a5aa8");
+}
