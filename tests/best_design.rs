@@ -38,7 +38,7 @@ fn data_lines(text: &str) -> Vec<String> {
 #[test]
 fn best_touchstone_has_every_port_and_its_column_rides_in_the_batches() {
     // The shipped filter on a coarser mesh and a shorter decay: the machinery, not the physics, is tested.
-    let text = std::fs::read_to_string("designs/wr28_iris_filter.ron").unwrap().replace("cell: \"a/28\"", "cell: \"a/20\"").replace("decay_db: -50", "decay_db: -30");
+    let text = std::fs::read_to_string("tests/fixtures/uniform/wr28_iris_filter.ron").unwrap().replace("cell: \"a/28\"", "cell: \"a/20\"").replace("decay_db: -50", "decay_db: -30");
     let design = Design::parse(&text, "designs/wr28_iris_filter.ron (coarse)").unwrap();
     // The goals (|S21|, |S11|) drive port 1 only; best/ wants port 2 driven too.
     assert_eq!(design.drives_needed(), vec![0]);

@@ -74,7 +74,7 @@ fn variant(path: &str, edits: &[(&str, &str)]) -> Design {
 
 /// The iris filter at cell a/n.
 fn filter(n: usize) -> Design {
-    variant("designs/wr28_iris_filter.ron", &[("cell: \"a/28\"", &format!("cell: \"a/{n}\""))])
+    variant("tests/fixtures/uniform/wr28_iris_filter.ron", &[("cell: \"a/28\"", &format!("cell: \"a/{n}\""))])
 }
 
 /// S-parameters of `d` at `sets` (port 1 driven) for each engine, all jobs in one batch.
@@ -210,7 +210,7 @@ fn iris_filter_tlm3d_converges_on_fdtd() {
 fn patch_resonance_fdtd_vs_tlm() {
     // The shipped patch at 1.6 mm, the substrate kept at two cells (3.2 mm). Its
     // resonance is the peak of Re(Zin) (a probe's inductance only adds to Im(Zin)).
-    let d = variant("designs/patch_2g4.ron", &[("\"h\": 1.6", "\"h\": 3.2"), ("cell: 0.8", "cell: 1.6")]);
+    let d = variant("tests/fixtures/uniform/patch_2g4.ron", &[("\"h\": 1.6", "\"h\": 3.2"), ("cell: 0.8", "cell: 1.6")]);
     let s = simulate(&d, &["L=29.3", "W=37.7", "feed=4.5"], &[FDTD, TLM3D]);
     let res = |sp: &SParams| {
         let z = sp.zin[0].as_ref().unwrap();

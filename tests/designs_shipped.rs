@@ -1,13 +1,17 @@
-//! The shipped designs load, voxelise at their midpoint, and put their grids and
-//! ports where the files say (none is simulated here).
+//! The shipped designs load and every candidate the optimiser may visit
+//! meshes and voxelises (corners and random points of the parameter box, on
+//! the automatic mesh: lines on the metal, grading within the limit); and, on
+//! the uniform meshes the designs had before (tests/fixtures/uniform), the
+//! voxeliser puts grids, metal and ports where the files say. None is simulated.
 
 use std::path::Path;
 
 use emvolve::design::Design;
 use emvolve::job::{Axis, Boundary, PortKind, SimJob};
 
+/// A design as it was with a uniform mesh (76d7f88), at its midpoint.
 fn load(name: &str) -> (Design, Vec<SimJob>) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("designs").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/uniform").join(name);
     let d = Design::load(&path).unwrap_or_else(|e| panic!("{e}"));
     let values = d.midpoint_values();
     d.check_values(&values).unwrap();
@@ -153,5 +157,43 @@ fn every_feasible_corner_builds() {
             built += 1;
         }
         assert!(built >= 1 << (genes.len() - 1), "{name}: only {built} feasible corners");
+    }
+}
+
+/// Random candidates over each shipped design's whole box (the optimiser's
+/// mutations reach anywhere): every feasible one meshes on the automatic mesh
+/// with no cell below the minimum and grading within 1.5, and voxelises.
+#[test]
+fn random_candidates_mesh_and_voxelise() {
+    let mut seed = 0x9e3779b97f4a7c15u64;
+    let mut uniform = || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for (name, count) in [("wr28_iris_filter.ron", 300), ("patch_2g4.ron", 30), ("microstrip_lowpass.ron", 30)] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("designs").join(name);
+        let d = Design::load(&path).unwrap();
+        let genes = d.genes();
+        let mut built = 0;
+        for _ in 0..count {
+            let values = genes
+                .iter()
+                .map(|g| {
+                    let (lo, hi) = g.bounds();
+                    (g.name().to_string(), lo + uniform() * (hi - lo))
+                })
+                .collect();
+            if d.constraint_violation(&values) > 0.0 {
+                continue;
+            }
+            let job = d.jobs(&values, &[0], None).unwrap_or_else(|e| panic!("{name} at {values:?}: {e}")).remove(0);
+            for a in 0..3 {
+                if job.mesh.n()[a] > 1 {
+                    assert!(job.mesh.max_grading(a) <= 1.5 + 1e-6, "{name} at {values:?}: axis {a} grading {}", job.mesh.max_grading(a));
+                }
+            }
+            built += 1;
+        }
+        assert!(built * 3 >= count, "{name}: only {built} of {count} feasible");
     }
 }

@@ -48,9 +48,9 @@ fn decode(bytes: &[u8]) -> (u32, u32, f64) {
 fn report_of_a_real_run_is_self_contained_and_renders() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_str().unwrap();
-    // The iris filter on a coarser mesh (16 cells across the guide, still above 15 per
+    // The iris filter (its uniform-mesh version) on a coarser mesh (16 cells across the guide, still above 15 per
     // wavelength at the top of the band): the run is what is tested here, not its accuracy.
-    let text = std::fs::read_to_string("designs/wr28_iris_filter.ron").unwrap();
+    let text = std::fs::read_to_string("tests/fixtures/uniform/wr28_iris_filter.ron").unwrap();
     assert!(text.contains("cell: \"a/28\""));
     let design = tmp.path().join("wr28_iris_filter.ron");
     std::fs::write(&design, text.replace("cell: \"a/28\"", "cell: \"a/16\"")).unwrap();

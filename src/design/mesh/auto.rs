@@ -150,15 +150,19 @@ impl AutoMesher {
                     EventKind::MetalEdge { metal } => {
                         let sheet = matches!(e.id.owner, Owner::Primitive(i) if sheet_owners.contains(&i));
                         let thin = sheet || thin_face(geo, a, &e.id, THIN_CELLS * edge);
-                        // Room around the edge: its cell may take at most 3/4 of the
-                        // gap to the nearest other feature (two edges of a narrow strip
-                        // keep a line between them), never less than the minimum cell.
+                        // Room around the edge: its cell takes at most 0.4 of the gap to
+                        // the nearest other feature, so that whichever sides two close
+                        // edges' line pairs lie on, what is left between the pairs is
+                        // within the grading limit of their cells (0.6 of the gap for two
+                        // edges with the metal on the same side, 0.32 for two facing
+                        // edges); never so small that the graded fill next to it (whose
+                        // end cells are 0.83 of the anchor's) falls below the minimum cell.
                         let near = coords
                             .iter()
                             .map(|&c| (c - e.coord).abs())
                             .filter(|&d| d > geo.tol)
                             .fold(f64::INFINITY, f64::min);
-                        let h = (0.75 * near).clamp(min, edge);
+                        let h = (0.4 * near).min(edge).max(1.25 * min);
                         Kind::Metal { below: metal == Side::Low, rule: self.settings.rule(thin), h }
                     }
                     EventKind::Interface | EventKind::PortNode | EventKind::PortPlane { .. } => Kind::Exact,

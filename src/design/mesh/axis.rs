@@ -276,7 +276,24 @@ fn cap_for(a: f64, b: f64, ha: f64, hb: f64, n: usize, o: &AxisOptions) -> f64 {
 
 /// Cells an interval needs at least: the density's count, and any slab minimum.
 fn needed(a: f64, b: f64, ha: f64, hb: f64, o: &AxisOptions, slabs: &[MinCells]) -> usize {
-    let mut n = (count(a, b, ha, hb, growth(o), o.max_cell) - 0.02).ceil().max(1.0) as usize;
+    // The density's count, rounded: an interval a little longer than its end
+    // cells takes one cell a little larger (within the grading limit) rather
+    // than two of half the size, which would break the grading against a
+    // neighbouring edge cell. Up only where the larger cells would exceed the
+    // largest cell or the grading limit against the ends.
+    let c = count(a, b, ha, hb, growth(o), o.max_cell);
+    let mut n = c.round().max(1.0) as usize;
+    let fits = |n: usize| {
+        let h = (b - a) / n as f64;
+        h <= o.max_cell * (1.0 + 1e-9) && h <= 0.9 * o.max_ratio * ha.min(hb).max(1e-300) || n as f64 >= c - 0.02
+    };
+    while !fits(n) {
+        n += 1;
+    }
+    // Never cells below the minimum for the sake of the density.
+    while n > 1 && (b - a) / (n as f64) < o.min_cell {
+        n -= 1;
+    }
     let tol = 1e-9 * (b - a).abs();
     for s in slabs {
         if a >= s.lo - tol && b <= s.hi + tol && s.hi > s.lo {
@@ -348,6 +365,8 @@ fn place(a: f64, b: f64, ha: f64, hb: f64, cap: f64, n: usize, o: &AxisOptions, 
     }
 }
 
+const SHRINK_PAIRS: bool = false;
+
 /// Anchors and their solved counts, caps and cells. An edge's line pair is
 /// one edge cell wide by construction, so when the solve shrinks the cells
 /// around a pair (a narrow gap next to it) the pair is rebuilt with the smaller
@@ -367,7 +386,7 @@ fn settle(
         let (n, cap, h) = solve(&an, o, slabs);
         round += 1;
         let mut shrunk = false;
-        if round < 8 {
+        if round < 8 && SHRINK_PAIRS {
             for i in 0..an.len().saturating_sub(1) {
                 let pair = an[i].id / 4 == an[i + 1].id / 4 && an[i].id % 4 != 0 && an[i + 1].id % 4 != 0;
                 let want = h[i].min(h[i + 1]);
