@@ -88,7 +88,11 @@ fn iris_filter_tlm_is_unchanged() {
     let d = design("wr28_iris_filter.ron");
     let mid = d.midpoint_values();
     check("iris tlm2d", digest(&d, &mid, &[0], Some(EngineKind::Tlm2d), None), &["11840 decay c0491f0edac9e547"], "8ca592b05b9645aed1c5ac7d43dc868f");
-    check("iris tlm scn", digest(&d, &mid, &[0], Some(EngineKind::Tlm), Some(3000)), &["3000 cap c02ad0817d85d196"], "a92c1079de97bd090f5db622afe03754");
+    // The one stop rule (engine::stop) checks the energy at the step cap too, as
+    // FDTD always did; the TLM engines used to report the decay of their last
+    // 64-step check (2944: c02ad0817d85d196, -13.41 dB). Only that number moved:
+    // the samples, S-parameters and step count are the digest's, unchanged.
+    check("iris tlm scn", digest(&d, &mid, &[0], Some(EngineKind::Tlm), Some(3000)), &["3000 cap c02af37de4604388"], "a92c1079de97bd090f5db622afe03754");
 }
 
 #[test]

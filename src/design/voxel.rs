@@ -126,10 +126,11 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units) ->
         boundaries: geo.boundaries,
         pml: m.pml,
         materials: geo.materials.clone(),
-        cell_mat,
+        cell_mat: cell_mat.into(),
         sheets,
         ports,
         drive: 0,
+        monitors: vec![],
         pulse: Pulse::covering(d.band.start, d.band.stop),
         freqs: d.band.freqs(),
         stop: StopRule {
