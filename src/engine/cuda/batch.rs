@@ -469,10 +469,10 @@ pub fn split_to_fit(needs: &[usize], budget: usize) -> Result<Vec<std::ops::Rang
 pub fn spread(cost: &[f64], gpus: usize) -> Vec<Vec<usize>> {
     let mut order: Vec<usize> = (0..cost.len()).collect();
     order.sort_by(|a, b| cost[*b].partial_cmp(&cost[*a]).unwrap_or(std::cmp::Ordering::Equal));
-    let mut load = vec![0.0; gpus.max(1)];
+    let mut load = vec![0.0f64; gpus.max(1)];
     let mut out = vec![vec![]; gpus.max(1)];
     for j in order {
-        let g = (0..load.len()).min_by(|a, b| load[*a].partial_cmp(&load[*b]).unwrap()).unwrap();
+        let g = (0..load.len()).min_by(|a, b| load[*a].total_cmp(&load[*b])).unwrap_or(0);
         load[g] += cost[j];
         out[g].push(j);
     }

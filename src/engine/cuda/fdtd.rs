@@ -464,17 +464,19 @@ pub fn run_sub_batch(
     let tile = if opts.scheme == Scheme::Fused && opts.adapt { batch::fit_tile(&ops, opts.tile) } else { opts.tile };
     let opts = CudaOptions { tile, ..opts.clone() };
     dev.set_graphs(opts.graphs);
-    let mut b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts)?;
+    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts);
     let setup_s = t0.elapsed().as_secs_f64();
-    let outs = stepping::run(&mut b)?;
-    let mut res = vec![];
-    for (d, o) in outs.into_iter().enumerate() {
-        res.push(o.map(|out| JobRun { out, fields: b.take_fields(d) }));
-    }
+    // The batch's buffers go back to the pool whether or not the run succeeded.
+    let run = b.and_then(|mut b| {
+        let outs = stepping::run(&mut b)?;
+        let res: Vec<_> = outs.into_iter().enumerate().map(|(d, o)| o.map(|out| JobRun { out, fields: b.take_fields(d) })).collect();
+        Ok((res, b.stats.clone()))
+    });
+    let released = dev.release();
+    let (res, stats) = run?;
+    released?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, ..b.stats.clone() };
-    drop(b);
-    dev.release()?;
+    let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, ..stats };
     Ok((res, st))
 }
 

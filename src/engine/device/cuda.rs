@@ -9,12 +9,8 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use super::graphs::{Chunk, ChunkGraphs};
-use super::{Buf, ChunkKey, Device, Dims, KernelAttrs, ModuleSpec};
+use super::{drv, Buf, ChunkKey, Device, Dims, KernelAttrs, ModuleSpec};
 use crate::engine::EngineError;
-
-pub(crate) fn drv(e: cudarc::driver::DriverError) -> EngineError {
-    EngineError::Cuda(format!("{e:?}"))
-}
 
 /// True when the CUDA driver and NVRTC libraries load and at least one
 /// device exists. Never panics.

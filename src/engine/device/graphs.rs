@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::{CudaGraph, CudaStream};
 
-use super::cuda::drv;
+use super::drv;
 use crate::engine::EngineError;
 
 /// How [`ChunkGraphs::begin`] handled a chunk.

@@ -198,6 +198,11 @@ impl<T: KernelArg> ArgRef for T {
     }
 }
 
+/// A CUDA driver error as an engine error.
+pub(crate) fn drv(e: cudarc::driver::DriverError) -> EngineError {
+    EngineError::Cuda(format!("{e:?}"))
+}
+
 /// True when the CUDA driver and NVRTC libraries load and at least one
 /// device exists. Never panics.
 pub fn available() -> bool {

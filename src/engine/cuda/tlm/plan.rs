@@ -172,7 +172,8 @@ impl Plan {
                 let spec_off = p.specials.len();
                 for &si in &spec_of_end[ei] {
                     let s = &pk.specials[si];
-                    let (_, slot) = s.over.unwrap();
+                    // spec_of_end holds only specials that override an end.
+                    let Some((_, slot)) = s.over else { continue };
                     p.specials.push(TlmSpecial {
                         w: s.w,
                         node: s.node as i32,
