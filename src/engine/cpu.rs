@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::fdtd::{cpu_batch, Operator};
-use super::{Backend, BatchResult};
+use super::{Backend, BatchResult, StepWatch};
 use crate::job::{EngineKind, SimFailure, SimJob, SimOutput};
 
 /// Runs FDTD and TLM jobs on the CPU.
@@ -15,9 +15,14 @@ pub struct CpuBackend;
 
 /// Simulate one job on the CPU with the engine it asks for.
 pub fn run_job(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    run_job_watched(job, &StepWatch::default())
+}
+
+/// [`run_job`], reporting steps and energy decay into `watch`.
+pub fn run_job_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     match job.engine {
-        EngineKind::Fdtd => cpu_batch::run(job),
-        EngineKind::Tlm | EngineKind::Tlm2d => super::tlm::run_cpu(job),
+        EngineKind::Fdtd => cpu_batch::run_watched(job, watch),
+        EngineKind::Tlm | EngineKind::Tlm2d => super::tlm::run_cpu_watched(job, watch),
     }
 }
 
@@ -42,20 +47,25 @@ impl Backend for CpuBackend {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
     fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
+        self.run_batch_watched(jobs, done, &[])
+    }
+    fn run_batch_watched(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync), watch: &[StepWatch]) -> BatchResult {
         // One operator per FDTD structure, built first (in parallel), then every job.
         let group = structure_groups(jobs);
         let firsts: Vec<usize> = (0..jobs.len()).filter(|&i| group[i] == i && jobs[i].engine == EngineKind::Fdtd).collect();
         let built: Vec<Result<Operator, SimFailure>> = firsts.par_iter().map(|&i| Operator::new(&jobs[i])).collect();
         let op_of = |i: usize| firsts.iter().position(|&f| f == group[i]).map(|k| &built[k]);
         let count = std::sync::atomic::AtomicUsize::new(0);
+        let spare = StepWatch::default();
         Ok(jobs
             .par_iter()
             .enumerate()
             .map(|(i, j)| {
+                let w = watch.get(i).unwrap_or(&spare);
                 let r = match (j.engine, op_of(i)) {
-                    (EngineKind::Fdtd, Some(Ok(op))) => cpu_batch::run_with(j, op),
+                    (EngineKind::Fdtd, Some(Ok(op))) => cpu_batch::run_with(j, op, w),
                     (EngineKind::Fdtd, Some(Err(e))) => Err(e.clone()),
-                    _ => run_job(j),
+                    _ => run_job_watched(j, w),
                 };
                 done(count.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
                 r
@@ -85,6 +95,31 @@ mod tests {
         for (j, r) in jobs.iter().zip(&together) {
             let alone = run_job(j).unwrap();
             assert_eq!(r.as_ref().unwrap(), &alone, "{}", j.label);
+        }
+    }
+
+    #[test]
+    fn watches_follow_every_method_to_its_last_check() {
+        // FDTD, TLM-SCN and TLM-2D jobs report their steps and decay at each check;
+        // the last report is the run's end.
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("designs/wr28_iris_filter.ron");
+        let d = crate::design::Design::load(&path).unwrap();
+        let v = d.midpoint_values();
+        let mut jobs = vec![];
+        for e in [EngineKind::Fdtd, EngineKind::Tlm, EngineKind::Tlm2d] {
+            let mut j = d.jobs(&v, &[0], Some(e)).unwrap().remove(0);
+            j.stop.max_steps = 150;
+            j.stop.check_every = 64;
+            jobs.push(j);
+        }
+        let watch = StepWatch::for_jobs(jobs.len());
+        let outs = CpuBackend.run_batch_watched(&jobs, &|_| {}, &watch).unwrap();
+        for ((j, o), w) in jobs.iter().zip(&outs).zip(&watch) {
+            let o = o.as_ref().unwrap();
+            let db = match o.ended {
+                crate::job::EndReason::EnergyDecay { db } | crate::job::EndReason::MaxSteps { db } => db,
+            };
+            assert_eq!(w.get(), (150, db), "{}", j.label);
         }
     }
 }

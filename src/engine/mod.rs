@@ -20,6 +20,9 @@ pub mod select;
 pub mod stepping;
 pub mod stop;
 pub mod tlm;
+pub mod watch;
+
+pub use watch::StepWatch;
 
 /// Errors that stop a whole batch.
 #[derive(Debug, thiserror::Error)]
@@ -47,4 +50,11 @@ pub trait Backend: Send + Sync {
     /// Simulate every job of the batch, calling `done(n)` as jobs finish
     /// (n = jobs finished so far), for progress bars.
     fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult;
+    /// As [`Backend::run_batch_progress`], with `watch[i]` following job i's
+    /// steps and energy decay while it runs (progress bars). A backend that
+    /// cannot report per step leaves the watches untouched.
+    fn run_batch_watched(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync), watch: &[StepWatch]) -> BatchResult {
+        let _ = watch;
+        self.run_batch_progress(jobs, done)
+    }
 }

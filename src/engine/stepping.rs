@@ -9,10 +9,11 @@
 //! judges each design with the one [`StopRule`](crate::job::StopRule)
 //! evaluator ([`StopState`]), retires designs as they end, and assembles the
 //! [`SimOutput`]s. A CPU job is a batch of one; the CPU backend runs jobs in
-//! parallel, each through this loop.
+//! parallel, each through this loop. At every energy check the loop reports
+//! the design's steps and decay into its [`StepWatch`] (progress bars).
 
 use super::stop::{latest_finite, StopState, Verdict};
-use super::EngineError;
+use super::{EngineError, StepWatch};
 use crate::job::{MonitorOutput, PortTrace, SimFailure, SimJob, SimOutput};
 
 /// A batch of designs of one method on one device, as [`run`] drives it.
@@ -54,7 +55,8 @@ pub trait Batch {
 }
 
 /// Step `batch` until every design has ended: one result per design.
-pub fn run(batch: &mut dyn Batch) -> Result<Vec<Result<SimOutput, SimFailure>>, EngineError> {
+/// `watch[d]` (where given) follows design d's steps and energy decay.
+pub fn run(batch: &mut dyn Batch, watch: &[StepWatch]) -> Result<Vec<Result<SimOutput, SimFailure>>, EngineError> {
     let nd = batch.len();
     let mut stop: Vec<StopState> = (0..nd).map(|d| StopState::new(batch.job(d), batch.dt(d))).collect();
     let mut traces: Vec<Vec<PortTrace>> = (0..nd).map(|d| vec![PortTrace::default(); batch.job(d).ports.len()]).collect();
@@ -81,6 +83,9 @@ pub fn run(batch: &mut dyn Batch) -> Result<Vec<Result<SimOutput, SimFailure>>, 
         }
         for d in (0..nd).filter(|&d| due[d]) {
             let verdict = stop[d].check(n, energy[d], latest_finite(&traces[d]));
+            if let Some(w) = watch.get(d) {
+                w.report(n, stop[d].db());
+            }
             let outcome = match verdict {
                 Verdict::Continue => continue,
                 Verdict::End(_) => {

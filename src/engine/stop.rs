@@ -81,6 +81,13 @@ impl StopState {
     pub fn ended(&self) -> EndReason {
         self.ended
     }
+
+    /// The energy decay at the last check (dB below the peak, 0 before any).
+    pub fn db(&self) -> f64 {
+        match self.ended {
+            EndReason::EnergyDecay { db } | EndReason::MaxSteps { db } => db,
+        }
+    }
 }
 
 /// Whether the latest V and I samples of every port are finite.

@@ -468,7 +468,7 @@ pub fn run_sub_batch(
     let setup_s = t0.elapsed().as_secs_f64();
     // The batch's buffers go back to the pool whether or not the run succeeded.
     let run = b.and_then(|mut b| {
-        let outs = stepping::run(&mut b)?;
+        let outs = stepping::run(&mut b, &[])?;
         let res: Vec<_> = outs.into_iter().enumerate().map(|(d, o)| o.map(|out| JobRun { out, fields: b.take_fields(d) })).collect();
         Ok((res, b.stats.clone()))
     });

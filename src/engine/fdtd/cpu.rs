@@ -11,7 +11,7 @@ use crate::consts::{EPS0, MU0};
 use crate::job::{Axis, PortTrace};
 
 // The stepping of whole jobs lives in cpu_batch.rs (the one loop); kept here by name.
-pub use super::cpu_batch::{run, run_from, run_with};
+pub use super::cpu_batch::{run, run_from, run_watched, run_with};
 
 /// Field and CPML auxiliary arrays of one job.
 pub struct Fields {

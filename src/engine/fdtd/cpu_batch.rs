@@ -9,7 +9,7 @@ use super::cpu::{self, Fields};
 use super::dft::FieldDftMonitor;
 use super::operator::Operator;
 use crate::engine::stepping::{self, Batch};
-use crate::engine::EngineError;
+use crate::engine::{EngineError, StepWatch};
 use crate::job::{MonitorOutput, PortTrace, SimFailure, SimJob, SimOutput};
 
 /// A job with its operator (possibly shared with other drives of the same
@@ -87,21 +87,31 @@ impl Batch for CpuBatch<'_> {
 
 /// Run one job on the CPU with its own operator.
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
-    let op = Operator::new(job)?;
-    run_with(job, &op)
+    run_watched(job, &StepWatch::default())
 }
 
-/// Run `job` with `op` (built from a job of the same structure) from zero fields.
-pub fn run_with(job: &SimJob, op: &Operator) -> Result<SimOutput, SimFailure> {
+/// [`run`], reporting steps and energy decay into `watch` at each energy check.
+pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
+    let op = Operator::new(job)?;
+    run_with(job, &op, watch)
+}
+
+/// Run `job` with `op` (built from a job of the same structure) from zero
+/// fields, reporting into `watch`.
+pub fn run_with(job: &SimJob, op: &Operator, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut f = Fields::new(op);
-    run_from(job, op, &mut f)
+    run_from_watched(job, op, &mut f, watch)
 }
 
 /// Run `job` from the fields `f` (zero for a normal run) to its end criterion;
 /// `f` holds the final fields afterwards.
 pub fn run_from(job: &SimJob, op: &Operator, f: &mut Fields) -> Result<SimOutput, SimFailure> {
+    run_from_watched(job, op, f, &StepWatch::default())
+}
+
+fn run_from_watched(job: &SimJob, op: &Operator, f: &mut Fields, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut b = CpuBatch::new(job, op, f)?;
-    match stepping::run(&mut b) {
+    match stepping::run(&mut b, std::slice::from_ref(watch)) {
         Ok(mut v) => v.pop().unwrap_or_else(|| Err(SimFailure::Invalid("the stepping loop returned no result".into()))),
         // The CPU batch reports no device errors; should one appear, it fails this job only.
         Err(e) => Err(SimFailure::Invalid(e.to_string())),

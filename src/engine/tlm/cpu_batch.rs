@@ -5,7 +5,7 @@
 //! sources), the swap, and the guide ports' sampling.
 
 use crate::engine::stepping::{self, Batch};
-use crate::engine::EngineError;
+use crate::engine::{EngineError, StepWatch};
 use crate::job::{PortTrace, SimFailure, SimJob, SimOutput};
 
 /// A TLM node method's state for one job.
@@ -81,10 +81,10 @@ impl<M: TlmMethod> Batch for TlmCpuBatch<'_, M> {
     }
 }
 
-/// Run `job` with method state `m` through the stepping loop.
-pub(crate) fn run<M: TlmMethod>(job: &SimJob, m: M) -> Result<SimOutput, SimFailure> {
+/// Run `job` with method state `m` through the stepping loop, reporting into `watch`.
+pub(crate) fn run<M: TlmMethod>(job: &SimJob, m: M, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut b = TlmCpuBatch::new(job, m);
-    match stepping::run(&mut b) {
+    match stepping::run(&mut b, std::slice::from_ref(watch)) {
         Ok(mut v) => v.pop().unwrap_or_else(|| Err(SimFailure::Invalid("the stepping loop returned no result".into()))),
         // The CPU batch reports no device errors; should one appear, it fails this job only.
         Err(e) => Err(SimFailure::Invalid(e.to_string())),

@@ -40,6 +40,7 @@
 //!   plane and mean H either side); the source on the grid plane `source_offset`
 //!   behind it, as in FDTD.
 
+use super::StepWatch;
 use crate::job::{EngineKind, SimFailure, SimJob, SimOutput};
 
 mod common;
@@ -56,10 +57,15 @@ pub(crate) mod testjobs;
 /// Simulate one job with the TLM engine it names (`Tlm` -> 3D SCN, `Tlm2d` ->
 /// 2D shunt node). Rayon parallelises each step over slabs of nodes.
 pub fn run_cpu(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    run_cpu_watched(job, &StepWatch::default())
+}
+
+/// [`run_cpu`], reporting steps and energy decay into `watch` at each energy check.
+pub fn run_cpu_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     refuse_monitors(job)?;
     match job.engine {
-        EngineKind::Tlm => scn::run(job),
-        EngineKind::Tlm2d => shunt2d::run(job),
+        EngineKind::Tlm => scn::run_watched(job, watch),
+        EngineKind::Tlm2d => shunt2d::run_watched(job, watch),
         EngineKind::Fdtd => Err(SimFailure::Invalid(format!("{}: FDTD job given to the TLM engine", job.label))),
     }
 }

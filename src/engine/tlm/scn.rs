@@ -19,6 +19,7 @@ use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, Mod
 use super::pack::{scale_traces, check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
 use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
 use crate::consts::{C0, ETA0};
+use crate::engine::StepWatch;
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
 
 const DEAD: u16 = 1 << 12;
@@ -503,8 +504,13 @@ fn slab(job: &SimJob) -> Option<(usize, f64, f64)> {
 /// signals scaled back (V along the slab by h / h2; guide-port V and I, whose
 /// modal normalisation holds sqrt(height), by sqrt(h / h2)).
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
-    let Some((j, scale)) = meshed(job) else { return run_mesh(job) };
-    let mut out = run_mesh(&j)?;
+    run_watched(job, &StepWatch::default())
+}
+
+/// [`run`], reporting steps and energy decay into `watch` at each energy check.
+pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
+    let Some((j, scale)) = meshed(job) else { return run_mesh(job, watch) };
+    let mut out = run_mesh(&j, watch)?;
     scale_traces(&mut out.traces, &scale);
     Ok(out)
 }
@@ -532,10 +538,10 @@ pub(crate) fn meshed(job: &SimJob) -> Option<(SimJob, Vec<(f64, f64)>)> {
     Some((j, scale))
 }
 
-fn run_mesh(job: &SimJob) -> Result<SimOutput, SimFailure> {
+fn run_mesh(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
     let sp = ScnPorts::new(job, &mut mesh.geo, mesh.dt)?;
-    super::cpu_batch::run(job, ScnRun { mesh, sp, g: common::cells(job) })
+    super::cpu_batch::run(job, ScnRun { mesh, sp, g: common::cells(job) }, watch)
 }
 
 /// The SCN's state for the stepping loop.

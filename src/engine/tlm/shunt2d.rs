@@ -43,6 +43,7 @@ use rayon::prelude::*;
 use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, WgPort};
 use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF2, META_KIND_SHIFT, META_SHORT, META_SPECIAL};
 use crate::consts::{C0, EPS0, ETA0, MU0};
+use crate::engine::StepWatch;
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
 
 /// Per-node coefficients (normalised to Z0).
@@ -522,9 +523,14 @@ pub(crate) const OFFSETS: (f64, f64) = (0.0, -0.5);
 
 /// Run one job with the 2D shunt node.
 pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
+    run_watched(job, &StepWatch::default())
+}
+
+/// [`run`], reporting steps and energy decay into `watch` at each energy check.
+pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
     let sp = ShuntPorts::new(job, &mut mesh.g)?;
-    super::cpu_batch::run(job, ShuntRun { mesh, sp, g: common::cells(job) })
+    super::cpu_batch::run(job, ShuntRun { mesh, sp, g: common::cells(job) }, watch)
 }
 
 /// The 2D shunt node's state for the stepping loop.

@@ -399,7 +399,7 @@ pub(crate) fn drive(
     let t0 = Instant::now();
     let mut b = TlmDevBatch::new(dev, jobs, packs, cfg, port_threads, trace_chunk)?;
     b.stats.setup_s = t0.elapsed().as_secs_f64();
-    let out = stepping::run(&mut b)?;
+    let out = stepping::run(&mut b, &[])?;
     Ok((out, b.stats))
 }
 
