@@ -25,7 +25,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.m
 
 echo "== 1. compile only (NVRTC log and resources per kernel)"
 ALL_TILES=$(echo "$CHECK_TILES,$BENCH_TILES" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
-if ! "$BIN" device-check --compile-only --gpus "$GPUS" --tiles "$ALL_TILES" > "$OUT/compile.log" 2>&1; then
+if ! "$BIN" dev device-check --compile-only --gpus "$GPUS" --tiles "$ALL_TILES" > "$OUT/compile.log" 2>&1; then
     cat "$OUT/compile.log"
     echo "kernel compilation failed: see above"
     exit 2
@@ -34,7 +34,7 @@ grep -E "tile|fdtd_step|fdtd_update|warning" "$OUT/compile.log"
 
 echo "== 2. CPU vs CUDA (full table in check.log)"
 t0=$(date +%s)
-"$BIN" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --tlm-shapes "${TLM_SHAPES:-256x2,128x4}" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
+"$BIN" dev device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --tlm-shapes "${TLM_SHAPES:-256x2,128x4}" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
 rc=$?
 # Per variant: the worst line of each kind, every failing line, and the verdict.
 # --- TLM on CUDA: device-check also compares the TLM kernels (lines "[tlm SHAPE] ...").

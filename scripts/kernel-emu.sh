@@ -20,7 +20,7 @@ for tile in 8x4 8x4:3 32x8 32x4; do
     for args in "" "--zero" "--split" "--split --zchunk 1" "--zchunk 7"; do
         # The split kernels do not depend on the pipeline depth: once per tile shape.
         case "$tile:$args" in *:*:--split*) continue ;; esac
-        "$BIN" kernel-emu --lib "$lib" --steps $steps $args || status=1
+        "$BIN" dev kernel-emu --lib "$lib" --steps $steps $args || status=1
     done
 done
 exit $status

@@ -16,6 +16,6 @@ for shape in "32 2 32 0" "64 1 64 1"; do
     set -- $shape
     g++ -std=c++20 -O2 -shared -fPIC -Wall -Wno-unknown-pragmas -Wno-unused-parameter \
         -DTLM_THREADS=$1 -DTLM_NPT=$2 -DTLM_PORT_THREADS=$3 -DTLM_SPLIT=$4 -o "$TMP/libtlmemu_$1_$2_$4.so" scripts/tlm-emu/emu.cpp
-    "$BIN" tlm-emu --lib "$TMP/libtlmemu_$1_$2_$4.so" || status=1
+    "$BIN" dev tlm-emu --lib "$TMP/libtlmemu_$1_$2_$4.so" || status=1
 done
 exit $status

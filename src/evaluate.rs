@@ -1,17 +1,52 @@
 //! The seam between a design and an engine: candidate parameter values become
 //! simulation jobs, one backend batch runs them all, and each candidate gets
-//! its S-parameters and fitness back — or the reason it has none.
+//! its S-parameters (and fitness) back — or the typed reason it has none.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 use rayon::prelude::*;
-use serde::{Deserialize, Serialize};
 
 use crate::analysis::SParams;
-use crate::design::Design;
-use crate::engine::{Backend, EngineError};
-use crate::fitness::Fitness;
-use crate::job::{EndReason, EngineKind, SimJob, SimOutput};
+use crate::design::{Design, DesignError};
+use crate::engine::{Backend, EngineError, StepWatch};
+use crate::fitness::{Fitness, FitnessError};
+use crate::job::{EndReason, EngineKind, SimFailure, SimJob, SimOutput};
+
+/// Why a candidate has no fitness. The run goes on: the GA penalises the
+/// candidate and records the reason (its text, with the stage it failed in).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CandidateFailure {
+    /// The parameter values give no valid geometry or job.
+    #[error("geometry: {0}")]
+    Design(DesignError),
+    /// The simulation was refused or diverged.
+    #[error("simulation: {0}")]
+    Simulation(SimFailure),
+    /// The results could not be scored against the goals.
+    #[error("fitness: {0}")]
+    Fitness(FitnessError),
+    /// An extra objective of the design could not be evaluated.
+    #[error("objective: {0}")]
+    Objective(DesignError),
+}
+
+/// One candidate to simulate: parameter values and the port columns (0-based) to drive.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub values: BTreeMap<String, f64>,
+    pub drives: Vec<usize>,
+}
+
+/// A simulated candidate: its jobs (one per driven port), their outputs, and
+/// the S-parameter columns of the driven ports.
+#[derive(Debug, Clone)]
+pub struct Simulated {
+    pub sparams: SParams,
+    pub jobs: Vec<SimJob>,
+    pub outputs: Vec<SimOutput>,
+}
 
 /// A simulated and scored candidate.
 #[derive(Debug, Clone)]
@@ -23,39 +58,162 @@ pub struct Scored {
     pub outputs: Vec<SimOutput>,
 }
 
-impl Scored {
+impl Simulated {
     /// Cell (node) updates performed for this candidate.
     pub fn cell_updates(&self) -> f64 {
-        self.outputs.iter().map(|o| o.cells as f64 * o.steps as f64).sum()
+        cell_updates(&self.outputs)
+    }
+    /// How far the end criterion got (see [`decay`]).
+    pub fn decay(&self) -> crate::ga::Decay {
+        decay(&self.jobs, &self.outputs)
+    }
+    /// A warning line for files and output when a simulation was truncated.
+    pub fn truncation_note(&self) -> Option<String> {
+        truncation_note(&self.jobs, &self.outputs)
     }
     /// A one-line account of how the simulations ended.
     pub fn run_summary(&self) -> String {
-        self.outputs
-            .iter()
-            .zip(&self.jobs)
-            .map(|(o, j)| {
-                let why = match o.ended {
-                    EndReason::EnergyDecay { db } => format!("energy decayed to {db:.1} dB"),
-                    EndReason::MaxSteps { db } => format!("step cap reached (energy at {db:.1} dB)"),
-                };
-                format!("drive {}: {} steps of {:.3} ps, {} cells, {why}", j.ports[j.drive].name, o.steps, o.dt * 1e12, o.cells)
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
+        run_summary(&self.jobs, &self.outputs)
     }
 }
 
-/// Summary of how a candidate's simulation ended, kept in checkpoints.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunInfo {
-    pub steps: Vec<usize>,
-    pub ended: Vec<EndReason>,
+impl Scored {
+    /// Cell (node) updates performed for this candidate.
+    pub fn cell_updates(&self) -> f64 {
+        cell_updates(&self.outputs)
+    }
+    /// How far the end criterion got (see [`decay`]).
+    pub fn decay(&self) -> crate::ga::Decay {
+        decay(&self.jobs, &self.outputs)
+    }
+    /// A warning line for files and output when a simulation was truncated.
+    pub fn truncation_note(&self) -> Option<String> {
+        truncation_note(&self.jobs, &self.outputs)
+    }
+    /// A one-line account of how the simulations ended.
+    pub fn run_summary(&self) -> String {
+        run_summary(&self.jobs, &self.outputs)
+    }
+}
+
+/// How far the end criterion got: the least decay over a candidate's
+/// simulations, and whether any was cut off by the step cap first.
+pub fn decay(jobs: &[SimJob], outputs: &[SimOutput]) -> crate::ga::Decay {
+    let mut d = crate::ga::Decay { reached_db: f64::NEG_INFINITY, target_db: f64::NEG_INFINITY, truncated: false };
+    for (o, j) in outputs.iter().zip(jobs) {
+        let (db, capped) = match o.ended {
+            EndReason::EnergyDecay { db } => (db, false),
+            EndReason::MaxSteps { db } => (db, true),
+        };
+        d.reached_db = d.reached_db.max(db);
+        d.target_db = d.target_db.max(j.stop.decay_db);
+        // At the cap, a decay already past the target is as good as converged.
+        d.truncated |= capped && db > j.stop.decay_db;
+    }
+    d
+}
+
+/// A warning line for files and output when a simulation was truncated.
+pub fn truncation_note(jobs: &[SimJob], outputs: &[SimOutput]) -> Option<String> {
+    let d = decay(jobs, outputs);
+    d.truncated.then(|| format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps)"))
+}
+
+fn cell_updates(outputs: &[SimOutput]) -> f64 {
+    outputs.iter().map(|o| o.cells as f64 * o.steps as f64).sum()
+}
+
+/// "drive in: 4000 steps of 0.478 ps, 12000 cells, energy decayed to -50.0 dB; drive out: ...".
+fn run_summary(jobs: &[SimJob], outputs: &[SimOutput]) -> String {
+    outputs
+        .iter()
+        .zip(jobs)
+        .map(|(o, j)| {
+            let why = match o.ended {
+                EndReason::EnergyDecay { db } => format!("energy decayed to {db:.1} dB"),
+                EndReason::MaxSteps { db } => format!("step cap reached (energy at {db:.1} dB)"),
+            };
+            let drive = j.ports.get(j.drive).map_or("?", |p| p.name.as_str());
+            format!("drive {drive}: {} steps of {:.3} ps, {} cells, {why}", o.steps, o.dt * 1e12, o.cells)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Simulate every request in ONE backend batch. An `Err` is fatal (the engine
+/// failed); a candidate that cannot be built or whose simulation fails gets its
+/// [`CandidateFailure`] and the others are unaffected. `done(n)` follows the
+/// batch in requests (in proportion to the jobs finished).
+pub fn simulate_batch(
+    design: &Design,
+    requests: &[Request],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+    done: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<Result<Simulated, CandidateFailure>>, EngineError> {
+    simulate_batch_watched(design, requests, engine, backend, done, &[])
+}
+
+/// [`simulate_batch`], with `watch[k]` following the k-th job built while it steps.
+pub fn simulate_batch_watched(
+    design: &Design,
+    requests: &[Request],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+    done: &(dyn Fn(usize) + Sync),
+    watch: &[StepWatch],
+) -> Result<Vec<Result<Simulated, CandidateFailure>>, EngineError> {
+    let mut jobs = Vec::new();
+    let mut built: Vec<Result<Range<usize>, CandidateFailure>> = Vec::with_capacity(requests.len());
+    for r in requests {
+        match design.jobs(&r.values, &r.drives, engine) {
+            Ok(js) => {
+                let start = jobs.len();
+                jobs.extend(js);
+                built.push(Ok(start..jobs.len()));
+            }
+            Err(e) => built.push(Err(CandidateFailure::Design(e))),
+        }
+    }
+    let (n_req, n_jobs) = (requests.len(), jobs.len().max(1));
+    let outs = backend.run_batch_watched(&jobs, &|n| done(n * n_req / n_jobs), watch)?;
+    // Each candidate's outputs, in order; then the DFTs of all candidates in
+    // parallel (a generation's post-processing is seconds of sequential work
+    // otherwise, as long as the GPU's simulation).
+    let mut outs = outs.into_iter();
+    let work: Vec<_> = built
+        .into_iter()
+        .map(|b| {
+            b.map(|range| {
+                let mine: Vec<_> = outs.by_ref().take(range.len()).collect();
+                (range, mine)
+            })
+        })
+        .collect();
+    Ok(work
+        .into_par_iter()
+        .map(|w| {
+            let (range, mine) = w?;
+            let outputs = mine.into_iter().collect::<Result<Vec<_>, _>>().map_err(CandidateFailure::Simulation)?;
+            let js: Vec<&SimJob> = jobs[range.clone()].iter().collect();
+            let os: Vec<&SimOutput> = outputs.iter().collect();
+            if js.is_empty() {
+                return Err(CandidateFailure::Design(DesignError::invalid(design.origin(), "ports", "no port was driven")));
+            }
+            let sparams = SParams::from_runs(&js, &os);
+            Ok(Simulated { sparams, jobs: jobs[range].to_vec(), outputs })
+        })
+        .collect())
+}
+
+/// Score a simulated candidate against the design's goals.
+pub fn score(design: &Design, sim: Simulated) -> Result<Scored, CandidateFailure> {
+    let fitness = crate::fitness::evaluate(design.goals(), &sim.sparams).map_err(CandidateFailure::Fitness)?;
+    Ok(Scored { sparams: sim.sparams, fitness, jobs: sim.jobs, outputs: sim.outputs })
 }
 
 /// Simulate and score `candidates` (parameter values) with port columns
-/// `drives` (0-based) driven, in ONE backend batch. An `Err` is fatal (the
-/// engine failed); a candidate that cannot be built, diverges or cannot be
-/// scored gets `Err(reason)` and the others are unaffected.
+/// `drives` (0-based) driven, in ONE backend batch (see [`simulate_batch`]).
 pub fn evaluate_designs(
     design: &Design,
     candidates: &[BTreeMap<String, f64>],
@@ -63,58 +221,42 @@ pub fn evaluate_designs(
     engine: Option<EngineKind>,
     backend: &dyn Backend,
     done: &(dyn Fn(usize) + Sync),
-) -> Result<Vec<Result<Scored, String>>, EngineError> {
-    let per = drives.len().max(1);
-    let mut jobs = Vec::new();
-    let mut built: Vec<Result<std::ops::Range<usize>, String>> = Vec::new();
-    for values in candidates {
-        match design.jobs(values, drives, engine) {
-            Ok(js) => {
-                let start = jobs.len();
-                jobs.extend(js);
-                built.push(Ok(start..jobs.len()));
-            }
-            Err(e) => built.push(Err(format!("geometry: {e}"))),
-        }
-    }
-    let outs = backend.run_batch_progress(&jobs, &|n| done(n / per))?;
-    // Each candidate's outputs, in order; then the DFTs and fitness of all
-    // candidates in parallel (a generation's post-processing is seconds of
-    // sequential work otherwise, as long as the GPU's simulation).
-    let mut outs = outs.into_iter();
-    let mut work = Vec::with_capacity(candidates.len());
-    for b in built {
-        match b {
-            Ok(range) => {
-                let mine: Vec<_> = outs.by_ref().take(range.len()).collect();
-                work.push(Ok((range, mine)));
-            }
-            Err(e) => work.push(Err(e)),
-        }
-    }
-    let res = work
-        .into_par_iter()
-        .map(|w| {
-            let (range, mine) = w?;
-            let mut outputs = Vec::with_capacity(mine.len());
-            for o in mine {
-                outputs.push(o.map_err(|e| format!("simulation: {e}"))?);
-            }
-            let js: Vec<&SimJob> = jobs[range.clone()].iter().collect();
-            let os: Vec<&SimOutput> = outputs.iter().collect();
-            let sp = SParams::from_runs(&js, &os);
-            match design.fitness(&sp) {
-                Ok(fitness) => Ok(Scored { sparams: sp, fitness, jobs: jobs[range].to_vec(), outputs }),
-                Err(e) => Err(format!("fitness: {e}")),
-            }
-        })
-        .collect();
-    Ok(res)
+    ) -> Result<Vec<Result<Scored, CandidateFailure>>, EngineError> {
+    evaluate_designs_watched(design, candidates, drives, engine, backend, done, &[])
 }
 
-/// The goal masks of `design` for plots.
+/// [`evaluate_designs`], with `watch[k]` following the k-th job built (candidate
+/// by candidate, one per drive) while it steps: the `simulate` progress bar.
+pub fn evaluate_designs_watched(
+    design: &Design,
+    candidates: &[BTreeMap<String, f64>],
+    drives: &[usize],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+    done: &(dyn Fn(usize) + Sync),
+    watch: &[StepWatch],
+) -> Result<Vec<Result<Scored, CandidateFailure>>, EngineError> {
+    let requests: Vec<Request> = candidates.iter().map(|v| Request { values: v.clone(), drives: drives.to_vec() }).collect();
+    let sims = simulate_batch_watched(design, &requests, engine, backend, done, watch)?;
+    Ok(sims.into_par_iter().map(|r| r.and_then(|s| score(design, s))).collect())
+}
+
+/// Simulate and score one candidate alone.
+pub fn evaluate_one(
+    design: &Design,
+    values: &BTreeMap<String, f64>,
+    drives: &[usize],
+    engine: Option<EngineKind>,
+    backend: &dyn Backend,
+) -> Result<Result<Scored, CandidateFailure>, EngineError> {
+    let mut r = evaluate_designs(design, std::slice::from_ref(values), drives, engine, backend, &|_| {})?;
+    // simulate_batch answers every request, so the one result is there.
+    Ok(r.pop().unwrap_or_else(|| Err(CandidateFailure::Design(DesignError::invalid(design.origin(), "parameters", "the batch returned no result")))))
+}
+
+/// The masks of `design`'s S-parameter goals, for the S-parameter plots.
 pub fn masks(design: &Design) -> Vec<crate::plot::sparams::Mask> {
-    use crate::fitness::Limit;
+    use crate::fitness::{GoalKind, Limit};
     design
         .goals()
         .iter()
@@ -123,7 +265,9 @@ pub fn masks(design: &Design) -> Vec<crate::plot::sparams::Mask> {
                 Limit::Above(l) => (l, true),
                 Limit::Below(l) => (l, false),
             };
-            crate::plot::sparams::Mask { s: g.s, f1: g.band.0, f2: g.band.1, level_db, above }
+            match g.kind {
+                GoalKind::S { i, j } => crate::plot::sparams::Mask { s: (i, j), f1: g.band.0, f2: g.band.1, level_db, above },
+            }
         })
         .collect()
 }

@@ -1,4 +1,4 @@
-//! Fitness of one simulated design: how far its S-parameters miss the goals.
+//! Fitness of one simulated design: how far its results miss the goals.
 //!
 //! For every goal, at each frequency of the sweep inside the goal's band, the
 //! violation in dB (0 where the goal is met) is squared; the squares are averaged
@@ -9,28 +9,59 @@ use num_complex::Complex64;
 use serde::{Deserialize, Serialize};
 
 use crate::analysis::sparams::SParams;
+use crate::numfmt::short;
 
-/// Which side of a level |S_ij| must stay on.
+/// Which side of a level a goal's quantity must stay on.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum Limit {
-    /// |S_ij| >= level (dB).
+    /// quantity >= level (dB).
     Above(f64),
-    /// |S_ij| <= level (dB).
+    /// quantity <= level (dB).
     Below(f64),
 }
 
-/// One goal: |S_ij| above or below a level over `[band.0, band.1]` Hz.
+/// What a goal holds to a limit, in dB. Design files write `Goal(s: (2, 1), ...)`;
+/// other quantities (far-field gain, say) are further kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GoalKind {
+    /// |S_ij| in dB; 1-based port numbers, port j driven.
+    S { i: usize, j: usize },
+}
+
+impl GoalKind {
+    /// The port (0-based) whose drive the goal needs, if any.
+    pub fn drive(&self) -> Option<usize> {
+        match *self {
+            GoalKind::S { j, .. } => j.checked_sub(1),
+        }
+    }
+
+    /// "|S21|".
+    pub fn quantity(&self) -> String {
+        match *self {
+            GoalKind::S { i, j } => format!("|S{i}{j}|"),
+        }
+    }
+
+    /// The unit of the limit: "dB".
+    pub fn unit(&self) -> &'static str {
+        match self {
+            GoalKind::S { .. } => "dB",
+        }
+    }
+}
+
+/// One goal: a quantity above or below a level over `[band.0, band.1]` Hz.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Goal {
-    /// (i, j), 1-based.
-    pub s: (usize, usize),
+    pub kind: GoalKind,
     pub band: (f64, f64),
     pub limit: Limit,
     pub weight: f64,
 }
 
 impl Goal {
-    /// Violation in dB at a point where |S_ij| is `db` (0 when met).
+    /// Violation in dB at a point where the quantity is `db` (0 when met).
     pub fn violation_db(&self, db: f64) -> f64 {
         match self.limit {
             Limit::Above(l) => (l - db).max(0.0),
@@ -51,18 +82,29 @@ impl Goal {
             Limit::Above(l) => (">", l),
             Limit::Below(l) => ("<", l),
         };
-        format!("|S{}{}| {op} {} dB over {}", self.s.0, self.s.1, trim(level), band_text(self.band))
+        format!("{} {op} {} {} over {}", self.kind.quantity(), short(level), self.kind.unit(), band_text(self.band))
+    }
+
+    /// The goal's quantity at every frequency of the sweep (linear magnitude).
+    fn magnitudes<'a>(&self, sp: &'a SParams, label: &str) -> Result<Box<dyn Iterator<Item = f64> + 'a>, FitnessError> {
+        match self.kind {
+            GoalKind::S { i, j } => {
+                let s: &[Complex64] = sp.get(i, j).ok_or_else(|| FitnessError::Missing { label: label.to_string(), i, j })?;
+                Ok(Box::new(s.iter().map(|z| z.norm())))
+            }
+        }
+    }
+
+    /// The error for a non-finite value of the quantity at `freq_hz`.
+    fn non_finite(&self, label: String, freq_hz: f64) -> FitnessError {
+        match self.kind {
+            GoalKind::S { i, j } => FitnessError::NonFinite { label, i, j, freq_hz },
+        }
     }
 }
 
-fn trim(x: f64) -> String {
-    let s = format!("{x:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
-}
-
 /// "31.0-32.1 GHz", with as few decimals (at least one) as show both edges exactly.
-fn band_text((f1, f2): (f64, f64)) -> String {
+pub fn band_text((f1, f2): (f64, f64)) -> String {
     let (scale, unit) = match f2.abs() {
         x if x >= 1e9 => (1e9, "GHz"),
         x if x >= 1e6 => (1e6, "MHz"),
@@ -86,8 +128,22 @@ pub struct GoalScore {
     pub violation: f64,
     /// The frequency with the least margin (largest violation) in the band.
     pub worst_freq_hz: f64,
-    /// |S_ij| in dB there.
+    /// The quantity (dB) there.
     pub worst_db: f64,
+}
+
+impl GoalScore {
+    /// "met    |S21| > -1 dB over 31.0-32.1 GHz   violation 0.0000 dB^2, worst -0.42 dB at 31.0500 GHz".
+    pub fn line(&self) -> String {
+        let state = if self.violation == 0.0 { "met   " } else { "missed" };
+        format!(
+            "{state} {:<44} violation {:>10.4} dB^2, worst {:.2} dB at {:.4} GHz",
+            self.label,
+            self.violation,
+            self.worst_db,
+            self.worst_freq_hz / 1e9
+        )
+    }
 }
 
 /// The fitness of one design (lower is better, 0 when every goal is met).
@@ -114,22 +170,19 @@ pub fn evaluate(goals: &[Goal], sp: &SParams) -> Result<Fitness, FitnessError> {
     let mut per_goal = Vec::with_capacity(goals.len());
     for g in goals {
         let label = g.label();
-        let (i, j) = g.s;
-        let s: &[Complex64] = sp.get(i, j).ok_or_else(|| FitnessError::Missing { label: label.clone(), i, j })?;
+        let mags = g.magnitudes(sp, &label)?;
         let mut sum = 0.0;
         let mut count = 0usize;
         // (violation, -margin) orders by the least margin also where every point is met.
         let mut worst: Option<(f64, f64, f64)> = None; // (badness, f, db)
-        for (&f, z) in sp.freqs.iter().zip(s) {
+        for (&f, mag) in sp.freqs.iter().zip(mags) {
             if !g.contains(f) {
                 continue;
             }
-            let mag = z.norm();
             if !mag.is_finite() {
-                return Err(FitnessError::NonFinite { label, i, j, freq_hz: f });
+                return Err(g.non_finite(label, f));
             }
-            // A floor at -300 dB keeps an exact zero (a perfect null) finite.
-            let db = 20.0 * mag.max(1e-15).log10();
+            let db = crate::analysis::db(mag);
             let v = g.violation_db(db);
             sum += v * v;
             count += 1;
@@ -173,7 +226,7 @@ mod tests {
     }
 
     fn goal(s: (usize, usize), band: (f64, f64), limit: Limit, weight: f64) -> Goal {
-        Goal { s, band, limit, weight }
+        Goal { kind: GoalKind::S { i: s.0, j: s.1 }, band, limit, weight }
     }
 
     #[test]

@@ -1,9 +1,13 @@
 //! S-parameters from port voltages and currents.
 //!
-//! Power waves with the port's reference impedance Z (Kurokawa):
-//! `a = (V + Z I) / (2 sqrt|Z|)`, `b = (V - Z I) / (2 sqrt|Z|)`, with I the
-//! current flowing into the device. For TE10 ports Z is the wave impedance,
-//! and reference planes are moved by `exp(-+ j beta L)`.
+//! Travelling waves with the port's reference impedance Z:
+//! `a = (V + Z I) / (2 sqrt Z)`, `b = (V - Z I) / (2 sqrt Z)`, with I the
+//! current flowing into the device. For a real Z (lumped ports; guides above
+//! cutoff) these are Kurokawa's power waves; for a complex Z (a guide below
+//! cutoff) they are what scikit-rf calls the `traveling` definition and HFSS
+//! writes, which is what our Touchstone files declare. |S| is the same in
+//! every definition. For TE10 ports Z is the wave impedance, and reference
+//! planes are moved by `exp(-+ j beta L)`.
 
 use num_complex::Complex64;
 use serde::{Deserialize, Serialize};
@@ -32,7 +36,7 @@ pub fn waves(job: &SimJob, out: &SimOutput) -> Waves {
         let mut b = Vec::with_capacity(f.len());
         for (k, &fk) in f.iter().enumerate() {
             let z = port.z_ref(fk);
-            let norm = 2.0 * z.norm().sqrt();
+            let norm = 2.0 * z.sqrt();
             let mut ak = (v[k] + z * i[k]) / norm;
             let mut bk = (v[k] - z * i[k]) / norm;
             if let PortKind::Waveguide { a: width, shift_m, .. } = port.kind {
@@ -98,10 +102,92 @@ impl SParams {
 
     /// |S_ij| in dB (1-based), if available.
     pub fn db(&self, i: usize, j: usize) -> Option<Vec<f64>> {
-        self.get(i, j).map(|v| v.iter().map(|z| 20.0 * z.norm().max(1e-30).log10()).collect())
+        self.get(i, j).map(|v| v.iter().map(|z| super::db(z.norm())).collect())
     }
 
     pub fn n_ports(&self) -> usize {
         self.ports.len()
+    }
+
+    /// Phase of S_ij in degrees, wrapped to (-180, 180], if available.
+    pub fn phase_deg(&self, i: usize, j: usize) -> Option<Vec<f64>> {
+        self.get(i, j).map(|v| v.iter().map(|z| z.arg().to_degrees()).collect())
+    }
+
+    /// Input impedance of port `i` (1-based) with every other port terminated
+    /// in its reference impedance: `Zref (1 + S_ii) / (1 - S_ii)` in ohms.
+    /// This is the impedance the Smith chart of S_ii shows.
+    pub fn z_in(&self, i: usize) -> Option<Vec<Complex64>> {
+        let s = self.get(i, i)?;
+        let zr = self.zref.get(i - 1)?;
+        Some(s.iter().zip(zr).map(|(s, z)| z * (1.0 + s) / (1.0 - s)).collect())
+    }
+
+    /// Group delay of S_ij in seconds, `-d(phase)/d(omega)` from the unwrapped
+    /// phase by central differences (one-sided at the ends). Needs two points.
+    pub fn group_delay(&self, i: usize, j: usize) -> Option<Vec<f64>> {
+        let s = self.get(i, j)?;
+        let f = &self.freqs;
+        if f.len() < 2 {
+            return None;
+        }
+        let mut ph: Vec<f64> = Vec::with_capacity(s.len());
+        for z in s {
+            let p = z.arg();
+            ph.push(match ph.last() {
+                // Unwrap: add the multiple of 2 pi that keeps the step within +-pi.
+                Some(&q) => p + (2.0 * std::f64::consts::PI) * ((q - p) / (2.0 * std::f64::consts::PI)).round(),
+                None => p,
+            });
+        }
+        let n = f.len();
+        Some(
+            (0..n)
+                .map(|k| {
+                    let (a, b) = (k.saturating_sub(1), (k + 1).min(n - 1));
+                    -(ph[b] - ph[a]) / (2.0 * std::f64::consts::PI * (f[b] - f[a]))
+                })
+                .collect(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_port(s11: Vec<Complex64>, freqs: Vec<f64>, z: f64) -> SParams {
+        let n = freqs.len();
+        SParams { freqs, ports: vec!["p".into()], s: vec![vec![Some(s11)]], zin: vec![None], zref: vec![vec![Complex64::new(z, 0.0); n]] }
+    }
+
+    #[test]
+    fn input_impedance_inverts_the_reflection() {
+        // A 100 + 50j ohm load on a 50-ohm port.
+        let zl = Complex64::new(100.0, 50.0);
+        let g = (zl - 50.0) / (zl + 50.0);
+        let sp = one_port(vec![g], vec![1e9], 50.0);
+        assert!((sp.z_in(1).unwrap()[0] - zl).norm() < 1e-12);
+        assert!(sp.z_in(2).is_none());
+    }
+
+    #[test]
+    fn group_delay_of_a_pure_delay_is_the_delay() {
+        // S21 = exp(-j w tau): a line of 1.3 ns, phase wrapping many times over the band.
+        let tau = 1.3e-9;
+        let freqs: Vec<f64> = (0..200).map(|k| 1e9 + 5e6 * k as f64).collect();
+        let s21: Vec<Complex64> = freqs.iter().map(|f| Complex64::from_polar(0.9, -2.0 * std::f64::consts::PI * f * tau)).collect();
+        let n = freqs.len();
+        let sp = SParams {
+            freqs,
+            ports: vec!["a".into(), "b".into()],
+            s: vec![vec![None, None], vec![Some(s21), None]],
+            zin: vec![None, None],
+            zref: vec![vec![Complex64::new(50.0, 0.0); n]; 2],
+        };
+        for d in sp.group_delay(2, 1).unwrap() {
+            assert!((d - tau).abs() < 1e-15, "{d}");
+        }
+        assert!(sp.group_delay(1, 2).is_none());
     }
 }

@@ -3,15 +3,17 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod args;
 pub mod bench;
-pub mod bench_table;
-pub mod device_check;
-pub mod device_designs;
-pub mod kernel_emu;
+pub mod export;
+pub mod plot;
 pub mod inspect;
+pub mod report;
+pub mod mesh;
 pub mod run;
+pub mod sim_progress;
 pub mod simulate;
-pub mod tlm_check;
+pub mod sweep;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -30,30 +32,39 @@ pub enum Command {
     Inspect(inspect::InspectArgs),
     /// Simulate one design at given parameter values.
     Simulate(simulate::SimulateArgs),
+    /// Simulate a grid of parameter values (a sensitivity or tolerance sweep): CSV of the goals and plots.
+    Sweep(sweep::SweepArgs),
+    /// Draw the RF plots (|S|, phase and group delay, Smith chart, impedance) of any Touchstone file.
+    Plot(plot::PlotArgs),
+    /// Write a design's mesh and geometry for other tools (VTK for ParaView).
+    Export(export::ExportArgs),
+    /// Write a run's report: one self-contained HTML page.
+    Report(report::ReportArgs),
+    /// Show a design's mesh: line counts, cell sizes, grading, time step; mesh.png over the geometry.
+    Mesh(mesh::MeshArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
-    /// Compare the CUDA backend with the CPU engine (error norms), for the device machine.
-    DeviceCheck(device_check::DeviceCheckArgs),
-    /// Step the CUDA kernels in a CPU emulation and compare with the CPU engine (developers).
+    /// Developer harnesses: device-check, kernel-emu, tlm-emu.
     #[command(hide = true)]
-    KernelEmu(kernel_emu::KernelEmuArgs),
-    /// Step the TLM kernels in a CPU emulation and compare with the CPU engines (developers).
-    #[command(hide = true)]
-    TlmEmu(tlm_check::TlmEmuArgs),
+    Dev(crate::dev::DevArgs),
 }
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
+    restore_sigpipe();
     let cli = Cli::parse();
     let res = match cli.command {
         Command::Run(a) => run::run(a),
         Command::Resume(a) => run::resume(a),
         Command::Inspect(a) => inspect::run(a),
         Command::Simulate(a) => simulate::run(a),
+        Command::Sweep(a) => sweep::run(a),
+        Command::Export(a) => export::run(a),
+        Command::Plot(a) => plot::run(a),
+        Command::Report(a) => report::run(a),
+        Command::Mesh(a) => mesh::run(a),
         Command::Bench(a) => bench::run(a),
-        Command::DeviceCheck(a) => device_check::run(a),
-        Command::KernelEmu(a) => kernel_emu::run(a),
-        Command::TlmEmu(a) => tlm_check::emu(a),
+        Command::Dev(a) => crate::dev::run(a),
     };
     match res {
         Ok(code) => code,
@@ -61,5 +72,19 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             1
         }
+    }
+}
+
+/// Output into a closed pipe (`emvolve inspect --json | head`) ends the process
+/// quietly with the status shells expect (killed by SIGPIPE: 141), as `cat` and
+/// `grep` do, instead of a panic in `println!`: Rust ignores SIGPIPE by default.
+/// Nothing is lost by it: a run writes to stdout only between generations, after
+/// the checkpoint, and any kill leaves a resumable run directory.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called first thing in `main`, before any other thread exists;
+    // `signal` only resets SIGPIPE's disposition to the default.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -1,20 +1,28 @@
 //! `emvolve run` and `emvolve resume`: launch an optimisation in a run
 //! directory, or continue one from its checkpoint.
+//!
+//! Both hold the run directory's lock while they write into it. SIGINT,
+//! SIGTERM and SIGHUP all stop a run the same way: the first is acknowledged at
+//! once, the generation in flight finishes and its checkpoint is written; a
+//! second ends the process at once. Any kill leaves a resumable directory.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context as _};
 use clap::Args;
 
-use super::simulate::EngineArg;
+pub use super::args::ExecArgs;
+use super::args::EngineArg;
 use crate::design::Design;
-use crate::engine::select::{parse_gpus, select, BackendChoice};
 use crate::ga::settings::GaSettings;
-use crate::optimise::{BestObserver, DesignProblem, RunSettings, Simulator};
-use crate::run::observe::{default_observers, Observer};
-use crate::run::{checkpoint, RunDir, RunSummary, Runner};
+use crate::ga::TerminationReason;
+use crate::optimise::{read_run, BestObserver, DesignProblem, RunSettings, Simulator};
+use crate::run::observe::progress::Announcer;
+use crate::run::observe::{CsvObserver, Observer, PlotLabels, PlotObserver, ProgressObserver};
+use crate::run::runner::{resume_blocked, NOTHING_COMPLETED};
+use crate::run::{checkpoint, CheckpointError, RunDir, RunSummary, Runner};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -43,25 +51,62 @@ pub struct RunArgs {
     /// Override the seed.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Override the evaluation limit (stop.max_evaluations).
-    #[arg(long)]
-    pub max_evaluations: Option<usize>,
-    /// Override the stagnation limit in generations (stop.stagnation).
-    #[arg(long)]
-    pub stagnation: Option<usize>,
+    #[command(flatten)]
+    pub stop: StopArgs,
 }
 
-/// Options of both `run` and `resume`: where to compute and how to report.
-#[derive(Args, Debug)]
-pub struct ExecArgs {
-    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
-    pub backend: BackendChoice,
-    /// GPUs to use: `all` or a list such as `0,1`.
-    #[arg(long, default_value = "all")]
-    pub gpus: String,
-    /// Plain log lines instead of progress bars.
-    #[arg(long)]
-    pub quiet: bool,
+/// The stop rules, each a value or `none` to lift it (on `run` and `resume`).
+#[derive(Args, Debug, Default)]
+pub struct StopArgs {
+    /// Stop once the best fitness is at or below this (stop.target; 0 = every goal met), or `none`.
+    #[arg(long, value_name = "FITNESS|none", value_parser = limit::<f64>)]
+    pub target: Option<Limit<f64>>,
+    /// Stop once this many designs have been simulated (stop.max_evaluations), or `none`.
+    #[arg(long, value_name = "N|none", value_parser = limit::<usize>)]
+    pub max_evaluations: Option<Limit<usize>>,
+    /// Stop after this many generations without improvement (stop.stagnation), or `none`.
+    #[arg(long, value_name = "N|none", value_parser = limit::<usize>)]
+    pub stagnation: Option<Limit<usize>>,
+    /// Stop after this much run time in seconds, summed over sessions (stop.wall_seconds), or `none`.
+    #[arg(long, value_name = "SECONDS|none", value_parser = limit::<f64>)]
+    pub wall: Option<Limit<f64>>,
+}
+
+impl StopArgs {
+    /// Apply the options given to `ga.stop`.
+    fn apply(&self, ga: &mut GaSettings) {
+        let s = &mut ga.stop;
+        if let Some(Limit(v)) = self.target {
+            s.target = v;
+        }
+        if let Some(Limit(v)) = self.max_evaluations {
+            s.max_evaluations = v;
+        }
+        if let Some(Limit(v)) = self.stagnation {
+            s.stagnation = v;
+        }
+        if let Some(Limit(v)) = self.wall {
+            s.wall_seconds = v;
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.target.is_some() || self.max_evaluations.is_some() || self.stagnation.is_some() || self.wall.is_some()
+    }
+}
+
+/// A stop-rule value on the command line: a number, or `none` to lift the rule.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit<T>(pub Option<T>);
+
+fn limit<T: std::str::FromStr>(s: &str) -> Result<Limit<T>, String>
+where
+    T::Err: std::fmt::Display,
+{
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Limit(None));
+    }
+    s.parse::<T>().map(|v| Limit(Some(v))).map_err(|e| format!("`{s}` is neither a number nor `none` ({e})"))
 }
 
 #[derive(Args, Debug)]
@@ -77,6 +122,10 @@ pub struct ResumeArgs {
     /// Resume even though the run's design.ron was edited since the run started.
     #[arg(long)]
     pub force: bool,
+    /// Change the stop rules (recorded in the run's state; a run that stopped
+    /// because it stagnated counts stagnation afresh when resumed).
+    #[command(flatten)]
+    pub stop: StopArgs,
     #[command(flatten)]
     pub exec: ExecArgs,
 }
@@ -86,37 +135,82 @@ pub fn ga_settings(design: &Design) -> anyhow::Result<GaSettings> {
     Ok(design.optimiser().clone())
 }
 
-/// Ctrl-C: the first press asks the runner to stop after the generation in
-/// flight (its checkpoint is written); a second press ends the process.
-fn interrupt_flag() -> Arc<AtomicBool> {
+/// SIGINT, SIGTERM or SIGHUP: the first asks the runner to stop after the
+/// generation in flight (its checkpoint is written) and says so at once; a
+/// second ends the process.
+fn interrupt_flag(say: Announcer) -> Arc<AtomicBool> {
     let flag = Arc::new(AtomicBool::new(false));
     let f = flag.clone();
     let _ = ctrlc::set_handler(move || {
         if f.swap(true, Ordering::SeqCst) {
-            eprintln!("\nsecond interrupt: stopping now (the last completed generation's checkpoint is on disk)");
+            say("second signal: stopping now (the checkpoint of the last completed generation is on disk; resume continues from it)");
             std::process::exit(130);
         }
-        eprintln!("\ninterrupt: finishing the current generation and writing the checkpoint (Ctrl-C again to stop at once)");
+        say("signal received: the generation in flight will finish and its checkpoint be written, then the run stops (signal again to stop at once)");
     });
     flag
 }
 
-fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> Vec<Box<dyn Observer>> {
-    let mut obs = default_observers(quiet);
-    obs.push(Box::new(BestObserver::new(sim.clone(), problem.sparams.clone())));
-    obs
+/// Progress, CSV, plots and `best/`, and the flag the signal handler raises.
+fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> (Vec<Box<dyn Observer>>, Arc<AtomicBool>) {
+    let progress = ProgressObserver::new(quiet);
+    let flag = interrupt_flag(progress.announcer());
+    let obs: Vec<Box<dyn Observer>> = vec![
+        Box::new(progress),
+        Box::new(CsvObserver::new()),
+        Box::new(PlotObserver::with_labels(plot_labels(&sim.design))),
+        Box::new(BestObserver::new(sim.clone(), problem)),
+    ];
+    (obs, flag)
 }
 
-fn report(summary: &RunSummary) -> i32 {
+/// The plots' names for the design's objectives and its genes' units: the goal
+/// violation is the fitness in dB²; expressions and genes are in design units
+/// (integer genes are counts).
+fn plot_labels(design: &Design) -> PlotLabels {
+    let unit = design.file().units.symbol().to_string();
+    let (objectives, objective_units) = design
+        .objective_labels()
+        .into_iter()
+        .map(|l| if l == "goals" { ("fitness".to_string(), "dB²".to_string()) } else { (l, String::new()) })
+        .unzip();
+    let gene_units = design.genes().iter().map(|g| if matches!(g, crate::ga::GeneSpec::Int { .. }) { String::new() } else { unit.clone() }).collect();
+    PlotLabels { objectives, objective_units, gene_units }
+}
+
+/// Print the outcome once; the exit code: 130 after a signal, 1 when a resume
+/// that asked for more generations could not breed any.
+fn report(summary: &RunSummary, resumed: bool, asked_for_more: bool) -> i32 {
     for w in &summary.warnings {
-        println!("warning: {w}");
+        if w != NOTHING_COMPLETED {
+            println!("warning: {w}");
+        }
     }
-    println!("{summary}");
+    print!("{summary}");
     if let Some(h) = summary.resume_hint() {
-        println!("{h}: emvolve resume {}", summary.run_dir.display());
+        println!("{h}");
         return 130;
     }
+    if resumed && summary.generations_bred == 0 {
+        println!("{}", nothing_to_breed(summary.generation, summary.termination));
+        if asked_for_more {
+            return 1;
+        }
+    }
     0
+}
+
+/// Why a resume breeds nothing, and the option that changes it.
+fn nothing_to_breed(generation: usize, reason: TerminationReason) -> String {
+    let how = match reason {
+        TerminationReason::MaxGenerations => "go on with --more N or --generations N",
+        TerminationReason::MaxEvaluations => "raise the limit with --max-evaluations N, or lift it with --max-evaluations none",
+        TerminationReason::TargetFitness => "lower the target with --target F, or lift it with --target none",
+        TerminationReason::WallTime => "raise the limit with --wall SECONDS, or lift it with --wall none",
+        TerminationReason::Stagnation => "raise the limit with --stagnation N, or lift it with --stagnation none",
+        TerminationReason::Interrupted => "resume again",
+    };
+    format!("nothing was bred: the run is at generation {generation} and {reason}; {how}")
 }
 
 pub fn run(a: RunArgs) -> anyhow::Result<i32> {
@@ -134,84 +228,89 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     if let Some(s) = a.seed {
         ga.seed = s;
     }
-    if let Some(m) = a.max_evaluations {
-        ga.stop.max_evaluations = Some(m);
-    }
-    if let Some(n) = a.stagnation {
-        ga.stop.stagnation = Some(n);
-    }
+    a.stop.apply(&mut ga);
     ga.validate().context("optimiser settings")?;
     // Check settings against the problem (e.g. a fitness target with two objectives)
     // before anything is written, so a refused run leaves no directory behind.
     let n_objectives = design.objective_labels().len().max(1);
     crate::ga::new_state(design.genes(), n_objectives, ga.clone(), "")
         .with_context(|| format!("{}: optimiser settings", design.origin()))?;
-    let settings = RunSettings { ga: ga.clone(), engine: a.engine.map(Into::into) };
-    let backend = select(a.exec.backend, parse_gpus(&a.exec.gpus).map_err(anyhow::Error::msg)?, &mut |s| println!("{s}"))?;
+    let settings = RunSettings::new(ga.clone(), a.engine.map(Into::into));
+    let backend = a.exec.backend(&mut |s| println!("{s}"))?;
     let name = a.name.clone().unwrap_or_else(|| design.name().to_string());
     let dir = a.runs_dir.join(&name);
-    let rundir = RunDir::create(&dir, a.force)?;
-    rundir.store("design.ron", design.text())?;
-    rundir.store("settings.ron", ron::ser::to_string_pretty(&settings, ron::ser::PrettyConfig::default())?)?;
+    let settings_text = ron::ser::to_string_pretty(&settings, ron::ser::PrettyConfig::default())?;
+    let files: [(&str, &[u8]); 2] = [("design.ron", design.text().as_bytes()), ("settings.ron", settings_text.as_bytes())];
+    let rundir = RunDir::create_with(&dir, a.force, &files)?;
     println!("run directory: {}", dir.display());
     let hash = design.hash();
     let sim = Arc::new(Simulator { design, backend: Arc::from(backend), engine: settings.engine });
     let problem = DesignProblem::new(sim.clone());
-    let obs = observers(&sim, &problem, a.exec.quiet);
-    let mut runner = Runner::new(problem, ga, rundir, obs).with_interrupt(interrupt_flag()).with_design_hash(hash);
+    let (obs, flag) = observers(&sim, &problem, a.exec.quiet);
+    let mut runner = Runner::new(problem, ga, rundir, obs).with_interrupt(flag).with_design_hash(hash);
     let summary = runner.run(None)?;
-    Ok(report(&summary))
-}
-
-/// Read the design and settings a run directory keeps.
-pub fn open_run(dir: &Path) -> anyhow::Result<(RunDir, Design, RunSettings)> {
-    let rundir = RunDir::open(dir)?;
-    let design = Design::load(&rundir.file("design.ron"))?;
-    let sp = rundir.file("settings.ron");
-    let text = std::fs::read_to_string(&sp).with_context(|| format!("reading {}", sp.display()))?;
-    let settings: RunSettings = ron::from_str(&text).map_err(|e| anyhow::anyhow!("{}:{e}", sp.display()))?;
-    Ok((rundir, design, settings))
+    Ok(report(&summary, false, false))
 }
 
 pub fn resume(a: ResumeArgs) -> anyhow::Result<i32> {
-    let (rundir, design, mut settings) = open_run(&a.run_dir)?;
-    let loaded = checkpoint::load(rundir.path())?;
-    if let Some(w) = &loaded.warning {
+    // The lock first: nothing is read that another process could be rewriting.
+    let rundir = RunDir::open_locked(&a.run_dir)?;
+    let (design, mut settings) = read_run(&rundir)?;
+    let loaded = match checkpoint::load(rundir.path()) {
+        Ok(l) => Some(l),
+        Err(CheckpointError::Missing { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let loaded = loaded.filter(|l| l.state.started());
+    if let Some(w) = loaded.as_ref().and_then(|l| l.warning.as_ref()) {
         println!("warning: {w}");
     }
     let mut hash = design.hash();
-    if loaded.state.design_hash != hash {
-        if !a.force {
-            bail!(
-                "{} was edited since the run started (hash {} in the checkpoint, {} now); resuming would mix two designs. Use --force to resume anyway",
-                rundir.file("design.ron").display(),
-                short(&loaded.state.design_hash),
-                short(&hash)
-            );
+    if let Some(l) = &loaded {
+        if l.state.design_hash != hash {
+            if !a.force {
+                bail!(
+                    "{} was edited since the run started (hash {} in the checkpoint, {} now); resuming would mix two designs. Use --force to resume anyway",
+                    rundir.file("design.ron").display(),
+                    short(&l.state.design_hash),
+                    short(&hash)
+                );
+            }
+            println!("warning: design.ron was edited since the run started; resuming anyway (--force)");
+            hash = l.state.design_hash.clone();
         }
-        println!("warning: design.ron was edited since the run started; resuming anyway (--force)");
-        hash = loaded.state.design_hash.clone();
     }
+    let at = loaded.as_ref().map_or(0, |l| l.state.generation);
     if let Some(m) = a.more {
-        settings.ga.generations = loaded.state.generation + m;
+        settings.ga.generations = at + m;
     } else if let Some(g) = a.generations {
         settings.ga.generations = g;
     }
-    if settings.ga.generations <= loaded.state.generation {
-        println!(
-            "note: the checkpoint is at generation {} and the run is set to stop at {}: use --more N or --generations N to go on",
-            loaded.state.generation, settings.ga.generations
-        );
+    a.stop.apply(&mut settings.ga);
+    settings.ga.validate().context("optimiser settings")?;
+    let asked = a.more.is_some() || a.generations.is_some() || a.stop.any();
+    // Asked for more and a rule forbids it: say which, and change nothing.
+    if let Some(reason) = loaded.as_ref().and_then(|l| resume_blocked(&l.state, &settings.ga)) {
+        if asked {
+            println!("{}", nothing_to_breed(loaded.as_ref().map_or(0, |l| l.state.generation), reason));
+            return Ok(1);
+        }
     }
-    let backend = select(a.exec.backend, parse_gpus(&a.exec.gpus).map_err(anyhow::Error::msg)?, &mut |s| println!("{s}"))?;
+    let backend = a.exec.backend(&mut |s| println!("{s}"))?;
     let ron_settings = ron::ser::to_string_pretty(&settings, ron::ser::PrettyConfig::default())?;
     rundir.store("settings.ron", ron_settings)?;
     let sim = Arc::new(Simulator { design, backend: Arc::from(backend), engine: settings.engine });
     let problem = DesignProblem::new(sim.clone());
-    let obs = observers(&sim, &problem, a.exec.quiet);
-    let mut runner = Runner::new(problem, settings.ga.clone(), rundir, obs).with_interrupt(interrupt_flag()).with_design_hash(hash);
-    let summary = runner.resume_from(loaded, None)?;
-    Ok(report(&summary))
+    let (obs, flag) = observers(&sim, &problem, a.exec.quiet);
+    let mut runner = Runner::new(problem, settings.ga.clone(), rundir, obs).with_interrupt(flag).with_design_hash(hash);
+    let summary = match loaded {
+        Some(l) => runner.resume_from(l, None)?,
+        None => {
+            println!("note: {NOTHING_COMPLETED}");
+            runner.run(None)?
+        }
+    };
+    Ok(report(&summary, true, asked))
 }
 
 fn short(h: &str) -> &str {

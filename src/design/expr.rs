@@ -110,12 +110,30 @@ const FUNCTIONS: &[&str] = &[
     "math::abs",
 ];
 
+/// The longest expression accepted, in bytes.
+pub const MAX_EXPR_LEN: usize = 1000;
+/// The deepest nesting of parentheses accepted.
+pub const MAX_EXPR_DEPTH: usize = 64;
+
 /// Names every expression can use without declaring them.
 pub const BUILTIN_NAMES: &[&str] = &["pi"];
 
 /// Parse `text` into an evalexpr tree whose integer literals are floats, so that
 /// `"1/2"` is 0.5 and not evalexpr's integer division 0.
 pub fn compile(text: &str) -> Result<Node<DefaultNumericTypes>, String> {
+    // evalexpr parses and evaluates recursively: an expression nested thousands
+    // deep would overflow the stack (an abort, not an error). No design needs this.
+    if text.len() > MAX_EXPR_LEN {
+        return Err(format!("is {} characters long; expressions are limited to {MAX_EXPR_LEN}", text.len()));
+    }
+    let (_, depth) = text.chars().fold((0usize, 0usize), |(d, max), c| match c {
+        '(' => (d + 1, max.max(d + 1)),
+        ')' => (d.saturating_sub(1), max),
+        _ => (d, max),
+    });
+    if depth > MAX_EXPR_DEPTH {
+        return Err(format!("nests parentheses {depth} deep; at most {MAX_EXPR_DEPTH} are allowed"));
+    }
     let mut node = evalexpr::build_operator_tree::<DefaultNumericTypes>(text).map_err(|e| e.to_string())?;
     floatify(&mut node);
     Ok(node)
@@ -210,7 +228,8 @@ impl Scope {
         let mut ctx = HashMapContext::<DefaultNumericTypes>::new();
         let builtins = [("pi".to_string(), std::f64::consts::PI)];
         for (k, v) in constants.iter().chain(values).chain(builtins.iter().map(|(k, v)| (k, v))) {
-            // Cannot fail for a HashMapContext (no type locking).
+            // A HashMapContext refuses only a name set again with another type;
+            // every value here is a Float, so this cannot fail.
             ctx.set_value(k.clone(), Value::Float(*v)).expect("HashMapContext accepts any value");
         }
         Scope { file: file.to_string(), ctx }

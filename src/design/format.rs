@@ -312,8 +312,14 @@ impl EngineSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EngineOptions {
-    /// Cell size in design units (cubic cells; each axis stretches it slightly to fit).
-    pub cell: Expr,
+    /// A uniform mesh of this cell size in design units (cubic cells; each
+    /// axis stretches it slightly to fit). Without `cell` the mesh follows the
+    /// geometry (`mesh`, automatic by default). The TLM engines need `cell`.
+    #[serde(default)]
+    pub cell: Option<Expr>,
+    /// How the mesh follows the geometry when no `cell` is given.
+    #[serde(default)]
+    pub mesh: Option<MeshSpec>,
     /// An axis along which neither the structure nor the fields vary (one cell).
     #[serde(default)]
     pub invariant: Option<Axis>,
@@ -327,6 +333,107 @@ pub struct EngineOptions {
     pub decay_db: f64,
     #[serde(default)]
     pub max_steps: Option<usize>,
+}
+
+/// The mesh of a design: `Auto(...)`, every field optional.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum MeshSpec {
+    Auto(AutoMeshSpec),
+}
+
+/// The automatic mesher's settings (docs/DESIGN_FORMAT.md, "Mesh").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutoMeshSpec {
+    /// The largest cell, as cells per wavelength at `band.stop` in the densest material.
+    #[serde(default = "default_cells_per_wavelength")]
+    pub cells_per_wavelength: f64,
+    /// An explicit largest cell (design units); the smaller of the two rules.
+    #[serde(default)]
+    pub max_cell: Option<Expr>,
+    /// The smallest cell allowed (design units; default: max cell / 16).
+    #[serde(default)]
+    pub min_cell: Option<Expr>,
+    /// The cell next to a metal edge (design units; default: max cell / 2).
+    #[serde(default)]
+    pub edge_cell: Option<Expr>,
+    /// Largest ratio of neighbouring cells.
+    #[serde(default = "default_max_ratio")]
+    pub max_ratio: f64,
+    /// How metal edges get their lines.
+    #[serde(default)]
+    pub edges: EdgeRuleSpec,
+    /// Cells at least across a dielectric slab (a substrate's thickness).
+    #[serde(default = "default_slab_cells")]
+    pub slab_cells: usize,
+    /// Lines forced on an axis, in design units, from the domain's low face to
+    /// its high face (the mesher then leaves that axis alone).
+    #[serde(default)]
+    pub lines: ForcedLines,
+}
+
+impl Default for AutoMeshSpec {
+    fn default() -> Self {
+        AutoMeshSpec {
+            cells_per_wavelength: default_cells_per_wavelength(),
+            max_cell: None,
+            min_cell: None,
+            edge_cell: None,
+            max_ratio: default_max_ratio(),
+            edges: EdgeRuleSpec::default(),
+            slab_cells: default_slab_cells(),
+            lines: ForcedLines::default(),
+        }
+    }
+}
+
+/// Lines per axis (`lines: (z: [0, 1.6, 3.2, ...])`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForcedLines {
+    #[serde(default)]
+    pub x: Option<Vec<Expr>>,
+    #[serde(default)]
+    pub y: Option<Vec<Expr>>,
+    #[serde(default)]
+    pub z: Option<Vec<Expr>>,
+}
+
+impl ForcedLines {
+    pub fn axis(&self, a: Axis) -> Option<&Vec<Expr>> {
+        match a {
+            Axis::X => self.x.as_ref(),
+            Axis::Y => self.y.as_ref(),
+            Axis::Z => self.z.as_ref(),
+        }
+    }
+}
+
+/// How metal edges get their lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub enum EdgeRuleSpec {
+    /// Sheets' edges and thin metal's faces (their field is singular across
+    /// the edge) by two lines 0.15 of the edge cell inside the metal and 0.85
+    /// outside; faces of thick solid metal on a line (docs/ACCURACY.md).
+    #[default]
+    Auto,
+    /// Every metal edge by the thirds rule (1/3 inside the metal, 2/3 outside).
+    Thirds,
+    /// A line on every metal edge.
+    OnEdge,
+    /// Like `Auto`, with the edge lines of sheets and thin metal at this
+    /// fraction of the edge cell inside the metal (0 to 0.5).
+    Inside(f64),
+}
+
+fn default_cells_per_wavelength() -> f64 {
+    20.0
+}
+fn default_max_ratio() -> f64 {
+    1.5
+}
+fn default_slab_cells() -> usize {
+    4
 }
 
 fn default_pml() -> usize {

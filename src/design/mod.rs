@@ -9,6 +9,7 @@
 //! lines over it ([`mesh`]), and the voxeliser snapping it onto them
 //! (`voxel`).
 
+pub mod budget;
 pub mod error;
 pub mod expr;
 pub mod format;
@@ -24,6 +25,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+pub use budget::MemoryBudget;
 pub use error::DesignError;
 pub use format::DesignFile;
 pub use crate::ga::GaSettings;
@@ -43,6 +45,8 @@ pub struct Design {
     file: DesignFile,
     goals: Vec<Goal>,
     notes: Vec<String>,
+    /// Memory a job's grid may need; larger grids are refused before allocation.
+    budget: MemoryBudget,
 }
 
 impl Design {
@@ -60,6 +64,11 @@ impl Design {
     /// port outside the domain or a mesh too coarse fails here rather than on every
     /// evaluation.
     pub fn parse(text: &str, origin: &str) -> Result<Design, DesignError> {
+        Design::parse_with_budget(text, origin, MemoryBudget::machine())
+    }
+
+    /// [`Design::parse`] with grids limited to `budget` (the machine's memory by default).
+    pub fn parse_with_budget(text: &str, origin: &str, budget: MemoryBudget) -> Result<Design, DesignError> {
         let file: DesignFile = ron_options().from_str(text).map_err(|e| DesignError::from_ron(origin, e))?;
         let checked = validate::check_static(&file, origin)?;
         let design = Design {
@@ -68,6 +77,7 @@ impl Design {
             file,
             goals: checked.goals,
             notes: checked.notes,
+            budget,
         };
         let mid = design.midpoint_values();
         if design.constraint_violation(&mid) == 0.0 {
@@ -132,7 +142,7 @@ impl Design {
 
     /// The 0-based port indices that must be driven for the goals (S_ij needs port j driven).
     pub fn drives_needed(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.goals.iter().map(|g| g.s.1 - 1).collect();
+        let mut v: Vec<usize> = self.goals.iter().filter_map(|g| g.kind.drive()).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -157,7 +167,7 @@ impl Design {
             ));
         }
         let job = self.job(values, engine_override)?;
-        let values_text = values.iter().map(|(k, v)| format!("{k}={}", short(*v))).collect::<Vec<_>>().join(",");
+        let values_text = values.iter().map(|(k, v)| format!("{k}={}", crate::numfmt::short(*v))).collect::<Vec<_>>().join(",");
         Ok(drives
             .iter()
             .map(|&j| {
@@ -191,12 +201,12 @@ impl Design {
         let mesher = match mesher {
             Some(m) => m,
             None => {
-                own = mesh::from_design(&self.file, &self.origin, values)?;
+                own = mesh::from_design(&self.file, &self.origin, values, self.budget)?;
                 own.as_ref()
             }
         };
         let meshed = mesher.mesh(&geo, &units)?;
-        voxel::voxelise(&geo, &meshed, &self.file, &units)
+        voxel::voxelise(&geo, &meshed, &self.file, &units, self.budget)
     }
 
     fn job(&self, values: &BTreeMap<String, f64>, over: Option<EngineKind>) -> Result<SimJob, DesignError> {
@@ -216,16 +226,6 @@ fn ron_options() -> ron::Options {
     ron::Options::default()
         .with_default_extension(Extensions::UNWRAP_VARIANT_NEWTYPES)
         .with_default_extension(Extensions::IMPLICIT_SOME)
-}
-
-/// A value for labels: at most 6 significant digits, no trailing zeros.
-pub fn short(x: f64) -> String {
-    let s = format!("{:.*}", (5 - x.abs().max(1e-300).log10().floor() as i32).clamp(0, 12) as usize, x);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
 }
 
 #[cfg(test)]

@@ -348,7 +348,8 @@ fn optimiser_settings_default_field_by_field() {
     let d = design("", PROBE, FDTD, "");
     assert_eq!(*d.optimiser(), GaSettings::default());
     let g = GaSettings::default();
-    assert_eq!((g.population, g.tournament, g.stop.target, g.stop.stagnation), (32, 2, None, None));
+    // Without an optimiser block a run stops when every goal is met, or on stagnation.
+    assert_eq!((g.population, g.tournament, g.stop.target, g.stop.stagnation), (32, 2, Some(0.0), Some(12)));
     assert_eq!(g.mutation_probability(4), 0.25);
     let d = design(
         "",
@@ -357,10 +358,11 @@ fn optimiser_settings_default_field_by_field() {
         "optimiser: Ga(population: 10, mutation: Polynomial(probability: 0.5), stop: (wall_seconds: 60)),",
     );
     let o = d.optimiser();
-    assert_eq!((o.population, o.generations, o.elitism), (10, 20, 2));
+    assert_eq!((o.population, o.generations, o.elitism), (10, 40, 2));
     assert_eq!(o.mutation, crate::ga::Mutation::Polynomial { probability: Some(0.5), eta: 20.0 });
     assert_eq!(o.crossover, crate::ga::Crossover::Sbx { probability: 0.9, eta: 15.0 });
-    assert_eq!((o.stop.wall_seconds, o.stop.target), (Some(60.0), None));
+    // The stop rules not written keep their defaults.
+    assert_eq!((o.stop.wall_seconds, o.stop.target, o.stop.stagnation), (Some(60.0), Some(0.0), Some(12)));
     // A bad setting is named.
     let text = d.text().replace("population: 10", "population: 10, elitism: 10");
     let e = Design::parse(&text, "t.ron").unwrap_err().to_string();

@@ -5,10 +5,14 @@ use std::collections::BTreeSet;
 
 use super::error::DesignError;
 use super::expr::{self, Expr, BUILTIN_NAMES};
-use super::format::{DesignFile, EngineSpec, MaterialSpec, Objective, PortSpec, Primitive, Vec3};
+use super::format::{DesignFile, EdgeRuleSpec, EngineSpec, MaterialSpec, Objective, PortSpec, Primitive, Vec3};
 use super::params::spec_problem;
-use crate::fitness::{Goal, Limit};
+use crate::fitness::{Goal, GoalKind, Limit};
 use crate::job::{Axis, Boundary};
+use super::voxel::MIN_CELLS_PER_WAVELENGTH;
+
+/// The most frequencies a sweep may have (each is a running DFT per port).
+pub const MAX_BAND_POINTS: usize = 100_000;
 
 /// Built-in material names (matched case-insensitively).
 pub const BUILTIN_MATERIALS: &[&str] = &["Pec", "Vacuum"];
@@ -144,6 +148,9 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
     if b.points < 2 {
         return bad("band.points", format!("must be at least 2 (got {})", b.points));
     }
+    if b.points > MAX_BAND_POINTS {
+        return bad("band.points", format!("must be at most {MAX_BAND_POINTS} (got {}): every point is a DFT kept at every step", b.points));
+    }
 
     let notes = check_engine(d, file)?;
     let goals = check_goals(d, file)?;
@@ -192,6 +199,37 @@ fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> 
     }
     if o.max_steps == Some(0) {
         return bad("engine.max_steps", "must be at least 1".into());
+    }
+    if o.cell.is_some() && o.mesh.is_some() {
+        return bad(
+            "engine.mesh",
+            "give either `cell` (a uniform mesh) or `mesh` (a mesh that follows the geometry), not both".into(),
+        );
+    }
+    if o.cell.is_none() && !matches!(d.engine, EngineSpec::Fdtd(_)) {
+        return bad(
+            "engine.cell",
+            "the TLM engines run on uniform cells: give `cell` (a mesh that follows the geometry is FDTD only)".into(),
+        );
+    }
+    if let Some(super::format::MeshSpec::Auto(m)) = &o.mesh {
+        if !(m.cells_per_wavelength.is_finite() && m.cells_per_wavelength >= MIN_CELLS_PER_WAVELENGTH) {
+            return bad(
+                "engine.mesh.cells_per_wavelength",
+                format!("must be at least {MIN_CELLS_PER_WAVELENGTH} (got {})", m.cells_per_wavelength),
+            );
+        }
+        if let EdgeRuleSpec::Inside(f) = m.edges {
+            if !(f.is_finite() && (0.0..0.5).contains(&f)) {
+                return bad("engine.mesh.edges", format!("Inside(f) needs 0 <= f < 0.5 (got {f})"));
+            }
+        }
+        if !(m.max_ratio > 1.0 && m.max_ratio <= 3.0) {
+            return bad("engine.mesh.max_ratio", format!("must lie in (1, 3]; 1.3-1.5 is usual (got {})", m.max_ratio));
+        }
+        if m.slab_cells == 0 {
+            return bad("engine.mesh.slab_cells", "must be at least 1".into());
+        }
     }
     let faces = boundary_faces(d);
     let mut notes = vec![];
@@ -278,7 +316,7 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
         if f1.is_nan() || f2.is_nan() || f1 >= f2 {
             return bad(format!("{at}.band"), format!("f2 ({f2}) must be above f1 ({f1})"));
         }
-        let goal = Goal { s: g.s, band: g.band, limit, weight: g.weight };
+        let goal = Goal { kind: GoalKind::S { i, j }, band: g.band, limit, weight: g.weight };
         let tol = 1e-9 * d.band.stop;
         if f1 < d.band.start - tol || f2 > d.band.stop + tol {
             return bad(
@@ -336,6 +374,21 @@ fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
             PortSpec::Waveguide { plane, .. } => out.push((format!("ports[{i}].plane"), plane.axis_and_coord().1)),
         }
     }
-    out.push(("engine.cell".into(), &d.engine.options().cell));
+    let o = d.engine.options();
+    if let Some(c) = &o.cell {
+        out.push(("engine.cell".into(), c));
+    }
+    if let Some(super::format::MeshSpec::Auto(m)) = &o.mesh {
+        for (name, e) in [("max_cell", &m.max_cell), ("min_cell", &m.min_cell), ("edge_cell", &m.edge_cell)] {
+            if let Some(e) = e {
+                out.push((format!("engine.mesh.{name}"), e));
+            }
+        }
+        for a in Axis::ALL {
+            if let Some(v) = m.lines.axis(a) {
+                out.extend(v.iter().enumerate().map(|(i, e)| (format!("engine.mesh.lines.{}[{i}]", a.name()), e)));
+            }
+        }
+    }
     out
 }

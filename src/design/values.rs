@@ -8,6 +8,7 @@ use super::expr::{comparison, Cmp, Scope};
 use super::format::Objective;
 use super::params::GeneSpec;
 use super::Design;
+use crate::numfmt::short;
 
 impl Design {
     /// Parameter names, sorted.
@@ -56,7 +57,7 @@ impl Design {
             let at = format!("constraints[{i}]");
             let (lhs, rhs, v) = self.constraint_sides(&scope, c, &at)?;
             if v > 0.0 {
-                let detail = format!("left side {}, right side {}", fmt(lhs), fmt(rhs));
+                let detail = format!("left side {}, right side {}", short(lhs), short(rhs));
                 return Err(DesignError::ConstraintViolated {
                     file: self.origin.clone(),
                     at,
@@ -176,9 +177,4 @@ impl Design {
         }
         Ok(out)
     }
-}
-
-fn fmt(x: f64) -> String {
-    let s = format!("{x:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }

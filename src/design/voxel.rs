@@ -11,6 +11,7 @@ use std::ops::Range;
 
 use super::error::DesignError;
 use super::format::DesignFile;
+use super::budget::{check_grid, MemoryBudget};
 use super::geometry::{Geometry, PortGeomKind, Shape, SheetGeom, Solid, SolidKind, Units};
 use super::mesh::Meshed;
 use crate::consts::C0;
@@ -90,7 +91,9 @@ impl Snap<'_> {
 }
 
 /// The job for `geo` on `m`, driven at port 0 (callers set `drive` and `label`).
-pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units) -> Result<SimJob, DesignError> {
+pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, budget: MemoryBudget) -> Result<SimJob, DesignError> {
+    // The memory check comes before the first allocation of the grid's size.
+    check_grid(m.mesh.n(), budget, &u.file)?;
     let s = Snap { geo, m };
     check_mesh(&s, d, u)?;
     // Per primitive, in the file's order (a substrate's ground after its slab).

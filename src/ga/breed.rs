@@ -4,8 +4,8 @@
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::genome::GeneSpec;
-use super::ops::{crossover, mutate, repair};
+use super::genome::{repair_genome, GeneSpec};
+use super::ops::{crossover, mutate};
 use super::settings::{Crossover, GaSettings, Mutation};
 
 /// The RNG of one offspring pair (or one initial individual). Seeding it from
@@ -36,9 +36,9 @@ pub fn breed(
         let (mut c1, mut c2) = crossover::sbx(parents[a], parents[b], &bounds, px, eta_c, &mut rng);
         // Repair after each operator, so mutation starts from a legal design.
         for c in [&mut c1, &mut c2] {
-            repair::repair_genome(genes, c);
+            repair_genome(genes, c);
             mutate::polynomial(c, &bounds, pm, eta_m, &mut rng);
-            repair::repair_genome(genes, c);
+            repair_genome(genes, c);
         }
         children.push(c1);
         if children.len() < n {

@@ -1,4 +1,5 @@
-//! The gene space: what each gene may take, lattice rounding, and the exact cache key of a genome.
+//! The gene space: what each gene may take, lattice rounding (the repair
+//! applied after every operator), and the exact cache key of a genome.
 //!
 //! A genome is a `Vec<f64>` in the order of the specs. Int and Stepped genes
 //! evolve as reals and are rounded onto their lattice after every operator
@@ -57,9 +58,25 @@ impl GeneSpec {
         }
     }
 
-    /// The nearest allowed value to `x` (the repair the operators apply).
+    /// The nearest allowed value to `x`: inside the bounds and, for lattice
+    /// genes, on the lattice (the repair the operators apply). Non-finite input
+    /// (which no operator should produce) becomes the lower bound.
     pub fn snap(&self, x: f64) -> f64 {
-        super::ops::repair::repair_gene(self, x)
+        let (lo, hi) = self.bounds();
+        if !x.is_finite() {
+            return lo;
+        }
+        let v = match *self {
+            GeneSpec::Real { .. } => x.clamp(lo, hi),
+            GeneSpec::Int { .. } => x.round().clamp(lo, hi),
+            GeneSpec::Stepped { min, step, .. } => {
+                let k = ((x - min) / step).round().clamp(0.0, self.lattice_top() as f64);
+                // Always computed the same way from k, so equal lattice points have equal bits.
+                min + k * step
+            }
+        };
+        // -0.0 and 0.0 are the same design; give them the same cache key.
+        v + 0.0
     }
 
     /// The allowed value nearest the middle of the range.
@@ -144,6 +161,14 @@ pub fn validate_genes(genes: &[GeneSpec]) -> Result<(), GaError> {
     Ok(())
 }
 
+/// Repair every gene of a genome in place: inside its bounds and on its
+/// lattice ([`GeneSpec::snap`]), applied after every variation operator.
+pub fn repair_genome(genes: &[GeneSpec], x: &mut [f64]) {
+    for (g, v) in genes.iter().zip(x.iter_mut()) {
+        *v = g.snap(*v);
+    }
+}
+
 /// A uniformly random genome: uniform over the real interval, and over the
 /// lattice points for Int and Stepped genes.
 pub fn random_genome(genes: &[GeneSpec], rng: &mut impl rand::Rng) -> Vec<f64> {
@@ -154,7 +179,7 @@ pub fn random_genome(genes: &[GeneSpec], rng: &mut impl rand::Rng) -> Vec<f64> {
             lo + rng.random::<f64>() * (hi - lo)
         })
         .collect();
-    crate::ga::ops::repair::repair_genome(genes, &mut x);
+    repair_genome(genes, &mut x);
     x
 }
 
@@ -212,5 +237,72 @@ mod tests {
         let inv = GeneSpec::Real { name: "w".into(), min: 2.0, max: 1.0 };
         assert!(validate_genes(&[inv]).unwrap_err().to_string().contains("above max"));
         assert!(validate_genes(&[stepped()]).is_ok());
+    }
+
+    #[test]
+    fn values_land_on_lattice_and_in_bounds() {
+        let s = GeneSpec::Stepped { name: "s".into(), min: 0.3, max: 1.05, step: 0.1 };
+        let top = 0.3 + 7.0 * 0.1;
+        assert_eq!(s.snap(5.0), top);
+        assert_eq!(s.snap(-5.0), 0.3);
+        assert_eq!(s.snap(0.64), 0.3 + 3.0 * 0.1);
+        // Repair is idempotent, bit for bit: the cache key of a repaired genome is stable.
+        for i in 0..1000 {
+            let x = -1.0 + i as f64 * 0.003;
+            let once = s.snap(x);
+            assert_eq!(s.snap(once).to_bits(), once.to_bits());
+        }
+        let i = GeneSpec::Int { name: "n".into(), min: -2, max: 4 };
+        assert_eq!(i.snap(2.49), 2.0);
+        assert_eq!(i.snap(9.0), 4.0);
+        assert_eq!(i.snap(f64::NAN), -2.0);
+        let r = GeneSpec::Real { name: "r".into(), min: -1.0, max: 0.0 };
+        assert_eq!(r.snap(-0.0).to_bits(), 0.0f64.to_bits());
+        assert_eq!(r.snap(0.5), 0.0);
+    }
+
+    #[test]
+    fn operators_then_repair_keep_every_gene_legal() {
+        use crate::ga::ops::{crossover::sbx, mutate::polynomial};
+        use rand::{Rng, SeedableRng};
+        let genes = vec![
+            GeneSpec::Real { name: "r".into(), min: -1.0, max: 2.0 },
+            GeneSpec::Int { name: "n".into(), min: 1, max: 4 },
+            GeneSpec::Stepped { name: "s".into(), min: 0.25, max: 2.0, step: 0.25 },
+            GeneSpec::Stepped { name: "t".into(), min: 0.1, max: 0.95, step: 0.1 },
+        ];
+        let ob: Vec<(f64, f64)> = genes.iter().map(GeneSpec::operator_bounds).collect();
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(8);
+        let mut seen_int = [0usize; 4];
+        for _ in 0..20_000 {
+            let p = random_genome(&genes, &mut rng);
+            let q = random_genome(&genes, &mut rng);
+            let (mut a, mut b) = sbx(&p, &q, &ob, 0.9, rng.random::<f64>() * 20.0, &mut rng);
+            polynomial(&mut a, &ob, 0.5, 1.0 + rng.random::<f64>() * 20.0, &mut rng);
+            polynomial(&mut b, &ob, 0.5, 20.0, &mut rng);
+            repair_genome(&genes, &mut a);
+            repair_genome(&genes, &mut b);
+            for x in [&a, &b] {
+                for (g, &v) in genes.iter().zip(x.iter()) {
+                    let (lo, hi) = g.bounds();
+                    assert!(v >= lo && v <= hi, "{} = {v} outside [{lo}, {hi}]", g.name());
+                    match *g {
+                        GeneSpec::Int { .. } => assert_eq!(v, v.round()),
+                        GeneSpec::Stepped { min, step, .. } => {
+                            let k = ((v - min) / step).round();
+                            assert_eq!(v.to_bits(), (min + k * step).to_bits(), "{} = {v} off lattice", g.name());
+                        }
+                        GeneSpec::Real { .. } => {}
+                    }
+                }
+                seen_int[x[1] as usize - 1] += 1;
+            }
+        }
+        // The widened operator interval gives the end points of the lattice a fair share.
+        let total: usize = seen_int.iter().sum();
+        for (k, &c) in seen_int.iter().enumerate() {
+            let share = c as f64 / total as f64;
+            assert!(share > 0.15 && share < 0.35, "integer {} drawn with share {share}", k + 1);
+        }
     }
 }

@@ -19,8 +19,8 @@ pub mod testfns;
 
 pub use error::GaError;
 pub use genome::GeneSpec;
-pub use problem::{Evaluation, Problem, PENALTY};
+pub use problem::{Decay, Evaluation, Extra, Problem, PENALTY};
 pub use settings::{Crossover, GaSettings, Mutation, Stop};
-pub use state::{FailureRecord, GaState, GenStats, GeneSpread, Individual};
+pub use state::{FailureRecord, GaState, GenStats, GeneSpread, Individual, SettingsChange};
 pub use step::{new_state, step};
 pub use termination::{Criterion, Termination, TerminationReason};

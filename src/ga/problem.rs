@@ -1,8 +1,11 @@
 //! The `Problem` trait: what the optimiser needs from a design and an engine, and what one evaluation returns.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::genome::GeneSpec;
+use crate::fitness::GoalScore;
 
 /// The objective value given to a design that could not be simulated or was
 /// not simulated: finite (never NaN, so sorting stays total) and worse than any real result.
@@ -17,16 +20,56 @@ pub struct Evaluation {
     pub constraint_violation: f64,
     /// Set when the design could not be simulated (fields went non-finite, ...).
     pub failure: Option<String>,
-    /// Opaque per-design details (e.g. per-goal breakdown), shown by `inspect`.
-    pub extra: serde_json::Value,
+    /// What the problem says about the design beside its objectives, shown by `inspect`.
+    #[serde(with = "extra_as_map")]
+    pub extra: Extra,
     /// Engine throughput for this design, if it knows.
     pub cells_per_second: Option<f64>,
+    /// How far the simulations' end criterion got (time-domain engines); None
+    /// where the problem has no such notion. Kept per design in the checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decay: Option<Decay>,
+}
+
+/// How far a design's field energy decayed before its simulations ended: the
+/// engine's end criterion. A simulation cut off by the step cap before the
+/// target leaves the tail of its signals out, so its S-parameters, and the
+/// fitness made from them, are uncertain.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Decay {
+    /// The least decay over the design's simulations (dB below the energy peak, e.g. -52.3).
+    pub reached_db: f64,
+    /// The decay the end criterion asks for (e.g. -50).
+    pub target_db: f64,
+    /// A simulation hit the step cap before reaching the target.
+    pub truncated: bool,
+}
+
+impl Decay {
+    /// How many dB short of its target a truncated simulation stopped (0 when it converged).
+    pub fn shortfall_db(&self) -> f64 {
+        if self.truncated {
+            (self.reached_db - self.target_db).max(0.0)
+        } else {
+            0.0
+        }
+    }
+}
+
+impl std::fmt::Display for Decay {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        if self.truncated {
+            write!(f, "truncated: step cap reached with the energy at {:.1} dB (target {:.1} dB)", self.reached_db, self.target_db)
+        } else {
+            write!(f, "converged: energy at {:.1} dB (target {:.1} dB)", self.reached_db, self.target_db)
+        }
+    }
 }
 
 impl Evaluation {
     /// A feasible, successful evaluation.
     pub fn ok(objectives: Vec<f64>) -> Evaluation {
-        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: serde_json::Value::Null, cells_per_second: None }
+        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: Extra::default(), cells_per_second: None, decay: None }
     }
 
     /// A design that could not be simulated.
@@ -35,14 +78,20 @@ impl Evaluation {
             objectives: vec![PENALTY; n_objectives],
             constraint_violation: 0.0,
             failure: Some(reason.into()),
-            extra: serde_json::Value::Null,
+            extra: Extra::default(),
             cells_per_second: None,
+            decay: None,
         }
     }
 
     /// Did the simulation produce usable objectives?
     pub fn is_valid(&self) -> bool {
         self.failure.is_none() && self.objectives.iter().all(|&o| o < PENALTY)
+    }
+
+    /// Was a simulation of this design cut off by the step cap before its end criterion?
+    pub fn is_truncated(&self) -> bool {
+        self.decay.is_some_and(|d| d.truncated)
     }
 
     pub fn is_feasible(&self) -> bool {
@@ -80,6 +129,52 @@ impl Evaluation {
     }
 }
 
+/// What a problem reports about one design beside its objectives, for people
+/// (`inspect`, `best/`): the first objective's parts, how the simulation went,
+/// and other named numbers. Every part is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Extra {
+    /// The fitness goal by goal, in the design's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub goals: Vec<GoalScore>,
+    /// How the design's simulations ended, one line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<String>,
+    /// Named numbers worth showing (the test functions' diagnostics, say).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub values: BTreeMap<String, f64>,
+}
+
+impl Extra {
+    pub fn is_empty(&self) -> bool {
+        self == &Extra::default()
+    }
+}
+
+/// [`Extra`] is kept in checkpoints as a plain map (`{"goals": [...], "runs": "..."}`),
+/// and as `()` when empty: the form the untyped `extra` of earlier checkpoints
+/// had, so those still load, and a run writes the checkpoint it wrote before.
+mod extra_as_map {
+    use serde::{de::Error as _, Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Extra;
+
+    pub fn serialize<S: Serializer>(extra: &Extra, s: S) -> Result<S::Ok, S::Error> {
+        if extra.is_empty() {
+            // "Nothing", written as before.
+            return serde_json::Value::Null.serialize(s);
+        }
+        serde_json::to_value(extra).map_err(serde::ser::Error::custom)?.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Extra, D::Error> {
+        match serde_json::Value::deserialize(d)? {
+            serde_json::Value::Null => Ok(Extra::default()),
+            v => serde_json::from_value(v).map_err(D::Error::custom),
+        }
+    }
+}
+
 /// What the optimiser optimises: the design (genes, geometric constraints)
 /// and the engine (batch evaluation).
 pub trait Problem {
@@ -95,6 +190,8 @@ pub trait Problem {
     fn constraint_violation(&self, x: &[f64]) -> f64;
 
     /// Simulate a batch of designs, one [`Evaluation`] per design, in order.
+    /// Every design of the batch has passed [`Problem::constraint_violation`]
+    /// (violation 0), so its evaluation's violation is 0 and is not asked again.
     /// Call `progress(done)` with the number finished so far as they complete.
     /// An `Err` is fatal for the run (the engine died); a design that cannot be
     /// simulated is an `Ok` evaluation with `failure: Some(reason)`.

@@ -27,10 +27,11 @@ pub struct GaSettings {
 }
 
 impl Default for GaSettings {
+    /// The defaults `docs/DESIGN_FORMAT.md` lists (a test holds the two together).
     fn default() -> Self {
         GaSettings {
             population: 32,
-            generations: 20,
+            generations: 40,
             seed: 0,
             elitism: 2,
             tournament: 2,
@@ -91,21 +92,45 @@ impl Default for Mutation {
 }
 
 /// Extra stopping rules; any one ends the run (the generation limit always applies).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+///
+/// By default a run stops as soon as every goal is met (target 0) and after
+/// [`DEFAULT_STAGNATION`] generations without improvement; `None` lifts a rule.
+/// Rules whose default is a value are always written out, `None` included, so
+/// a `settings.ron` read back means what it meant when written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Stop {
-    /// Stop once the best feasible fitness is at or below this (single objective only).
-    #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
+    /// Stop once the best feasible fitness is at or below this (single
+    /// objective; with several objectives the default is not used and another value is refused).
+    #[serde(with = "lenient_option")]
     pub target: Option<f64>,
     /// Stop once this many designs have been simulated (checked after each generation).
     #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
     pub max_evaluations: Option<usize>,
     /// Stop after this many generations without improvement of the best.
-    #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
+    #[serde(with = "lenient_option")]
     pub stagnation: Option<usize>,
     /// Stop after this much wall time, summed over resumed sessions (seconds).
     #[serde(with = "lenient_option", skip_serializing_if = "Option::is_none")]
     pub wall_seconds: Option<f64>,
+}
+
+/// The default fitness target: 0, every goal met.
+pub const DEFAULT_TARGET: f64 = 0.0;
+/// The default stagnation limit in generations.
+pub const DEFAULT_STAGNATION: usize = 12;
+
+impl Default for Stop {
+    fn default() -> Self {
+        Stop { target: Some(DEFAULT_TARGET), max_evaluations: None, stagnation: Some(DEFAULT_STAGNATION), wall_seconds: None }
+    }
+}
+
+impl Stop {
+    /// No rule but the generation limit.
+    pub fn none() -> Stop {
+        Stop { target: None, max_evaluations: None, stagnation: None, wall_seconds: None }
+    }
 }
 
 impl GaSettings {
@@ -116,6 +141,8 @@ impl GaSettings {
 
     /// Resolved settings as RON, for `settings.ron` in the run directory.
     pub fn to_ron_string(&self) -> String {
+        // RON fails only on a custom Serialize error or a map key it cannot write;
+        // GaSettings has neither (plain numbers, enums and structs).
         ron::ser::to_string_pretty(self, ron::ser::PrettyConfig::default().struct_names(true))
             .expect("GaSettings holds only plain numbers")
     }
@@ -335,6 +362,46 @@ mod tests {
         assert!(g.validate().unwrap_err().to_string().contains("elitism"));
         let g = GaSettings { mutation: Mutation::Polynomial { probability: Some(1.5), eta: 20.0 }, ..Default::default() };
         assert!(g.validate().unwrap_err().to_string().contains("mutation.probability"));
+    }
+
+    /// docs/DESIGN_FORMAT.md's table of optimiser defaults, each row parsed as RON.
+    #[test]
+    fn the_documented_defaults_are_the_code_defaults() {
+        let doc = include_str!("../../docs/DESIGN_FORMAT.md");
+        let section = &doc[doc.find("## Optimiser").expect("an Optimiser section")..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+        let rows: Vec<(&str, &str)> = section
+            .lines()
+            .filter_map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                let (field, value) = (cells.get(1)?, cells.get(2)?);
+                let field = field.strip_prefix('`')?.strip_suffix('`')?;
+                Some((field, value.trim_matches('`')))
+            })
+            .collect();
+        let fields = ["population", "generations", "seed", "elitism", "tournament", "crossover", "mutation", "stop"];
+        assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), fields, "the table lists every field once, in order");
+        let code = GaSettings::default();
+        let mut all = Vec::new();
+        for (field, value) in &rows {
+            let one = GaSettings::from_ron_str(&format!("Ga({field}: {value})"))
+                .unwrap_or_else(|e| panic!("the documented default of `{field}` ({value}) does not parse: {e}"));
+            assert_eq!(one, code, "the documented default of `{field}` ({value}) is not the code's");
+            all.push(format!("{field}: {value}"));
+        }
+        // The whole table as one block, too.
+        assert_eq!(GaSettings::from_ron_str(&format!("Ga({})", all.join(", "))).unwrap(), code);
+        // A design without an optimiser block stops early when every goal is met and on stagnation.
+        assert_eq!(code.stop.target, Some(0.0));
+        assert!(code.stop.stagnation.is_some());
+    }
+
+    #[test]
+    fn lifted_rules_stay_lifted_through_settings_ron() {
+        let g = GaSettings { stop: Stop::none(), ..Default::default() };
+        let text = g.to_ron_string();
+        assert!(text.contains("target: None") && text.contains("stagnation: None"), "{text}");
+        assert_eq!(GaSettings::from_ron_str(&text).unwrap(), g);
     }
 
     #[test]

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use super::genome::{genome_key, GeneSpec};
 use super::problem::Evaluation;
 use super::settings::GaSettings;
-use super::termination::TerminationReason;
 
 /// Format version of the state; a checkpoint of another version is refused.
 pub const STATE_VERSION: u32 = 1;
@@ -77,6 +76,42 @@ pub struct GenStats {
     pub evaluation_seconds: f64,
     /// Mean of the engine throughputs reported in this generation.
     pub cells_per_second: Option<f64>,
+    /// Designs of this generation whose simulation hit the step cap before its end criterion.
+    #[serde(default)]
+    pub truncated: usize,
+}
+
+/// A change of the run's limits when it was resumed (`resume --stagnation 30`, say).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingsChange {
+    /// The last generation completed before the change.
+    pub generation: usize,
+    /// What changed, e.g. "stop.stagnation 10 -> 30".
+    pub change: String,
+}
+
+/// Why a run stopped; stored in the state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TerminationReason {
+    MaxGenerations,
+    MaxEvaluations,
+    TargetFitness,
+    Stagnation,
+    WallTime,
+    Interrupted,
+}
+
+impl std::fmt::Display for TerminationReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(match self {
+            TerminationReason::MaxGenerations => "reached the generation limit",
+            TerminationReason::MaxEvaluations => "reached the evaluation limit",
+            TerminationReason::TargetFitness => "reached the target fitness",
+            TerminationReason::Stagnation => "the best stopped improving",
+            TerminationReason::WallTime => "reached the wall-time limit",
+            TerminationReason::Interrupted => "interrupted",
+        })
+    }
 }
 
 /// The whole state of a run.
@@ -107,12 +142,44 @@ pub struct GaState {
     pub stagnant_generations: usize,
     pub termination: Option<TerminationReason>,
     pub failures: Vec<FailureRecord>,
+    /// Limits changed on resume, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<SettingsChange>,
 }
 
 impl GaState {
-    /// The evaluation of a population member or archived design.
+    /// The evaluation of a population member or archived design. Every one has
+    /// its cache entry: `step` adds it before the individual joins, and a
+    /// checkpoint is refused unless [`GaState::check_consistent`] holds.
     pub fn evaluation(&self, ind: &Individual) -> &Evaluation {
         self.cache.get(&ind.key).expect("every individual of the state has a cached evaluation")
+    }
+
+    /// What the optimiser relies on and a (hand-edited) checkpoint could break:
+    /// every cache key is a genome of the gene space, every individual's key is
+    /// its genome's and has a cached evaluation with one value per objective.
+    pub fn check_consistent(&self) -> Result<(), String> {
+        let n = self.genes.len();
+        for (key, e) in &self.cache {
+            match super::genome::genome_from_key(key) {
+                Some(g) if g.len() == n => {}
+                _ => return Err(format!("cache key `{key}` is not a genome of {n} genes")),
+            }
+            if e.objectives.len() != self.n_objectives {
+                return Err(format!("cache entry `{key}` has {} objectives, the run {}", e.objectives.len(), self.n_objectives));
+            }
+        }
+        for (what, list) in [("population", &self.population), ("best", &self.best)] {
+            for ind in list {
+                if ind.key != genome_key(&ind.genome) {
+                    return Err(format!("a {what} member's key `{}` is not its genome's", ind.key));
+                }
+                if !self.cache.contains_key(&ind.key) {
+                    return Err(format!("{what} member `{}` has no cached evaluation", ind.key));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn is_multi_objective(&self) -> bool {
@@ -136,11 +203,41 @@ impl GaState {
         for h in &mut s.history {
             h.wall_seconds = 0.0;
             h.evaluation_seconds = 0.0;
+            h.cells_per_second = None;
+        }
+        for e in s.cache.values_mut() {
+            e.cells_per_second = None;
         }
         s
     }
 
     pub fn gene_names(&self) -> Vec<String> {
         super::genome::gene_names(&self.genes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ga::problem::Problem;
+    use crate::ga::settings::GaSettings;
+    use crate::ga::step::{new_state, step};
+    use crate::ga::testfns::Rastrigin;
+
+    #[test]
+    fn consistency_names_what_a_damaged_state_lacks() {
+        let mut p = Rastrigin::new(2, 1);
+        let mut st = new_state(p.genes(), 1, GaSettings { population: 6, ..Default::default() }, "").unwrap();
+        step(&mut st, &mut p, &|_, _| {}).unwrap();
+        assert_eq!(st.check_consistent(), Ok(()));
+        let mut lost = st.clone();
+        lost.cache.remove(&st.best[0].key);
+        assert!(lost.check_consistent().unwrap_err().contains("no cached evaluation"));
+        let mut bad_key = st.clone();
+        let e = bad_key.cache.values().next().unwrap().clone();
+        bad_key.cache.insert("zz".into(), e);
+        assert!(bad_key.check_consistent().unwrap_err().contains("`zz` is not a genome"));
+        let mut moved = st.clone();
+        moved.population[0].genome[0] += 1.0;
+        assert!(moved.check_consistent().unwrap_err().contains("is not its genome's"));
     }
 }

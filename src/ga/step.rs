@@ -14,7 +14,7 @@ use super::genome::{genome_key, random_genome, validate_genes, GeneSpec};
 use super::nsga2;
 use super::ops::select::{compare_constrained, tournament_constrained};
 use super::problem::{Evaluation, Problem, PENALTY};
-use super::settings::GaSettings;
+use super::settings::{GaSettings, DEFAULT_TARGET};
 use super::single;
 use super::state::{FailureRecord, GaState, GenStats, GeneSpread, Individual, STATE_VERSION};
 
@@ -30,7 +30,9 @@ pub fn new_state(
     if n_objectives == 0 {
         return Err(GaError::InvalidSetting { field: "objectives", why: "the problem has no objectives".into() });
     }
-    if n_objectives > 1 && settings.stop.target.is_some() {
+    // The default target (every goal met) means nothing on a Pareto front and
+    // goes unused there; another value was asked for on purpose and is refused.
+    if n_objectives > 1 && settings.stop.target.is_some_and(|t| t != DEFAULT_TARGET) {
         return Err(GaError::InvalidSetting {
             field: "stop.target",
             why: format!("a target fitness needs a single objective, the problem has {n_objectives}"),
@@ -53,6 +55,7 @@ pub fn new_state(
         stagnant_generations: 0,
         termination: None,
         failures: Vec::new(),
+        changes: Vec::new(),
     })
 }
 
@@ -121,6 +124,8 @@ pub(crate) struct Batch {
     pub(crate) simulated: usize,
     evaluation_seconds: f64,
     cells_per_second: Option<f64>,
+    /// Designs whose simulation hit the step cap before its end criterion.
+    truncated: usize,
 }
 
 /// Evaluate the genomes not yet in the cache: infeasible ones get a penalty
@@ -183,7 +188,8 @@ fn evaluate<P: Problem + ?Sized>(
         entries.push((key, e));
     }
     let cells_per_second = if rates.is_empty() { None } else { Some(rates.iter().sum::<f64>() / rates.len() as f64) };
-    Ok(Batch { entries, failures, simulated: total, evaluation_seconds, cells_per_second })
+    let truncated = entries.iter().filter(|(_, e)| e.is_truncated()).count();
+    Ok(Batch { entries, failures, simulated: total, evaluation_seconds, cells_per_second, truncated })
 }
 
 /// Survival: the next population from the current one and the offspring.
@@ -302,6 +308,7 @@ fn stats(state: &GaState, generation: usize, batch: &Batch, improved: bool) -> G
         wall_seconds: state.elapsed_seconds,
         evaluation_seconds: batch.evaluation_seconds,
         cells_per_second: batch.cells_per_second,
+        truncated: batch.truncated,
     }
 }
 

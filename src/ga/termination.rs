@@ -3,34 +3,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::settings::GaSettings;
 use super::state::GaState;
-
-/// Why a run stopped; stored in the state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum TerminationReason {
-    MaxGenerations,
-    MaxEvaluations,
-    TargetFitness,
-    Stagnation,
-    WallTime,
-    Interrupted,
-}
-
-impl std::fmt::Display for TerminationReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str(match self {
-            TerminationReason::MaxGenerations => "reached the generation limit",
-            TerminationReason::MaxEvaluations => "reached the evaluation limit",
-            TerminationReason::TargetFitness => "reached the target fitness",
-            TerminationReason::Stagnation => "the best stopped improving",
-            TerminationReason::WallTime => "reached the wall-time limit",
-            TerminationReason::Interrupted => "interrupted",
-        })
-    }
-}
+// The reason is part of the state (it is checkpointed); named here too, where the criteria give it.
+pub use super::state::TerminationReason;
 
 /// One stopping rule.
 #[derive(Debug, Clone)]
@@ -41,8 +17,10 @@ pub enum Criterion {
     MaxEvaluations(usize),
     /// Stop once the best feasible fitness is at or below this (single objective).
     TargetFitness(f64),
-    /// Stop after this many generations without improvement.
-    Stagnation(usize),
+    /// Stop after `limit` generations without improvement, counted from
+    /// generation `from` at the earliest (0 for a run; a resumed stagnated run
+    /// counts afresh from where it resumes).
+    Stagnation { limit: usize, from: usize },
     /// Stop once the run time, summed over sessions, reaches this (seconds).
     WallTime(f64),
     /// Stop when the flag is set (Ctrl-C).
@@ -55,7 +33,7 @@ impl Criterion {
             Criterion::MaxGenerations(_) => TerminationReason::MaxGenerations,
             Criterion::MaxEvaluations(_) => TerminationReason::MaxEvaluations,
             Criterion::TargetFitness(_) => TerminationReason::TargetFitness,
-            Criterion::Stagnation(_) => TerminationReason::Stagnation,
+            Criterion::Stagnation { .. } => TerminationReason::Stagnation,
             Criterion::WallTime(_) => TerminationReason::WallTime,
             Criterion::Interrupt(_) => TerminationReason::Interrupted,
         }
@@ -84,7 +62,7 @@ impl Criterion {
                     0.0
                 }
             }
-            Criterion::Stagnation(n) => ratio(state.stagnant_generations as f64, *n as f64),
+            Criterion::Stagnation { limit, from } => ratio(stagnant_since(state, *from) as f64, *limit as f64),
             Criterion::WallTime(s) => ratio(state.elapsed_seconds, *s),
             Criterion::Interrupt(flag) => {
                 if flag.load(Ordering::SeqCst) {
@@ -115,7 +93,7 @@ impl Termination {
             criteria.push(Criterion::MaxEvaluations(n));
         }
         if let Some(n) = s.stagnation {
-            criteria.push(Criterion::Stagnation(n));
+            criteria.push(Criterion::Stagnation { limit: n, from: 0 });
         }
         if let Some(w) = s.wall_seconds {
             criteria.push(Criterion::WallTime(w));
@@ -139,6 +117,54 @@ impl Termination {
     /// The generation limit, if any.
     pub fn max_generations(&self) -> Option<usize> {
         self.criteria.iter().find_map(|c| if let Criterion::MaxGenerations(n) = c { Some(*n) } else { None })
+    }
+
+    /// Count stagnation afresh from `generation` (resuming a run that stopped
+    /// because it stagnated: otherwise it would stop again before breeding).
+    pub fn restart_stagnation(&mut self, generation: usize) {
+        for c in &mut self.criteria {
+            if let Criterion::Stagnation { from, .. } = c {
+                *from = generation;
+            }
+        }
+    }
+
+    /// The rules other than the generation limit that could end the run, each
+    /// as "stagnation 4/12", nearest to being met first. Shown beside the
+    /// generation bar, whose length is always the generation limit.
+    pub fn other_bounds(&self, state: &GaState) -> Vec<String> {
+        let mut v: Vec<(f64, String)> = self
+            .criteria
+            .iter()
+            .filter_map(|c| {
+                let text = match c {
+                    Criterion::MaxEvaluations(n) => format!("evaluations {}/{n}", state.evaluations),
+                    Criterion::Stagnation { limit, from } => format!("stagnation {}/{limit}", stagnant_since(state, *from)),
+                    Criterion::WallTime(w) => format!("wall {}/{}", clock(state.elapsed_seconds), clock(*w)),
+                    Criterion::TargetFitness(_) if state.is_multi_objective() => return None,
+                    Criterion::TargetFitness(t) => format!("target {t}"),
+                    Criterion::MaxGenerations(_) | Criterion::Interrupt(_) => return None,
+                };
+                Some((c.progress(state), text))
+            })
+            .collect();
+        v.sort_by(|a, b| b.0.total_cmp(&a.0));
+        v.into_iter().map(|(_, t)| t).collect()
+    }
+}
+
+/// Generations without improvement, not counting those before `from`.
+fn stagnant_since(state: &GaState, from: usize) -> usize {
+    state.stagnant_generations.min(state.generation.saturating_sub(from))
+}
+
+/// "42s", "12m05s", "3h07m".
+fn clock(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
     }
 }
 
@@ -178,6 +204,7 @@ mod tests {
             wall_seconds: elapsed,
             evaluation_seconds: 0.0,
             cells_per_second: None,
+            truncated: 0,
         });
         s
     }
@@ -204,6 +231,28 @@ mod tests {
             let p = c.progress(&s);
             assert!((0.0..=1.0).contains(&p));
         }
+    }
+
+    #[test]
+    fn a_restarted_stagnation_counts_from_the_resume_and_bounds_are_listed() {
+        let settings = GaSettings {
+            stop: Stop { stagnation: Some(4), max_evaluations: Some(100), target: None, wall_seconds: None },
+            ..Default::default()
+        };
+        let mut t = Termination::from_settings(&settings, 30, None);
+        // Stagnant for 6 generations at generation 10: met.
+        let s = state_at(10, 50, 0.5, 6, 1.0);
+        assert_eq!(t.check(&s), Some(TerminationReason::Stagnation));
+        t.restart_stagnation(10);
+        assert_eq!(t.check(&s), None);
+        assert_eq!(t.other_bounds(&s), ["evaluations 50/100", "stagnation 0/4"]);
+        // Three generations later, still no improvement: 3 of 4.
+        assert_eq!(t.check(&state_at(13, 60, 0.5, 9, 1.0)), None);
+        assert_eq!(t.check(&state_at(14, 60, 0.5, 10, 1.0)), Some(TerminationReason::Stagnation));
+        // An improvement after the resume counts from itself, as always.
+        assert_eq!(t.check(&state_at(16, 60, 0.5, 2, 1.0)), None);
+        assert_eq!(t.other_bounds(&state_at(16, 95, 0.5, 2, 1.0))[0], "evaluations 95/100");
+        assert_eq!(clock(725.0), "12m05s");
     }
 
     #[test]

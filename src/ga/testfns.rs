@@ -1,7 +1,6 @@
 //! Analytic test problems (Rastrigin with mixed genes and a constraint, ZDT1):
 //! cheap stand-ins for a simulator, for tests and for checking a build end to end.
 
-use serde_json::json;
 
 use super::genome::GeneSpec;
 use super::problem::{Evaluation, Problem};
@@ -50,7 +49,7 @@ impl Problem for Rastrigin {
         let mut out = Vec::with_capacity(xs.len());
         for (i, x) in xs.iter().enumerate() {
             let mut e = Evaluation::ok(vec![Rastrigin::value(x)]);
-            e.extra = json!({ "sum": x.iter().sum::<f64>(), "norm2": x.iter().map(|v| v * v).sum::<f64>() });
+            e.extra.values = [("sum".to_string(), x.iter().sum::<f64>()), ("norm2".to_string(), x.iter().map(|v| v * v).sum::<f64>())].into();
             e.cells_per_second = self.cells_per_second;
             out.push(e);
             progress(i + 1);

@@ -1,8 +1,14 @@
 //! PNG plots (plotters, bitmap backend) with a shipped font, so they render
 //! the same on a fresh machine without fontconfig or system fonts.
 
+pub mod impedance;
+pub mod phase;
+pub mod smith;
+pub mod mesh;
 pub mod sparams;
+pub mod sweep;
 
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 static FONT: Once = Once::new();
@@ -21,4 +27,61 @@ pub fn init_font() {
 /// Turn plotters' drawing errors into anyhow errors naming the file.
 pub(crate) fn err<E: std::fmt::Debug>(path: &std::path::Path) -> impl Fn(E) -> anyhow::Error + '_ {
     move |e| anyhow::anyhow!("drawing {}: {e:?}", path.display())
+}
+
+/// Three significant digits, plain for everyday magnitudes: tick labels a
+/// fraction of a decade apart on a log axis stay distinct.
+pub fn sig3(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !(1e-3..1e5).contains(&a) {
+        return format!("{v:.2e}");
+    }
+    let d = (2 - a.log10().floor() as i32).max(0) as usize;
+    format!("{v:.d$}")
+}
+
+/// The RF plots of one network into `dir`: `sparams.png` (|S| with the goal
+/// masks), `phase.png` (phase and group delay), and where some S_ii exists,
+/// `smith.png` and `impedance.png`. Returns the files written.
+pub fn write_rf_plots(dir: &Path, sp: &crate::analysis::SParams, masks: &[sparams::Mask], title: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = vec![];
+    let p = dir.join("sparams.png");
+    sparams::plot(&p, sp, masks, &format!("|S|: {title}"))?;
+    out.push(p);
+    let p = dir.join("phase.png");
+    phase::plot(&p, sp, &format!("Phase and group delay: {title}"))?;
+    out.push(p);
+    let p = dir.join("smith.png");
+    if smith::plot(&p, sp, masks, &format!("Smith chart: {title}"))?.is_some() {
+        out.push(p);
+    }
+    let p = dir.join("impedance.png");
+    if impedance::plot(&p, sp, &format!("Input impedance: {title}"))?.is_some() {
+        out.push(p);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn log_ticks_keep_three_digits() {
+        assert_eq!(super::sig3(152.573), "153");
+        assert_eq!(super::sig3(1.52573), "1.53");
+        assert_eq!(super::sig3(0.0152573), "0.0153");
+        assert_eq!(super::sig3(3.2e-7), "3.20e-7");
+    }
+
+    #[test]
+    fn rf_plots_are_all_written() {
+        let sp = super::sparams::tests::filter_like();
+        let dir = tempfile::tempdir().unwrap();
+        let files = super::write_rf_plots(dir.path(), &sp, &[], "filter").unwrap();
+        let names: Vec<String> = files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["sparams.png", "phase.png", "smith.png", "impedance.png"]);
+        for f in files {
+            let b = std::fs::read(&f).unwrap();
+            assert!(b.starts_with(b"\x89PNG") && b.len() > 10_000, "{}", f.display());
+        }
+    }
 }

@@ -1,4 +1,5 @@
-//! |S| in dB over the band, with goal masks drawn as shaded limits.
+//! |S| in dB over the band, with each goal drawn as a mask in the colour of
+//! the curve it constrains and named in the legend with its band.
 
 use std::path::Path;
 
@@ -16,7 +17,36 @@ pub struct Mask {
     pub above: bool,
 }
 
-const COLOURS: [RGBColor; 6] = [RGBColor(31, 119, 180), RGBColor(214, 39, 40), RGBColor(44, 160, 44), RGBColor(255, 127, 14), RGBColor(148, 103, 189), RGBColor(23, 190, 207)];
+impl Mask {
+    /// "S21 > -1 dB, 31.0-32.1 GHz".
+    pub fn label(&self) -> String {
+        let op = if self.above { ">" } else { "<" };
+        format!("S{}{} {op} {} dB, {}", self.s.0, self.s.1, crate::numfmt::short(self.level_db), crate::fitness::band_text((self.f1, self.f2)))
+    }
+}
+
+/// Curve colours (matplotlib's "tab10", readable on white and to most colour-blind readers).
+pub const COLOURS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+];
+
+/// Every available S_ij with its dB values, in row order.
+pub fn curves(sp: &SParams) -> Vec<((usize, usize), Vec<f64>)> {
+    let n = sp.n_ports();
+    (1..=n).flat_map(|i| (1..=n).map(move |j| (i, j))).filter_map(|(i, j)| sp.db(i, j).map(|d| ((i, j), d))).collect()
+}
+
+/// The colour of S_ij among `keys` (the curves drawn), grey when it is not drawn.
+pub fn colour_of(keys: &[(usize, usize)], s: (usize, usize)) -> RGBColor {
+    keys.iter().position(|&k| k == s).map_or(RGBColor(90, 90, 90), |n| COLOURS[n % COLOURS.len()])
+}
 
 /// Draw every available S_ij of `sp` and the goal masks into `path` (PNG).
 pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::Result<()> {
@@ -24,50 +54,59 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
     let e = super::err(path);
     let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
+    draw(&root, sp, masks, title).map_err(&e)?;
+    root.present().map_err(&e)?;
+    Ok(())
+}
+
+/// Draw the |S| chart on any drawing area (also a panel of a larger figure).
+pub fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    sp: &SParams,
+    masks: &[Mask],
+    title: &str,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let ghz: Vec<f64> = sp.freqs.iter().map(|f| f / 1e9).collect();
-    let (f0, f1) = (ghz[0], *ghz.last().unwrap());
-    let mut curves = vec![];
-    for i in 1..=sp.n_ports() {
-        for j in 1..=sp.n_ports() {
-            if let Some(db) = sp.db(i, j) {
-                curves.push(((i, j), db));
-            }
-        }
-    }
-    let lo = curves.iter().flat_map(|(_, d)| d.iter().copied()).fold(0.0f64, f64::min).max(-80.0);
+    let (f0, f1) = (ghz.first().copied().unwrap_or(0.0), ghz.last().copied().unwrap_or(1.0));
+    let f1 = if f1 > f0 { f1 } else { f0 + 1.0 };
+    let curves = curves(sp);
+    let keys: Vec<(usize, usize)> = curves.iter().map(|c| c.0).collect();
+    let lo = curves.iter().flat_map(|(_, d)| d.iter().copied()).chain(masks.iter().map(|m| m.level_db)).fold(0.0f64, f64::min).max(-80.0);
     let lo = (lo / 10.0).floor() * 10.0 - 5.0;
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(45)
         .y_label_area_size(60)
-        .build_cartesian_2d(f0..f1, lo..5.0)
-        .map_err(&e)?;
-    chart
-        .configure_mesh()
-        .x_desc("frequency (GHz)")
-        .y_desc("|S| (dB)")
-        .label_style(("sans-serif", 15))
-        .draw()
-        .map_err(&e)?;
+        .build_cartesian_2d(f0..f1, lo..5.0)?;
+    chart.configure_mesh().x_desc("frequency (GHz)").y_desc("|S| (dB)").label_style(("sans-serif", 15)).draw()?;
     for m in masks {
         let (a, b) = (m.f1 / 1e9, m.f2 / 1e9);
         let (y0, y1) = if m.above { (lo, m.level_db) } else { (m.level_db, 5.0) };
-        // The forbidden region is shaded; its edge is the limit line.
-        chart.draw_series(std::iter::once(Rectangle::new([(a, y0), (b, y1)], RGBColor(120, 120, 120).mix(0.15).filled()))).map_err(&e)?;
+        let col = colour_of(&keys, m.s);
+        // The forbidden region is shaded in the curve's colour; its edge is the limit line.
+        chart.draw_series(std::iter::once(Rectangle::new([(a, y0), (b, y1)], col.mix(0.12).filled())))?;
         chart
-            .draw_series(LineSeries::new(vec![(a, m.level_db), (b, m.level_db)], BLACK.stroke_width(2)))
-            .map_err(&e)?
-            .label(format!("goal S{}{} {} {} dB", m.s.0, m.s.1, if m.above { ">" } else { "<" }, m.level_db))
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2)));
+            .draw_series(LineSeries::new(vec![(a, m.level_db), (b, m.level_db)], col.stroke_width(4)))?
+            .label(format!("goal {}", m.label()))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 18, y + 4)], col.mix(0.5).filled()));
     }
-    for (n, ((i, j), db)) in curves.iter().enumerate() {
-        let col = COLOURS[n % COLOURS.len()];
-        chart
-            .draw_series(LineSeries::new(ghz.iter().copied().zip(db.iter().map(|v| v.max(lo))), col.stroke_width(2)))
-            .map_err(&e)?
-            .label(format!("S{i}{j}"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+    for ((i, j), db) in &curves {
+        let col = colour_of(&keys, (*i, *j));
+        let pts = ghz.iter().copied().zip(db.iter().map(|v| v.max(lo)));
+        // Columns of ports driven after the first are dashed, so a symmetric
+        // network's S22 over S11 (S12 over S21) still shows both.
+        if *j > 1 {
+            chart
+                .draw_series(DashedLineSeries::new(pts, 10, 6, col.stroke_width(2)))?
+                .label(format!("S{i}{j}"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 7, y)], col.stroke_width(2)));
+        } else {
+            chart
+                .draw_series(LineSeries::new(pts, col.stroke_width(2)))?
+                .label(format!("S{i}{j}"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+        }
     }
     chart
         .configure_series_labels()
@@ -75,26 +114,35 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
         .position(SeriesLabelPosition::LowerRight)
-        .draw()
-        .map_err(&e)?;
-    root.present().map_err(&e)?;
+        .draw()?;
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use num_complex::Complex64;
 
-    #[test]
-    fn renders_a_png_with_masks() {
+    pub(crate) fn filter_like() -> SParams {
         let freqs: Vec<f64> = (0..50).map(|k| 26e9 + 0.25e9 * k as f64).collect();
         let s21: Vec<Complex64> = freqs.iter().map(|f| Complex64::new(1.0 / (1.0 + ((f - 31.5e9) / 1e9).powi(2)), 0.0)).collect();
         let s11: Vec<Complex64> = s21.iter().map(|z| Complex64::new((1.0 - z.re * z.re).sqrt(), 0.0)).collect();
-        let sp = SParams { freqs, ports: vec!["in".into(), "out".into()], s: vec![vec![Some(s11), None], vec![Some(s21), None]], zin: vec![None, None], zref: vec![vec![]; 2] };
+        let n = freqs.len();
+        SParams { freqs, ports: vec!["in".into(), "out".into()], s: vec![vec![Some(s11), None], vec![Some(s21), None]], zin: vec![None, None], zref: vec![vec![Complex64::new(50.0, 0.0); n]; 2] }
+    }
+
+    #[test]
+    fn renders_a_png_with_masks_named_by_band_and_coloured_by_curve() {
+        let sp = filter_like();
         let dir = tempfile::tempdir().unwrap();
         let p = std::env::var("EMVOLVE_KEEP_PLOT").map(std::path::PathBuf::from).unwrap_or_else(|_| dir.path().join("s.png"));
-        plot(&p, &sp, &[Mask { s: (2, 1), f1: 31e9, f2: 32e9, level_db: -1.0, above: true }], "test").unwrap();
+        let m = Mask { s: (2, 1), f1: 31e9, f2: 32.1e9, level_db: -1.0, above: true };
+        assert_eq!(m.label(), "S21 > -1 dB, 31.0-32.1 GHz");
+        let keys: Vec<_> = curves(&sp).iter().map(|c| c.0).collect();
+        assert_eq!(keys, vec![(1, 1), (2, 1)]);
+        assert_eq!(colour_of(&keys, (2, 1)), COLOURS[1]);
+        assert_eq!(colour_of(&keys, (2, 2)), RGBColor(90, 90, 90));
+        plot(&p, &sp, &[m], "test").unwrap();
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
         assert!(bytes.len() > 10_000, "suspiciously small PNG: {} bytes", bytes.len());

@@ -2,13 +2,13 @@
 //! atomically; the previous one kept as `checkpoint.prev.ron` and used when the latest is damaged.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::rundir::{sync_dir, tmp_path, RunDir};
+use super::rundir::{durable_temp, sync_dir, temp_made_by, RunDir};
 use crate::ga::state::{GaState, STATE_VERSION};
 
 const DIGEST_PREFIX: &str = "\n// sha256: ";
@@ -55,23 +55,18 @@ pub fn save(dir: &Path, state: &GaState) -> Result<(), CheckpointError> {
         let p = p.to_path_buf();
         move |source| CheckpointError::Write { path: p, source }
     };
-    let tmp = tmp_path(&path);
-    {
-        let mut f = fs::File::create(&tmp).map_err(werr(&tmp))?;
-        f.write_all(body.as_bytes()).map_err(werr(&tmp))?;
-        writeln!(f, "{DIGEST_PREFIX}{digest}").map_err(werr(&tmp))?;
-        f.sync_all().map_err(werr(&tmp))?;
-    }
+    let mut text = body;
+    text.push_str(&format!("{DIGEST_PREFIX}{digest}\n"));
+    let tmp = durable_temp(&path, text.as_bytes()).map_err(werr(&path))?;
     // The current checkpoint becomes the previous one through a link (a copy
     // where links are not supported), so `checkpoint.ron` never disappears:
     // an `inspect` during a run always finds it.
     if path.exists() {
-        let prev_tmp = tmp_path(&prev);
-        let _ = fs::remove_file(&prev_tmp);
-        fs::hard_link(&path, &prev_tmp).or_else(|_| fs::copy(&path, &prev_tmp).map(|_| ())).map_err(werr(&prev_tmp))?;
-        fs::rename(&prev_tmp, &prev).map_err(werr(&prev))?;
+        let link = temp_made_by(&prev, |p| fs::hard_link(&path, p).or_else(|_| fs::copy(&path, p).map(|_| ())))
+            .map_err(werr(&prev))?;
+        link.persist(&prev).map_err(|e| CheckpointError::Write { path: prev.clone(), source: e.error })?;
     }
-    fs::rename(&tmp, &path).map_err(werr(&path))?;
+    tmp.persist(&path).map_err(|e| CheckpointError::Write { path: path.clone(), source: e.error })?;
     sync_dir(&path).map_err(werr(dir))
 }
 
@@ -130,7 +125,9 @@ pub fn read_file(path: &Path) -> Result<GaState, CheckpointError> {
     if v.version != STATE_VERSION {
         return Err(CheckpointError::Version { path: path.to_path_buf(), found: v.version, expected: STATE_VERSION });
     }
-    ron::from_str(body).map_err(|e| corrupt(e.to_string()))
+    let state: GaState = ron::from_str(body).map_err(|e| corrupt(e.to_string()))?;
+    state.check_consistent().map_err(corrupt)?;
+    Ok(state)
 }
 
 fn hex(bytes: &[u8]) -> String {

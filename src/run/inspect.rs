@@ -8,8 +8,8 @@ use serde::Serialize;
 use super::checkpoint::{self, CheckpointError};
 use crate::ga::nsga2;
 use crate::ga::ops::select::compare_constrained;
-use crate::ga::problem::Evaluation;
-use crate::ga::state::GaState;
+use crate::ga::problem::{Decay, Evaluation, Extra};
+use crate::ga::state::{GaState, SettingsChange};
 use crate::ga::termination::TerminationReason;
 
 /// One evaluated design.
@@ -23,7 +23,19 @@ pub struct InspectedDesign {
     pub genome: Vec<f64>,
     pub objectives: Vec<f64>,
     pub constraint_violation: f64,
-    pub extra: serde_json::Value,
+    /// How far its simulations' energy decayed; `truncated` when the step cap cut one off.
+    pub decay: Option<Decay>,
+    pub extra: Extra,
+}
+
+/// Which set `inspect` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InspectionKind {
+    /// The best designs by fitness (a single objective).
+    Top,
+    /// The Pareto set (several objectives).
+    Pareto,
 }
 
 /// What `inspect` shows.
@@ -39,11 +51,14 @@ pub struct Inspection {
     pub termination: Option<TerminationReason>,
     pub gene_names: Vec<String>,
     pub n_objectives: usize,
-    /// "top" (single objective) or "pareto".
-    pub kind: &'static str,
+    pub kind: InspectionKind,
     /// How many designs the set had before it was cut to `top_k`.
     pub available: usize,
     pub designs: Vec<InspectedDesign>,
+    /// Limits changed on resume.
+    pub changes: Vec<SettingsChange>,
+    /// Designs of the run whose simulation hit the step cap before its end criterion.
+    pub truncated: usize,
 }
 
 /// Read the run's checkpoint and pick its best designs: the `top_k` distinct
@@ -75,13 +90,13 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
             // Evenly spaced along f1, both ends included.
             (0..top_k).map(|i| set[i * (n - 1) / (top_k - 1)]).collect()
         };
-        ("pareto", picked, n)
+        (InspectionKind::Pareto, picked, n)
     } else {
         let mut order: Vec<usize> = (0..evals.len()).collect();
         order.sort_by(|&a, &b| compare_constrained(evals[a], evals[b]).then_with(|| entries[a].0.cmp(entries[b].0)));
         let n = order.len();
         order.truncate(top_k);
-        ("top", order, n)
+        (InspectionKind::Top, order, n)
     };
     let names = state.gene_names();
     let designs = chosen
@@ -89,6 +104,7 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
         .enumerate()
         .map(|(r, i)| {
             let (key, e) = entries[i];
+            // Cache keys are made by genome_key (checked again when a checkpoint is read).
             let genome = crate::ga::genome::genome_from_key(key).expect("cache keys are made by genome_key");
             InspectedDesign {
                 rank: r + 1,
@@ -96,6 +112,7 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
                 genome,
                 objectives: e.objectives.clone(),
                 constraint_violation: e.constraint_violation,
+                decay: e.decay,
                 extra: e.extra.clone(),
             }
         })
@@ -113,11 +130,14 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
         kind,
         available,
         designs,
+        changes: state.changes.clone(),
+        truncated: state.cache.values().filter(|e| e.is_truncated()).count(),
     }
 }
 
 impl Inspection {
     pub fn to_json(&self) -> serde_json::Value {
+        // serde_json fails only on map keys that are not strings; every map here has string keys.
         serde_json::to_value(self).expect("an inspection holds only plain data")
     }
 
@@ -132,9 +152,15 @@ impl Inspection {
             "generation {}, {} designs simulated, {} failed ({status})\n",
             self.generation, self.evaluations, self.failures
         ));
+        if self.truncated > 0 {
+            out.push_str(&format!("{} designs were truncated at the step cap (uncertain fitness, ranked last)\n", self.truncated));
+        }
+        for c in &self.changes {
+            out.push_str(&format!("after generation {}: {}\n", c.generation, c.change));
+        }
         out.push_str(&match self.kind {
-            "pareto" => format!("Pareto set: {} of {} designs\n", self.designs.len(), self.available),
-            _ => format!("best {} of {} designs\n", self.designs.len(), self.available),
+            InspectionKind::Pareto => format!("Pareto set: {} of {} designs\n", self.designs.len(), self.available),
+            InspectionKind::Top => format!("best {} of {} designs\n", self.designs.len(), self.available),
         });
         let mut header: Vec<String> = vec!["#".into()];
         header.extend((0..self.n_objectives).map(|k| if self.n_objectives == 1 { "fitness".into() } else { format!("f{}", k + 1) }));
@@ -161,8 +187,12 @@ impl Inspection {
         for (r, d) in rows.iter().zip(&self.designs) {
             out.push_str(&line(r));
             out.push('\n');
-            if !d.extra.is_null() {
-                out.push_str(&format!("{:>w$}  extra: {}\n", "", d.extra, w = widths[0]));
+            if let Some(d) = d.decay.filter(|d| d.truncated) {
+                out.push_str(&format!("{:>w$}  {d}\n", "", w = widths[0]));
+            }
+            if !d.extra.is_empty() {
+                let extra = serde_json::to_string(&d.extra).unwrap_or_else(|e| format!("({e})"));
+                out.push_str(&format!("{:>w$}  extra: {extra}\n", "", w = widths[0]));
             }
         }
         out

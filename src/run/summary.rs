@@ -14,6 +14,8 @@ pub struct BestDesign {
     pub genes: Vec<(String, f64)>,
     pub objectives: Vec<f64>,
     pub constraint_violation: f64,
+    /// Its simulation hit the step cap before its end criterion (the violation is that penalty).
+    pub truncated: bool,
 }
 
 /// The outcome of `Runner::run`/`resume`.
@@ -32,6 +34,10 @@ pub struct RunSummary {
     pub best: Vec<BestDesign>,
     /// Things the caller should print (a checkpoint fallback, say).
     pub warnings: Vec<String>,
+    /// Generations bred in this session (0: a resumed run had nothing left to do).
+    pub generations_bred: usize,
+    /// Designs of the whole run whose simulation hit the step cap before its end criterion.
+    pub truncated: usize,
 }
 
 impl RunSummary {
@@ -46,6 +52,7 @@ impl RunSummary {
                     genes: names.iter().cloned().zip(ind.genome.iter().copied()).collect(),
                     objectives: e.objectives.clone(),
                     constraint_violation: e.constraint_violation,
+                    truncated: e.is_truncated(),
                 }
             })
             .collect();
@@ -58,6 +65,8 @@ impl RunSummary {
             elapsed_seconds: state.elapsed_seconds,
             best,
             warnings,
+            generations_bred: 0,
+            truncated: state.history.iter().map(|h| h.truncated).sum(),
         }
     }
 
@@ -66,12 +75,13 @@ impl RunSummary {
         self.termination == TerminationReason::Interrupted
     }
 
-    /// What to tell the user after an interruption.
+    /// What to tell the user after an interruption (printed once, by the caller).
     pub fn resume_hint(&self) -> Option<String> {
         self.interrupted().then(|| {
             format!(
-                "the checkpoint of generation {} is saved in {}; resume the run from that directory to continue",
+                "the checkpoint of generation {} is saved in {}; continue with: emvolve resume {}",
                 self.generation,
+                self.run_dir.display(),
                 self.run_dir.display()
             )
         })
@@ -90,7 +100,9 @@ impl fmt::Display for RunSummary {
             let obj: Vec<String> = b.objectives.iter().map(|o| format!("{o:.6e}")).collect();
             let genes: Vec<String> = b.genes.iter().map(|(n, v)| format!("{n}={v}")).collect();
             write!(f, "  best [{}] {}", obj.join(", "), genes.join(" "))?;
-            if b.constraint_violation > 0.0 {
+            if b.truncated {
+                write!(f, " (truncated at the step cap: fitness uncertain)")?;
+            } else if b.constraint_violation > 0.0 {
                 write!(f, " (infeasible: violation {:.3e})", b.constraint_violation)?;
             }
             writeln!(f)?;
@@ -98,8 +110,12 @@ impl fmt::Display for RunSummary {
         if self.best.len() > show {
             writeln!(f, "  ... and {} more on the Pareto front", self.best.len() - show)?;
         }
-        if let Some(h) = self.resume_hint() {
-            writeln!(f, "{h}")?;
+        if self.truncated > 0 {
+            writeln!(
+                f,
+                "  {} designs hit the step cap before their energy decay target: their fitness is uncertain and they rank behind every converged design (raise the engine's max_steps to simulate them fully)",
+                self.truncated
+            )?;
         }
         Ok(())
     }

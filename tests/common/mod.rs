@@ -2,6 +2,8 @@
 //! or raise the interrupt flag, and helpers to compare runs through their files.
 #![allow(dead_code)]
 
+pub mod cli;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,6 +1,7 @@
 //! The uniform mesher: cells of one size per axis, stretched to fit the domain.
 
 use super::{Meshed, Mesher};
+use crate::design::budget::{check_grid, MemoryBudget};
 use crate::design::error::DesignError;
 use crate::design::geometry::{Geometry, Units};
 use crate::job::{Axis, Boundary, Mesh};
@@ -16,10 +17,12 @@ pub struct UniformMesher {
     pub cell: f64,
     /// Padding cells on every absorbing face.
     pub pml: usize,
+    /// The grid is refused from its counts, before its lines exist, above this.
+    pub budget: MemoryBudget,
 }
 
 impl Mesher for UniformMesher {
-    fn mesh(&self, geo: &Geometry, _units: &Units) -> Result<Meshed, DesignError> {
+    fn mesh(&self, geo: &Geometry, units: &Units) -> Result<Meshed, DesignError> {
         let mut n = [0usize; 3];
         let mut d = [0.0; 3];
         let mut origin = [0.0; 3];
@@ -32,9 +35,10 @@ impl Mesher for UniformMesher {
             for s in 0..2 {
                 pml[i][s] = if geo.boundaries[i][s] == Boundary::Absorbing { self.pml } else { 0 };
             }
-            n[i] = n_dom + pml[i][0] + pml[i][1];
+            n[i] = n_dom.saturating_add(pml[i][0]).saturating_add(pml[i][1]);
             origin[i] = geo.domain[i][0] - pml[i][0] as f64 * d[i];
         }
+        check_grid(n, self.budget, &units.file)?;
         Ok(Meshed { mesh: Mesh::uniform(n, d, origin), pml })
     }
 }

@@ -139,7 +139,9 @@ unsafe impl cudarc::driver::DeviceRepr for FdtdPtrs {}
 unsafe impl cudarc::driver::DeviceRepr for FdtdPort {}
 unsafe impl cudarc::driver::DeviceRepr for PortPtrs {}
 
-/// Names of the `extern "C" __global__` kernels declared in a `.cu` source.
+/// Names of the `extern "C" __global__` kernels declared in a `.cu` source
+/// (test support: the twin checks).
+#[cfg(test)]
 pub fn kernel_names(src: &str) -> Vec<String> {
     let mut out = vec![];
     let key = "extern \"C\" __global__";
@@ -165,7 +167,9 @@ pub fn kernel_names(src: &str) -> Vec<String> {
 
 /// C layout of the structs declared in a header: name -> (size, [(field, offset)]).
 /// Understands one declaration per line of int, float, double, long long,
-/// unsigned char and pointers, with fixed array extents.
+/// unsigned char and pointers, with fixed array extents. Test support (the
+/// layout checks): it panics on a header it cannot read.
+#[cfg(test)]
 pub fn parse_c_structs(src: &str) -> Vec<(String, usize, Vec<(String, usize)>)> {
     let mut out = vec![];
     let mut cur: Option<(String, Vec<(String, usize, usize, usize)>)> = None;

@@ -2,5 +2,4 @@
 
 pub mod crossover;
 pub mod mutate;
-pub mod repair;
 pub mod select;

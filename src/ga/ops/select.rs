@@ -21,6 +21,8 @@ pub fn compare_constrained(a: &Evaluation, b: &Evaluation) -> Ordering {
 /// contestants drawn uniformly; `better(a, b)` says whether `a` beats `b`.
 /// Ties keep the earlier-drawn contestant, so the result depends only on the RNG.
 pub fn tournament(n: usize, size: usize, rng: &mut impl Rng, better: impl Fn(usize, usize) -> bool) -> usize {
+    // Populations hold at least 2 (GaSettings::validate), so n >= 1 and at
+    // least one contestant is drawn.
     assert!(n > 0, "tournament over an empty population");
     let size = size.clamp(1, n);
     let mut contestants = rand::seq::index::sample(rng, n, size).into_iter();

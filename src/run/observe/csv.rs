@@ -29,7 +29,7 @@ impl CsvObserver {
 /// The header: fixed columns, one per objective statistic, one per gene (the best genome), timings.
 pub fn header(state: &GaState) -> String {
     let mut cols: Vec<String> =
-        ["generation", "evaluations", "new_evaluations", "failures", "feasible"].iter().map(|s| s.to_string()).collect();
+        ["generation", "evaluations", "new_evaluations", "failures", "truncated", "feasible"].iter().map(|s| s.to_string()).collect();
     let m = state.n_objectives;
     let suffix = |k: usize| if m == 1 { String::new() } else { format!("_f{}", k + 1) };
     for stat in ["best", "mean", "worst"] {
@@ -52,6 +52,7 @@ pub fn row(state: &GaState, s: &GenStats) -> String {
         s.evaluations.to_string(),
         s.new_evaluations.to_string(),
         s.failures.to_string(),
+        s.truncated.to_string(),
         s.feasible.to_string(),
     ];
     cols.extend(s.best.iter().map(f64::to_string));

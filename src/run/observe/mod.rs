@@ -13,7 +13,7 @@ pub mod plot;
 pub mod progress;
 
 pub use self::csv::CsvObserver;
-pub use plot::PlotObserver;
+pub use plot::{PlotLabels, PlotObserver};
 pub use progress::ProgressObserver;
 
 /// What an observer learns when a run starts or resumes.
@@ -44,5 +44,10 @@ pub trait Observer {
 
 /// Progress, CSV history and plots: what a run from the command line wants.
 pub fn default_observers(quiet: bool) -> Vec<Box<dyn Observer>> {
-    vec![Box::new(ProgressObserver::new(quiet)), Box::new(CsvObserver::new()), Box::new(PlotObserver::new())]
+    default_observers_labelled(quiet, PlotLabels::default())
+}
+
+/// [`default_observers`] with the plots' objective names and gene units.
+pub fn default_observers_labelled(quiet: bool, labels: PlotLabels) -> Vec<Box<dyn Observer>> {
+    vec![Box::new(ProgressObserver::new(quiet)), Box::new(CsvObserver::new()), Box::new(PlotObserver::with_labels(labels))]
 }

@@ -545,7 +545,7 @@ mod parallel {
         for e in [EngineKind::Tlm, EngineKind::Tlm2d] {
             v.extend(d.jobs(&d.midpoint_values(), &[0, 1], Some(e)).unwrap());
         }
-        v.extend(crate::cli::tlm_check::check_jobs(true));
+        v.extend(crate::dev::tlm_check::check_jobs(true).unwrap());
         v
     }
 

@@ -45,10 +45,37 @@ pub(crate) fn plot_err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("plotting failed: {e}")
 }
 
+/// What the plots call the objectives and in which units they draw the genes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlotLabels {
+    /// One per objective ("fitness", "2*l1 + l2"); empty: f1, f2, ...
+    pub objectives: Vec<String>,
+    /// One per objective ("dB^2"); empty or "" where unknown.
+    pub objective_units: Vec<String>,
+    /// One per gene ("mm"); empty or "" where unknown.
+    pub gene_units: Vec<String>,
+}
+
+impl PlotLabels {
+    /// "fitness (dB^2)", or "f2" when nothing is known.
+    pub fn objective(&self, k: usize) -> String {
+        let name = self.objectives.get(k).cloned().unwrap_or_else(|| format!("f{}", k + 1));
+        match self.objective_units.get(k).filter(|u| !u.is_empty()) {
+            Some(u) => format!("{name} ({u})"),
+            None => name,
+        }
+    }
+    /// The unit of gene `g`, "" when unknown.
+    pub fn gene_unit(&self, g: usize) -> &str {
+        self.gene_units.get(g).map_or("", String::as_str)
+    }
+}
+
 /// Redraws the plots after every generation.
 #[derive(Default)]
 pub struct PlotObserver {
     dir: Option<PathBuf>,
+    labels: PlotLabels,
 }
 
 impl PlotObserver {
@@ -56,12 +83,17 @@ impl PlotObserver {
         PlotObserver::default()
     }
 
+    /// Name the objectives and give the genes' units in the plots.
+    pub fn with_labels(labels: PlotLabels) -> PlotObserver {
+        PlotObserver { dir: None, labels }
+    }
+
     fn draw_all(&self, state: &GaState) -> anyhow::Result<()> {
         let Some(dir) = &self.dir else { anyhow::bail!("the plot observer was not started") };
-        fitness::draw(dir, state)?;
-        parameters::draw(dir, state)?;
+        fitness::draw(dir, state, &self.labels)?;
+        parameters::draw(dir, state, &self.labels)?;
         if state.is_multi_objective() {
-            pareto::draw(dir, state)?;
+            pareto::draw(dir, state, &self.labels)?;
         }
         Ok(())
     }

@@ -4,18 +4,18 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::{padded_range, plot_err, render_png};
+use super::{padded_range, plot_err, render_png, PlotLabels};
 use crate::ga::problem::Evaluation;
 use crate::ga::state::GaState;
 
-pub fn draw(dir: &Path, state: &GaState) -> anyhow::Result<()> {
+pub fn draw(dir: &Path, state: &GaState, labels: &PlotLabels) -> anyhow::Result<()> {
     let xy = |e: &Evaluation| (e.objectives[0], e.objectives[1]);
     let pop: Vec<(f64, f64)> =
         state.population.iter().map(|i| state.evaluation(i)).filter(|e| e.is_valid()).map(xy).collect();
     let front: Vec<(f64, f64)> =
         state.best.iter().map(|i| state.evaluation(i)).filter(|e| e.is_valid() && e.is_feasible()).map(xy).collect();
     let caption = if state.n_objectives > 2 {
-        format!("Pareto front, generation {} (f1 vs f2 of {} objectives)", state.generation, state.n_objectives)
+        format!("Pareto front, generation {} (first two of {} objectives)", state.generation, state.n_objectives)
     } else {
         format!("Pareto front, generation {}", state.generation)
     };
@@ -32,7 +32,8 @@ pub fn draw(dir: &Path, state: &GaState) -> anyhow::Result<()> {
             .y_label_area_size(70)
             .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(plot_err)?;
-        chart.configure_mesh().x_desc("f1").y_desc("f2").draw().map_err(plot_err)?;
+        let (xd, yd) = (labels.objective(0), labels.objective(1));
+        chart.configure_mesh().x_desc(xd.as_str()).y_desc(yd.as_str()).draw().map_err(plot_err)?;
         let grey = RGBColor(150, 150, 150);
         chart
             .draw_series(pop.iter().map(|&p| Circle::new(p, 5, grey.stroke_width(1))))

@@ -6,25 +6,8 @@ use std::path::PathBuf;
 
 use crate::design::Design;
 use crate::engine::Backend;
-use crate::evaluate::evaluate_designs;
+use crate::evaluate::evaluate_one;
 use crate::job::EngineKind;
-
-/// Largest |S_cpu - S_gpu| over every S_ij and frequency, relative to max |S_cpu|.
-fn rel_diff(a: &crate::analysis::SParams, b: &crate::analysis::SParams) -> f64 {
-    let mut num: f64 = 0.0;
-    let mut den: f64 = 0.0;
-    for (ra, rb) in a.s.iter().zip(&b.s) {
-        for (ca, cb) in ra.iter().zip(rb) {
-            if let (Some(x), Some(y)) = (ca, cb) {
-                for (p, q) in x.iter().zip(y) {
-                    num = num.max((p - q).norm());
-                    den = den.max(p.norm());
-                }
-            }
-        }
-    }
-    num / den.max(1e-300)
-}
 
 /// Compare CPU and `gpu` on each design (at its midpoint) under each engine; returns true when any fails.
 pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backend, tol: f64) -> anyhow::Result<bool> {
@@ -37,14 +20,14 @@ pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backen
         for &engine in engines {
             let name = engine.unwrap_or(design.engine_kind()).name();
             let t = std::time::Instant::now();
-            let c = evaluate_designs(&design, std::slice::from_ref(&values), &drives, engine, &cpu, &|_| {})?.remove(0);
+            let c = evaluate_one(&design, &values, &drives, engine, &cpu)?;
             let tc = t.elapsed().as_secs_f64();
             let t = std::time::Instant::now();
-            let g = evaluate_designs(&design, std::slice::from_ref(&values), &drives, engine, gpu, &|_| {})?.remove(0);
+            let g = evaluate_one(&design, &values, &drives, engine, gpu)?;
             let tg = t.elapsed().as_secs_f64();
             match (c, g) {
                 (Ok(c), Ok(g)) => {
-                    let d = rel_diff(&c.sparams, &g.sparams);
+                    let d = super::compare::sparams_rel_diff(&c.sparams, &g.sparams);
                     let steps_c: Vec<usize> = c.outputs.iter().map(|o| o.steps).collect();
                     let steps_g: Vec<usize> = g.outputs.iter().map(|o| o.steps).collect();
                     let ok = d <= tol && steps_c == steps_g;
@@ -59,7 +42,8 @@ pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backen
                 }
                 (c, g) => {
                     bad = true;
-                    println!("[design {} {name}] FAIL: cpu {:?} gpu {:?}", design.name(), c.err(), g.err());
+                    let why = |r: Result<_, crate::evaluate::CandidateFailure>| r.err().map_or("ok".to_string(), |e| e.to_string());
+                    println!("[design {} {name}] FAIL: cpu {} gpu {}", design.name(), why(c), why(g));
                 }
             }
         }

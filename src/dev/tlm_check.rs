@@ -1,28 +1,25 @@
-//! TLM on CUDA, checked and timed: the jobs `emvolve device-check` compares
-//! between the CPU TLM engines and the CUDA TLM kernels (and that the hidden
-//! `emvolve tlm-emu` compares with a CPU emulation of the same kernel source),
-//! and the TLM rows of `emvolve bench --engine tlm`.
+//! TLM on CUDA, checked: the jobs `emvolve dev device-check` compares between
+//! the CPU TLM engines and the CUDA TLM kernels, and that `emvolve dev tlm-emu`
+//! compares with a CPU emulation of the same kernel source. (The TLM rows of
+//! `emvolve bench --engine tlm` are in `bench/tlm.rs`.)
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
 
-use super::bench_table::{measure, print_table, row};
-use super::device_check::{rel_l2, s_rel_diff, Diff};
+use super::compare::{self, end_name, fdtd_reference, tlm_reference, FDTD_RULES, TLM_RULES};
+use crate::design::DesignError;
 use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
-use crate::engine::cuda::{self, CudaBackend, JobRun};
+use crate::engine::cuda::{CudaBackend, JobRun};
 use crate::engine::tlm::pack::TlmPack;
-use crate::engine::{cpu::CpuBackend, Backend};
 use crate::job::*;
 
-/// The shipped three-cavity WR-28 iris filter (its jobs exercise the guide ends, 2D and 3D).
-const IRIS_FILTER: &str = include_str!("../../designs/wr28_iris_filter.ron");
-
-/// The iris filter at its parameter midpoints, both ports driven, on `engine`.
-pub fn iris_filter_jobs(engine: EngineKind) -> Vec<SimJob> {
-    let d = crate::design::Design::parse(IRIS_FILTER, "designs/wr28_iris_filter.ron").expect("shipped design parses");
-    d.jobs(&d.midpoint_values(), &[0, 1], Some(engine)).expect("shipped design builds")
+/// The shipped iris filter at its parameter midpoints, both ports driven, on `engine`
+/// (its jobs exercise the guide ends, 2D and 3D).
+pub fn iris_filter_jobs(engine: EngineKind) -> Result<Vec<SimJob>, DesignError> {
+    let d = crate::bench::workloads::shipped_iris_filter()?;
+    d.jobs(&d.midpoint_values(), &[0, 1], Some(engine))
 }
 
 fn mat(name: &str, eps_r: f64, sigma: f64, mu_r: f64) -> Material {
@@ -134,29 +131,14 @@ pub fn loaded_2d(small: bool) -> SimJob {
     j
 }
 
-/// The 3D WR-28 iris sections of the benchmark on the TLM engine (modal guide
-/// ends, PEC iris cells), one per drive, ending by energy decay.
-/// `decay_db` is the first section's threshold; each further one asks 20 dB
-/// more, so that a batch of them ends at different steps.
-pub fn iris_sections(count: usize, cells: usize, steps: usize, decay_db: f64) -> Vec<SimJob> {
-    let mut v = crate::bench::population_jobs(count, cells, steps);
-    for (m, j) in v.iter_mut().enumerate() {
-        j.engine = EngineKind::Tlm;
-        j.drive = m % j.ports.len();
-        j.label = format!("3D TLM {} drive {}", j.label, j.ports[j.drive].name);
-        j.stop = StopRule { decay_db: decay_db - 20.0 * m as f64, max_steps: steps, check_every: 64 };
-    }
-    v
-}
-
 /// The TLM check list: the shipped iris filter in 2D (both drives, run to its
 /// own -50 dB decay), 3D iris sections ending by decay at different steps, the
 /// filter's first drive in 3D (a one-cell slab), the loaded 3D cavity, the
 /// stretched guide with a probe, the loaded 2D job and the same as a 3D slab, and
 /// two jobs that must fail (NaN source) at the same step with the same message.
 /// `small` shortens everything (CPU emulation).
-pub fn check_jobs(small: bool) -> Vec<SimJob> {
-    let mut v = iris_filter_jobs(EngineKind::Tlm2d);
+pub fn check_jobs(small: bool) -> Result<Vec<SimJob>, DesignError> {
+    let mut v = iris_filter_jobs(EngineKind::Tlm2d)?;
     for (k, j) in v.iter_mut().enumerate() {
         j.label = format!("2D TLM {}", j.label);
         if small {
@@ -166,13 +148,15 @@ pub fn check_jobs(small: bool) -> Vec<SimJob> {
         }
     }
     if small {
-        v.extend(iris_sections(2, 6_000, 140, -40.0));
+        v.extend(crate::bench::tlm::iris_sections(2, 6_000, 140, -40.0));
     } else {
-        v.extend(iris_sections(3, 40_000, 20_000, -40.0));
+        v.extend(crate::bench::tlm::iris_sections(3, 40_000, 20_000, -40.0));
     }
     // The filter's collapsed invariant axis on the SCN: a one-cell slab between PEC
     // faces, run as a cubic slab with its port signals scaled back (scn::meshed).
-    let mut f3 = iris_filter_jobs(EngineKind::Tlm).remove(0);
+    let Some(mut f3) = iris_filter_jobs(EngineKind::Tlm)?.into_iter().next() else {
+        return Err(DesignError::invalid("designs/wr28_iris_filter.ron", "ports", "the shipped filter gave no job"));
+    };
     f3.label = format!("3D TLM slab {}", f3.label);
     if small {
         f3.stop.max_steps = 3000;
@@ -195,64 +179,16 @@ pub fn check_jobs(small: bool) -> Vec<SimJob> {
     bad.label = "2D NaN source (must fail)".into();
     bad.pulse.tau = f64::NAN;
     v.push(bad);
-    v
-}
-
-
-
-fn same_end(a: &EndReason, b: &EndReason) -> bool {
-    match (a, b) {
-        (EndReason::EnergyDecay { db: x }, EndReason::EnergyDecay { db: y }) | (EndReason::MaxSteps { db: x }, EndReason::MaxSteps { db: y }) => {
-            (x - y).abs() <= 1e-6 * (1.0 + x.abs())
-        }
-        _ => false,
-    }
-}
-
-/// Compare a device result with the CPU result of the same job.
-pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, dev: &Result<SimOutput, SimFailure>) -> Diff {
-    // The FDTD check's record, fields not compared (e, h None).
-    let mut out = Diff::default();
-    let (c, g) = match (cpu, dev) {
-        (Ok(c), Ok(g)) => (c, g),
-        (Err(a), Err(b)) => {
-            if a != b {
-                out.mismatch = Some(format!("cpu: {a}; device: {b}"));
-            }
-            return out;
-        }
-        (a, b) => {
-            out.mismatch = Some(format!("cpu: {:?}; device: {:?}", a.as_ref().map(|o| o.steps), b.as_ref().map(|o| o.steps)));
-            return out;
-        }
-    };
-    if c.steps != g.steps || !same_end(&c.ended, &g.ended) || c.dt != g.dt || c.traces.len() != g.traces.len() || c.v_offset != g.v_offset || c.cells != g.cells {
-        out.mismatch = Some(format!("cpu {} steps {:?}; device {} steps {:?}", c.steps, c.ended, g.steps, g.ended));
-    }
-    let flat = |o: &SimOutput, v: bool| -> Vec<f64> { o.traces.iter().flat_map(|t| if v { t.v.iter() } else { t.i.iter() }.copied()).collect() };
-    out.v = rel_l2(&flat(g, true), &flat(c, true));
-    out.i = rel_l2(&flat(g, false), &flat(c, false));
-    if !job.ports.is_empty() && out.mismatch.is_none() {
-        out.s = Some(s_rel_diff(job, c, g));
-    }
-    out
-}
-
-fn end_name(e: &EndReason) -> String {
-    match e {
-        EndReason::EnergyDecay { db } => format!("decay {db:.1} dB"),
-        EndReason::MaxSteps { .. } => "max steps".into(),
-    }
+    Ok(v)
 }
 
 /// One line per job; returns (worst difference, any failure).
 pub fn report(tag: &str, jobs: &[SimJob], cpu: &[Result<SimOutput, SimFailure>], dev: &[Result<SimOutput, SimFailure>], tol: f64) -> (f64, bool) {
     let (mut worst, mut bad) = (0.0f64, false);
     for (k, j) in jobs.iter().enumerate() {
-        let d = diff(j, &cpu[k], &dev[k]);
-        let w = d.worst();
-        worst = worst.max(w);
-        let ok = w <= tol && d.mismatch.is_none();
+        let d = compare::diff(j, cpu[k].as_ref(), dev[k].as_ref(), TLM_RULES);
+        worst = worst.max(d.worst());
+        let ok = d.ok(tol);
         bad |= !ok;
         let steps = match (&cpu[k], &dev[k]) {
             (Ok(c), Ok(g)) => format!("{}/{} {}", c.steps, g.steps, end_name(&g.ended)),
@@ -274,12 +210,6 @@ pub fn report(tag: &str, jobs: &[SimJob], cpu: &[Result<SimOutput, SimFailure>],
     (worst, bad)
 }
 
-/// The CPU TLM engines on every job (jobs in parallel; each engine is parallel too).
-pub fn cpu_reference(jobs: &[SimJob]) -> Vec<Result<SimOutput, SimFailure>> {
-    use rayon::prelude::*;
-    jobs.par_iter().map(crate::engine::tlm::run_cpu).collect()
-}
-
 /// device-check's TLM part: the check list in one mixed batch (plus one FDTD
 /// job, compared with the CPU FDTD engine), for each launch shape.
 pub fn device_check(be: &CudaBackend, configs: &[TlmConfig], tol: f64) -> anyhow::Result<(f64, bool)> {
@@ -292,12 +222,12 @@ pub fn device_check(be: &CudaBackend, configs: &[TlmConfig], tol: f64) -> anyhow
             }
         }
     }
-    let tjobs = check_jobs(false);
+    let tjobs = check_jobs(false)?;
     let t = Instant::now();
-    let cpu = cpu_reference(&tjobs);
+    let cpu = tlm_reference(&tjobs);
     println!("TLM CPU reference: {} jobs, {:.1} s", tjobs.len(), t.elapsed().as_secs_f64());
     let fjob = crate::bench::box_job(16, 60);
-    let fcpu = super::device_check::cpu_reference(std::slice::from_ref(&fjob), None);
+    let fcpu = fdtd_reference(std::slice::from_ref(&fjob), None);
     let mut batch = tjobs.clone();
     batch.push(fjob.clone());
     let (mut worst, mut bad) = (0.0f64, false);
@@ -308,13 +238,13 @@ pub fn device_check(be: &CudaBackend, configs: &[TlmConfig], tol: f64) -> anyhow
         let st = be.last_stats();
         println!("[tlm {c}] mixed batch of {} TLM + 1 FDTD jobs: {:.2} s wall, {:.2} s kernels", tjobs.len(), t.elapsed().as_secs_f64(), st.kernel_s);
         let mut res: Vec<Result<JobRun, SimFailure>> = res;
-        let fres = res.pop().unwrap();
+        let fres = res.pop().ok_or_else(|| anyhow::anyhow!("the backend returned no result for the FDTD job of the batch"))?;
         let dev: Vec<Result<SimOutput, SimFailure>> = res.into_iter().map(|r| r.map(|j| j.out)).collect();
         let (w, b) = report(&format!("[tlm {c}]"), &tjobs, &cpu, &dev, tol);
         worst = worst.max(w);
         bad |= b;
-        let d = super::device_check::diff(&fjob, &fcpu[0].0, None, &fres);
-        let ok = d.worst() <= tol && d.mismatch.is_none();
+        let d = compare::diff(&fjob, fcpu[0].0.as_ref(), fres.as_ref().map(|g| &g.out), FDTD_RULES);
+        let ok = d.ok(tol);
         bad |= !ok;
         println!("[tlm {c}] FDTD job in the same batch: {} V {:.1e} I {:.1e} {}", fjob.label, d.v, d.i, if ok { "ok" } else { "FAIL" });
     }
@@ -340,7 +270,7 @@ pub struct TlmEmuArgs {
     pub trace_chunk: usize,
 }
 
-/// `emvolve tlm-emu` (hidden): the TLM check list (small) through the CUDA
+/// `emvolve dev tlm-emu`: the TLM check list (small) through the CUDA
 /// backend's stepping loop on the CPU emulation of kernels/tlm.cu, against the
 /// CPU engines.
 pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
@@ -352,9 +282,9 @@ pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
         split: dev.define("tlm", "TLM_SPLIT").unwrap_or(0) != 0,
     };
     let port_threads = dev.define("tlm", "TLM_PORT_THREADS").unwrap_or(128) as u32;
-    let jobs = check_jobs(true);
+    let jobs = check_jobs(true)?;
     let t = Instant::now();
-    let cpu = cpu_reference(&jobs);
+    let cpu = tlm_reference(&jobs);
     println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
     let mut dev_res: Vec<Option<Result<SimOutput, SimFailure>>> = (0..jobs.len()).map(|_| None).collect();
     let mut packs: Vec<(usize, TlmPack)> = vec![];
@@ -379,99 +309,12 @@ pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
         }
     }
     println!("emulated batch: {:.1} s, launches per kernel {:?}", t.elapsed().as_secs_f64(), dev.launches.concat());
-    let dev_res: Vec<_> = dev_res.into_iter().map(|r| r.expect("every job ran")).collect();
+    let dev_res: Vec<Result<SimOutput, SimFailure>> = dev_res
+        .into_iter()
+        .zip(&jobs)
+        .map(|(r, j)| r.ok_or_else(|| anyhow::anyhow!("{}: the emulation returned no result", j.label)))
+        .collect::<anyhow::Result<_>>()?;
     let (worst, bad) = report("[emu]", &jobs, &cpu, &dev_res, a.tol);
     println!("tlm-emu {}: worst relative CPU/emulated difference {worst:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
     Ok(if bad { 1 } else { 0 })
 }
-
-// ---------------------------------------------------------------------------
-// Benchmark.
-
-/// An `n^3` vacuum box of 1 mm cells, PEC faces, a lumped port: every node
-/// but the faces and the port is a plain node (12 links read and written,
-/// 96 bytes per node per step).
-pub fn box_job(n: usize, steps: usize) -> SimJob {
-    let mesh = Mesh::uniform([n; 3], [1e-3; 3], [0.0; 3]);
-    SimJob {
-        label: format!("TLM box {n}^3"),
-        engine: EngineKind::Tlm,
-        cell_mat: vec![0; mesh.cells()].into(),
-        mesh,
-        boundaries: [[Boundary::Pec; 2]; 3],
-        pml: [[0; 2]; 3],
-        materials: vec![Material::vacuum()],
-        sheets: vec![],
-        ports: vec![lumped("p1", Axis::Z, [n / 4, n / 2, n / 2 - 1], 2, 50.0)],
-        drive: 0,
-        monitors: vec![],
-        pulse: Pulse::covering(1e9, 10e9),
-        freqs: vec![5e9],
-        stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30 },
-        courant: 0.99,
-    }
-}
-
-/// `count` 2D iris filters (the shipped design, apertures varied), fixed steps.
-pub fn filter_2d_population(count: usize, steps: usize) -> Vec<SimJob> {
-    let d = crate::design::Design::parse(IRIS_FILTER, "designs/wr28_iris_filter.ron").expect("shipped design parses");
-    let mut v = vec![];
-    for m in 0..count {
-        let mut vals = d.midpoint_values();
-        let f = (m as f64 + 0.5) / count.max(1) as f64;
-        vals.insert("w1".into(), 3.0 + 1.5 * f);
-        vals.insert("l2".into(), 4.5 + 1.5 * f);
-        let mut j = d.jobs(&vals, &[m % 2], Some(EngineKind::Tlm2d)).expect("design builds").remove(0);
-        j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 64 };
-        v.push(j);
-    }
-    v
-}
-
-/// `emvolve bench --engine tlm`: a large 3D box, a batched 3D population and a
-/// batched 2D population, each for every launch shape; on CUDA with kernel
-/// Gnodes/s, bytes per node and the fraction of the measured copy bandwidth.
-pub fn bench(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: bool, gpus: &[usize], configs: &[TlmConfig]) -> anyhow::Result<i32> {
-    let box_jobs = move |s: usize| vec![box_job(n, s)];
-    let pop3 = move |s: usize| iris_sections(pop, cells, s, -1000.0);
-    let pop2 = move |s: usize| filter_2d_population(pop, s);
-    let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>)> = vec![(format!("TLM box {n}^3, vacuum, PEC"), Box::new(box_jobs))];
-    if pop > 0 {
-        workloads.push((format!("TLM 3D population {pop} x {cells} nodes, TE10 ends"), Box::new(pop3)));
-        workloads.push((format!("TLM 2D population {pop} x iris filter"), Box::new(pop2)));
-    }
-    let mut rows = vec![];
-    if !use_cuda {
-        let cpu = CpuBackend;
-        for (name, make) in &workloads {
-            let (w1, w2, u) = measure(&cpu, make.as_ref(), s1, s2)?;
-            rows.push(row(name.clone(), &make(1), s1, s2, w1, w2, u));
-        }
-        print_table(&format!("backend: {}", cpu.name()), None, "node", "workload [threads x nodes/thread]", &rows);
-        return Ok(0);
-    }
-    if !cuda::available() {
-        anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
-    }
-    let be = CudaBackend::new(gpus)?;
-    let header = format!("backend: cuda on {}", be.devices().join("; "));
-    let copy = be.copy_bandwidth(0, 1 << 30, 10)?;
-    for (name, make) in &workloads {
-        for &c in configs {
-            be.set_tlm_config(c)?;
-            // Warm-up: compiles the launch shape once.
-            be.run_batch(&make(2))?;
-            let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
-            let st = be.last_stats();
-            let mut r = row(format!("{name} [{c}]"), &make(1), s1, s2, w1, w2, u);
-            r.setup_s = Some(st.setup_s);
-            r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
-            r.bytes = Some(st.bytes / st.cell_updates);
-            r.bw = Some(st.bytes / st.kernel_s);
-            rows.push(r);
-        }
-    }
-    print_table(&header, Some(copy), "node", "workload [threads x nodes/thread]", &rows);
-    Ok(0)
-}
-

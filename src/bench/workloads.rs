@@ -1,6 +1,7 @@
-//! Benchmark workloads shared by `emvolve bench` on every backend: one large
-//! box with CPML on all faces and a dielectric block, and a population of
-//! small waveguide designs with ports (the GA's real workload).
+//! Benchmark workloads shared by `emvolve bench` on every backend and by the
+//! device checks: one large box with CPML on all faces and a dielectric block,
+//! a population of small waveguide designs with ports (the GA's real
+//! workload), and the shipped iris filter.
 
 use crate::job::*;
 
@@ -93,4 +94,10 @@ pub fn population_jobs(count: usize, cells: usize, steps: usize) -> Vec<SimJob> 
             }
         })
         .collect()
+}
+
+/// The shipped three-cavity WR-28 iris filter, compiled in (the TLM workloads
+/// and checks use its jobs: guide ends, 2D and 3D).
+pub fn shipped_iris_filter() -> Result<crate::design::Design, crate::design::DesignError> {
+    crate::design::Design::parse(include_str!("../../designs/wr28_iris_filter.ron"), "designs/wr28_iris_filter.ron")
 }

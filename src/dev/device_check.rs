@@ -1,4 +1,4 @@
-//! `emvolve device-check`: the CUDA backend against the CPU reference engine.
+//! `emvolve dev device-check`: the CUDA backend against the CPU reference engine.
 //!
 //! Everything here takes plain [`SimJob`]s, so any design can be added to
 //! the check lists (`random_jobs`, `zero_jobs`) or passed to [`compare`].
@@ -12,12 +12,11 @@
 //! z-chunks); the fused runs poison their write-only field set first.
 
 use clap::Args;
-use num_complex::Complex64;
 
-use crate::analysis::SParams;
+use super::compare::{self, end_name, fdtd_reference, Diff, FdtdReference, FDTD_RULES};
 use crate::engine::cuda::batch::Tile;
 use crate::engine::cuda::{self, CudaBackend, CudaOptions, JobRun, Scheme};
-use crate::engine::fdtd::cpu::{self as fcpu, Fields};
+use crate::engine::fdtd::cpu::Fields;
 use crate::engine::fdtd::operator::PEC_INDEX;
 use crate::engine::fdtd::Operator;
 use crate::job::*;
@@ -128,9 +127,10 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.label = format!("box {}^3, cpml all faces", j.mesh.n()[0]);
     v.push(j);
 
-    let mut j = crate::bench::population_jobs(1, s(25_000, 8_000), steps).remove(0);
-    j.label = "wr28 iris, 2 TE10 ports".into();
-    v.push(j);
+    for mut j in crate::bench::population_jobs(1, s(25_000, 8_000), steps) {
+        j.label = "wr28 iris, 2 TE10 ports".into();
+        v.push(j);
+    }
 
     // n + 1 a multiple of the tile: the high ghost layer sits alone in the last tile.
     let mut j = base_job("pmc all faces, lumped", [s(31, 7), s(15, 7), s(16, 9)], 1e-3, [[Pmc; 2]; 3], [[0; 2]; 3], (2e9, 12e9));
@@ -193,10 +193,11 @@ pub fn zero_jobs(small: bool) -> Vec<SimJob> {
     let pop = crate::bench::population_jobs(if small { 2 } else { 3 }, if small { 8_000 } else { 20_000 }, if small { 80 } else { 500 });
     v.extend(pop);
     if !small {
-        let mut g = crate::bench::population_jobs(1, 20_000, 1).remove(0);
-        g.label = "wr28 iris, -30 dB decay".into();
-        g.stop = StopRule { decay_db: -30.0, max_steps: 20_000, check_every: 64 };
-        v.push(g);
+        for mut g in crate::bench::population_jobs(1, 20_000, 1) {
+            g.label = "wr28 iris, -30 dB decay".into();
+            g.stop = StopRule { decay_db: -30.0, max_steps: 20_000, check_every: 64 };
+            v.push(g);
+        }
         let mut m = base_job("matched lumped port", [16, 16, 16], 0.1e-3, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (0.05e9, 1e9));
         m.ports = vec![lumped("src", Axis::Z, [7, 8, 7], 2), lumped("load", Axis::Z, [8, 8, 7], 2)];
         for z in [7, 9] {
@@ -241,166 +242,17 @@ pub fn random_fields(op: &Operator, seed: u64) -> Fields {
     f
 }
 
-/// Relative differences of one job.
-#[derive(Debug, Clone, Default)]
-pub struct Diff {
-    /// max |E_gpu - E_cpu| / max |E_cpu| (same for H); None when fields were not compared.
-    pub e: Option<f64>,
-    pub h: Option<f64>,
-    /// ||V_gpu - V_cpu|| / ||V_cpu|| over all ports (same for I).
-    pub v: f64,
-    pub i: f64,
-    /// max |S_gpu - S_cpu| / max |S_cpu| (None without ports).
-    pub s: Option<f64>,
-    /// Steps, end reason or failure differ: a description.
-    pub mismatch: Option<String>,
-}
-
-impl Diff {
-    pub fn worst(&self) -> f64 {
-        [self.e, self.h, Some(self.v), Some(self.i), self.s].into_iter().flatten().fold(0.0, f64::max)
-    }
-}
-
-/// Same end reason; the decay in dB may differ in the last digits (the
-/// energy is an f64 sum taken in another order on the GPU).
-fn same_end(a: &EndReason, b: &EndReason) -> bool {
-    match (a, b) {
-        (EndReason::EnergyDecay { db: x }, EndReason::EnergyDecay { db: y }) | (EndReason::MaxSteps { db: x }, EndReason::MaxSteps { db: y }) => {
-            (x - y).abs() <= 1e-9 * (1.0 + x.abs())
-        }
-        _ => false,
-    }
-}
-
-fn rel_max(a: &[f32], b: &[f32]) -> (f64, f64) {
-    let mut d = 0.0f64;
-    let mut m = 0.0f64;
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (*x as f64, *y as f64);
-        d = d.max(if x.is_nan() || y.is_nan() { f64::INFINITY } else { (x - y).abs() });
-        m = m.max(y.abs());
-    }
-    (d, m)
-}
-
-/// Relative L2 difference of `a` from the reference `b` (infinite on length mismatch or NaN).
-/// max |S_dev - S_cpu| / max |S_cpu| over every S-parameter of one job's run
-/// (a NaN difference counts as infinite).
-pub(crate) fn s_rel_diff(job: &SimJob, cpu: &SimOutput, dev: &SimOutput) -> f64 {
-    let sc = SParams::from_runs(&[job], &[cpu]);
-    let sg = SParams::from_runs(&[job], &[dev]);
-    let (mut d, mut m) = (0.0f64, 0.0f64);
-    for (rc, rg) in sc.s.iter().zip(&sg.s) {
-        for (a, b) in rc.iter().zip(rg) {
-            if let (Some(a), Some(b)) = (a, b) {
-                for (x, y) in a.iter().zip(b) {
-                    let dd: Complex64 = x - y;
-                    d = d.max(if dd.norm().is_nan() { f64::INFINITY } else { dd.norm() });
-                    m = m.max(x.norm());
-                }
-            }
-        }
-    }
-    if m > 0.0 {
-        d / m
-    } else {
-        d
-    }
-}
-
-pub(crate) fn rel_l2(a: &[f64], b: &[f64]) -> f64 {
-    if a.len() != b.len() {
-        return f64::INFINITY;
-    }
-    let (mut d, mut n) = (0.0, 0.0);
-    for (x, y) in a.iter().zip(b) {
-        d += (x - y) * (x - y);
-        n += y * y;
-    }
-    if d.is_nan() {
-        return f64::INFINITY;
-    }
-    if n > 0.0 {
-        (d / n).sqrt()
-    } else {
-        d.sqrt()
-    }
-}
-
 /// Compare one GPU result with the CPU result of the same job (and fields, when both have them).
 pub fn diff(job: &SimJob, cpu: &Result<SimOutput, SimFailure>, cpu_f: Option<&Fields>, gpu: &Result<JobRun, SimFailure>) -> Diff {
-    let mut out = Diff::default();
-    let (c, g) = match (cpu, gpu) {
-        (Ok(c), Ok(g)) => (c, g),
-        (Err(a), Err(b)) => {
-            // Both diverge at the same step: the same verdict. The first non-finite
-            // location may differ: the CPU skips rows that are PEC throughout, so
-            // NaN (0 * NaN) never reaches them there, while the GPU writes them.
-            let same = match (a, b) {
-                (SimFailure::NonFinite { step: x, .. }, SimFailure::NonFinite { step: y, .. }) => x == y,
-                _ => a == b,
-            };
-            if !same {
-                out.mismatch = Some(format!("cpu: {a}; cuda: {b}"));
-            }
-            return out;
+    let mut out = compare::diff(job, cpu.as_ref(), gpu.as_ref().map(|g| &g.out), FDTD_RULES);
+    if let (Ok(_), Ok(g)) = (cpu, gpu) {
+        if let (Some(cf), Some(gf)) = (cpu_f, g.fields.as_ref()) {
+            let (e, h) = compare::fields_diff(cf, gf);
+            out.e = Some(e);
+            out.h = Some(h);
         }
-        (a, b) => {
-            out.mismatch = Some(format!("cpu: {:?}; cuda: {:?}", a.as_ref().map(|o| o.steps), b.as_ref().map(|o| o.out.steps)));
-            return out;
-        }
-    };
-    let go = &g.out;
-    if c.steps != go.steps || !same_end(&c.ended, &go.ended) || c.dt != go.dt || c.traces.len() != go.traces.len() {
-        out.mismatch = Some(format!("cpu {} steps {:?}; cuda {} steps {:?}", c.steps, c.ended, go.steps, go.ended));
-    }
-    let cv: Vec<f64> = c.traces.iter().flat_map(|t| t.v.iter().copied()).collect();
-    let gv: Vec<f64> = go.traces.iter().flat_map(|t| t.v.iter().copied()).collect();
-    let ci: Vec<f64> = c.traces.iter().flat_map(|t| t.i.iter().copied()).collect();
-    let gi: Vec<f64> = go.traces.iter().flat_map(|t| t.i.iter().copied()).collect();
-    out.v = rel_l2(&gv, &cv);
-    out.i = rel_l2(&gi, &ci);
-    if !job.ports.is_empty() && out.mismatch.is_none() {
-        out.s = Some(s_rel_diff(job, c, go));
-    }
-    if let (Some(cf), Some(gf)) = (cpu_f, g.fields.as_ref()) {
-        let (mut de, mut me, mut dh, mut mh) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        for k in 0..3 {
-            let (d, m) = rel_max(&gf.e[k], &cf.e[k]);
-            de = de.max(d);
-            me = me.max(m);
-            let (d, m) = rel_max(&gf.h[k], &cf.h[k]);
-            dh = dh.max(d);
-            mh = mh.max(m);
-        }
-        out.e = Some(if me > 0.0 { de / me } else { de });
-        out.h = Some(if mh > 0.0 { dh / mh } else { dh });
     }
     out
-}
-
-/// CPU reference of `jobs` (from `init` when given), with final fields.
-pub fn cpu_reference(jobs: &[SimJob], init: Option<&[Fields]>) -> Vec<(Result<SimOutput, SimFailure>, Option<Fields>)> {
-    jobs.iter()
-        .enumerate()
-        .map(|(k, j)| match Operator::new(j) {
-            Err(e) => (Err(e), None),
-            Ok(op) => {
-                let mut f = match init {
-                    Some(i) => {
-                        let mut f = Fields::new(&op);
-                        f.e = i[k].e.clone();
-                        f.h = i[k].h.clone();
-                        f
-                    }
-                    None => Fields::new(&op),
-                };
-                let r = fcpu::run_from(j, &op, &mut f);
-                (r, Some(f))
-            }
-        })
-        .collect()
 }
 
 fn fmt_opt(x: Option<f64>) -> String {
@@ -408,14 +260,14 @@ fn fmt_opt(x: Option<f64>) -> String {
 }
 
 /// Print one line per job; returns the worst difference and whether anything mismatched.
-fn report(tag: &str, jobs: &[SimJob], cpu: &[(Result<SimOutput, SimFailure>, Option<Fields>)], gpu: &[Result<JobRun, SimFailure>], tol: f64) -> (f64, bool) {
+fn report(tag: &str, jobs: &[SimJob], cpu: &[FdtdReference], gpu: &[Result<JobRun, SimFailure>], tol: f64) -> (f64, bool) {
     let mut worst = 0.0f64;
     let mut bad = false;
     for (k, j) in jobs.iter().enumerate() {
         let d = diff(j, &cpu[k].0, cpu[k].1.as_ref(), &gpu[k]);
         let w = d.worst();
         worst = worst.max(w);
-        let ok = w <= tol && d.mismatch.is_none();
+        let ok = d.ok(tol);
         bad |= !ok;
         let steps = match (&cpu[k].0, &gpu[k]) {
             (Ok(c), Ok(g)) => format!("{}/{} {}", c.steps, g.out.steps, end_name(&g.out.ended)),
@@ -438,23 +290,19 @@ fn report(tag: &str, jobs: &[SimJob], cpu: &[(Result<SimOutput, SimFailure>, Opt
     (worst, bad)
 }
 
-fn end_name(e: &EndReason) -> String {
-    match e {
-        EndReason::EnergyDecay { db } => format!("decay {db:.1} dB"),
-        EndReason::MaxSteps { .. } => "max steps".into(),
-    }
-}
-
 pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     if !cuda::available() {
         anyhow::bail!("CUDA is not available: {}", cuda::unavailable_reason());
     }
     let tiles: Vec<Tile> = a.tiles.iter().map(|t| Tile::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+    // tiles[0] and gpus[0] below are safe after these.
+    anyhow::ensure!(!tiles.is_empty(), "--tiles: give at least one tile");
+    anyhow::ensure!(!a.gpus.is_empty(), "--gpus: give at least one device");
     let mut be = CudaBackend::new(&a.gpus)?;
     for d in be.devices() {
         println!("device: {d}");
     }
-    // --- TLM on CUDA (cli/tlm_check.rs)
+    // --- TLM on CUDA (dev/tlm_check.rs)
     let mut tlm_bad = false;
     if a.engine != CheckEngine::Fdtd {
         let shapes: Vec<crate::engine::cuda::tlm::TlmConfig> =
@@ -490,11 +338,15 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let rjobs = random_jobs(false, a.steps);
-    let init: Vec<Fields> = rjobs.iter().enumerate().map(|(k, j)| random_fields(&Operator::new(j).expect("check job"), 1000 + k as u64)).collect();
+    let init: Vec<Fields> = rjobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 1000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
+        .collect::<anyhow::Result<_>>()?;
     let zjobs = zero_jobs(false);
     let t = std::time::Instant::now();
-    let rcpu = cpu_reference(&rjobs, Some(&init));
-    let zcpu = cpu_reference(&zjobs, None);
+    let rcpu = fdtd_reference(&rjobs, Some(&init));
+    let zcpu = fdtd_reference(&zjobs, None);
     println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
     // (scheme, tile, zchunk, CUDA graphs): the first tile also kernel by kernel.
     let mut variants = vec![];
@@ -524,7 +376,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         let mut fj = vec![crate::bench::box_job(256, a.full_steps)];
         fj.extend(crate::bench::population_jobs(64, 300_000, a.full_steps));
         let t = std::time::Instant::now();
-        let fc: Vec<_> = cpu_reference(&fj, None).into_iter().map(|(r, _)| (r, None)).collect();
+        let fc: Vec<_> = fdtd_reference(&fj, None).into_iter().map(|(r, _)| (r, None)).collect();
         println!("CPU reference of the full-size workloads: {:.1} s", t.elapsed().as_secs_f64());
         be.set_options(CudaOptions { tile: tiles[0], ..Default::default() })?;
         let g = be.run_jobs(&fj, None, false)?;

@@ -1,0 +1,120 @@
+//! A design file timed as the optimiser runs it: once at its midpoint (every
+//! port driven, its own end criterion), and one GA generation of random
+//! feasible candidates simulated as one batch.
+
+use std::time::Instant;
+
+use super::GraphsChoice;
+use crate::engine::cuda::batch::Tile;
+use crate::engine::cuda::{CudaBackend, CudaOptions};
+use crate::engine::{cpu::CpuBackend, Backend};
+
+/// One design as the optimiser runs it: midpoint values, every port driven, the design's end criterion.
+pub fn midpoint(path: &std::path::Path, use_cuda: bool, gpus: &[usize]) -> anyhow::Result<()> {
+    let design = crate::design::Design::load(path)?;
+    let backend: Box<dyn crate::engine::Backend> = if use_cuda { Box::new(CudaBackend::new(gpus)?) } else { Box::new(CpuBackend) };
+    let drives: Vec<usize> = (0..design.port_names().len()).collect();
+    let values = design.midpoint_values();
+    // Once to warm up (kernel compilation, allocation), once timed.
+    // (A failed design shows in the timed run below.)
+    let _ = crate::evaluate::evaluate_one(&design, &values, &drives, None, backend.as_ref())?;
+    let t = Instant::now();
+    let r = crate::evaluate::evaluate_one(&design, &values, &drives, None, backend.as_ref())?;
+    let secs = t.elapsed().as_secs_f64();
+    let s = r.map_err(|e| anyhow::anyhow!("{}: {e}", design.name()))?;
+    println!(
+        "design {} on {}: {:.3} s, {:.1} Mcells/s ({})",
+        design.name(),
+        backend.name(),
+        secs,
+        s.cell_updates() / secs / 1e6,
+        s.run_summary()
+    );
+    Ok(())
+}
+
+/// `n` random feasible candidates of a design (seed 1), as a GA's first generation draws them.
+pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::collections::BTreeMap<String, f64>> {
+    use rand::SeedableRng;
+    let genes = design.genes();
+    let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(1);
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..100 * n {
+        if out.len() == n {
+            break;
+        }
+        let x = crate::ga::genome::random_genome(&genes, &mut rng);
+        let values: std::collections::BTreeMap<String, f64> = design.parameter_names().into_iter().zip(x).collect();
+        if design.constraint_violation(&values) == 0.0 {
+            out.push(values);
+        }
+    }
+    out
+}
+
+/// One GA generation of a design as one batch: wall time, designs/s and
+/// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
+pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice) -> anyhow::Result<()> {
+    let design = crate::design::Design::load(path)?;
+    let drives: Vec<usize> = (0..design.port_names().len()).collect();
+    let cands = random_candidates(&design, n);
+    anyhow::ensure!(!cands.is_empty(), "{}: no feasible random candidate in {} draws", design.name(), 100 * n);
+    let t = Instant::now();
+    for c in &cands {
+        design.jobs(c, &drives, None)?;
+    }
+    println!("generation of {} {} candidates: their jobs (geometry, voxels) built in {:.2} s", cands.len(), design.name(), t.elapsed().as_secs_f64());
+    let time = |backend: &dyn Backend| -> anyhow::Result<(f64, f64, usize, usize)> {
+        let t = Instant::now();
+        let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, None, backend, &|_| {})?;
+        let secs = t.elapsed().as_secs_f64();
+        let mut upd = 0.0;
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for r in rs.iter().flatten() {
+            upd += r.cell_updates();
+            for o in &r.outputs {
+                lo = lo.min(o.steps);
+                hi = hi.max(o.steps);
+            }
+        }
+        Ok((secs, upd, lo, hi))
+    };
+    let line = |what: &str, secs: f64, upd: f64, lo: usize, hi: usize, extra: String| {
+        println!(
+            "generation of {} {} candidates on {what}: {secs:.2} s wall, {:.1} designs/s, {:.2} Gcells/s whole-run, steps {lo}..{hi}{extra}",
+            cands.len(),
+            design.name(),
+            cands.len() as f64 / secs,
+            upd / secs / 1e9
+        )
+    };
+    if !use_cuda {
+        let (secs, upd, lo, hi) = time(&CpuBackend)?;
+        line("cpu", secs, upd, lo, hi, String::new());
+        return Ok(());
+    }
+    let mut be = CudaBackend::new(gpus)?;
+    for t in tiles {
+        // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
+        let auto = t == "auto";
+        let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
+        for g in graphs.values() {
+            be.set_options(CudaOptions { tile, graphs: g, adapt: auto, ..Default::default() })?;
+            time(&be)?; // warm-up: compiles the variant, grows the pool
+            let (secs, upd, lo, hi) = time(&be)?;
+            let st = be.last_stats();
+            let extra = format!(
+                "; backend {:.2} s = setup {:.2} + stepping loop {:.2} (device busy {:.2} s = {:.2} Gcells/s, host waiting {:.2} s)",
+                st.wall_s,
+                st.setup_s,
+                st.loop_s,
+                st.kernel_s,
+                st.cell_updates / st.kernel_s / 1e9,
+                st.wait_s
+            );
+            let what = if auto { "auto".to_string() } else { tile.to_string() };
+            line(&format!("cuda [fused {what}, graphs {}]", if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
+        }
+    }
+    Ok(())
+}

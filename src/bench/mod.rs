@@ -1,0 +1,149 @@
+//! `emvolve bench`: throughput of the engines on fixed workloads.
+//!
+//! Every workload runs twice, for `steps` and `steps2` steps: "whole-run" is
+//! cells x steps2 over the wall time of the second run (operators, uploads
+//! and all included), "marginal" the extra cell updates over the extra time
+//! (setup removed). On CUDA also "kernel": cell updates over the device time
+//! of the stepping kernels, the bytes per cell the kernels must move, and
+//! that traffic as a fraction of the device-to-device copy bandwidth measured
+//! in the same run. A design file can be timed too: once at its midpoint, and
+//! as one GA generation in one batch.
+
+use clap::{Args, ValueEnum};
+
+use crate::engine::cuda;
+use crate::engine::select::BackendChoice;
+
+pub mod design;
+pub mod fdtd;
+pub mod table;
+pub mod tlm;
+pub mod workloads;
+
+pub use workloads::{box_job, box_job_pml, population_jobs};
+
+/// What to time, and where (the options of `emvolve bench`).
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Also time a design file at its midpoint, every port driven, to its own end criterion.
+    #[arg(long)]
+    pub design: Option<std::path::PathBuf>,
+    /// With --design: also time one GA generation, this many random feasible
+    /// candidates of the design (fixed seed) simulated as one batch, per --tiles
+    /// variant on CUDA (exactly that tile; "auto": the backend's adaptive default).
+    #[arg(long, default_value_t = 0)]
+    pub generation: usize,
+    /// Edge of the cubic benchmark grid (cells).
+    #[arg(long, default_value_t = 100)]
+    pub n: usize,
+    /// CPML cells on each face of the box (default 10; 0: PEC walls, no CPML).
+    #[arg(long)]
+    pub box_pml: Option<usize>,
+    /// Time steps of the first measurement.
+    #[arg(long, default_value_t = 200)]
+    pub steps: usize,
+    /// Time steps of the second measurement (default 2 x steps); the
+    /// difference gives the marginal rate.
+    #[arg(long)]
+    pub steps2: Option<usize>,
+    /// Population size of the batch benchmark (0 to skip).
+    #[arg(long, default_value_t = 8)]
+    pub population: usize,
+    /// Cells per design in the batch benchmark.
+    #[arg(long, default_value_t = 60_000)]
+    pub cells: usize,
+    /// cpu, cuda, or auto (CUDA when available, else the CPU, said once).
+    #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+    pub backend: BackendChoice,
+    /// GPUs (ordinals, comma separated) for the CUDA backend.
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    pub gpus: Vec<usize>,
+    /// CUDA kernels: fused step, split half steps, or both.
+    #[arg(long, value_enum, default_value_t = SchemeChoice::Fused)]
+    pub scheme: SchemeChoice,
+    /// CUDA thread-block tiles to time (TXxTY[:stages[:minblocks]] or "auto", comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "32x8")]
+    pub tiles: Vec<String>,
+    /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Fdtd)]
+    pub engine: EngineChoice,
+    /// TLM launch shapes (THREADSxNODES[xMINBLOCKS][s], comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "256x2")]
+    pub tlm_shapes: Vec<String>,
+    /// CUDA graphs for the chunks of steps: on, off, or both (timed one after the other).
+    #[arg(long, value_enum, default_value_t = GraphsChoice::On)]
+    pub graphs: GraphsChoice,
+    /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
+    #[arg(long, value_delimiter = ',')]
+    pub split_zchunks: Vec<usize>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemeChoice {
+    Fused,
+    Split,
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphsChoice {
+    On,
+    Off,
+    Both,
+}
+
+impl GraphsChoice {
+    pub fn values(self) -> Vec<bool> {
+        match self {
+            GraphsChoice::On => vec![true],
+            GraphsChoice::Off => vec![false],
+            GraphsChoice::Both => vec![true, false],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    Fdtd,
+    Tlm,
+}
+
+/// Whether `choice` means the CUDA backend here (`auto` says once when it falls back).
+fn use_cuda(choice: BackendChoice) -> anyhow::Result<bool> {
+    match choice {
+        BackendChoice::Cpu => Ok(false),
+        BackendChoice::Cuda => {
+            if !cuda::available() {
+                anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
+            }
+            Ok(true)
+        }
+        BackendChoice::Auto => {
+            let ok = cuda::available();
+            if !ok {
+                eprintln!("note: CUDA not available ({}), benchmarking the CPU", cuda::unavailable_reason());
+            }
+            Ok(ok)
+        }
+    }
+}
+
+/// Time what `a` asks for and print the tables.
+pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
+    let s1 = a.steps;
+    let s2 = a.steps2.unwrap_or(2 * a.steps).max(s1 + 1);
+    let use_cuda = use_cuda(a.backend)?;
+    if let Some(path) = &a.design {
+        design::midpoint(path, use_cuda, &a.gpus)?;
+        if a.generation > 0 {
+            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs)?;
+        }
+    }
+    if a.engine == EngineChoice::Tlm {
+        let shapes: Vec<cuda::tlm::TlmConfig> =
+            a.tlm_shapes.iter().map(|t| cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+        anyhow::ensure!(!shapes.is_empty(), "--tlm-shapes: at least one");
+        return tlm::run(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes);
+    }
+    fdtd::run(a, s1, s2, use_cuda)
+}

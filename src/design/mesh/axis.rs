@@ -1,0 +1,520 @@
+//! One axis of the automatic mesher: lines on every metal edge and material
+//! interface, graded cells in between (used by [`super::auto::AutoMesher`]).
+//!
+//! What an openEMS or CST user expects of a mesher, in the form a genetic
+//! algorithm needs (docs/ACCURACY.md has the measurements behind the choices):
+//! - *anchors*: lines exactly on material interfaces, sheet planes, ports and
+//!   domain faces; at a metal edge either a line on the edge or a pair of lines
+//!   1/3 of a cell inside and 2/3 outside the metal (openEMS's "thirds rule",
+//!   which cancels most of the first-order error of a singular edge field);
+//! - between anchors, cells graded smoothly (neighbours differ by at most
+//!   `max_ratio`) from the anchors' own cell size up to `max_cell`: the cell
+//!   size grows linearly with the distance from an anchor, which gives
+//!   geometric grading, and the lines are the equal steps of the cumulative
+//!   density, so they move continuously when the anchors do;
+//! - counts that change only where an interval's need crosses a whole cell:
+//!   between those points a parameter change moves the lines and none appears
+//!   or vanishes, so neighbouring candidates get neighbouring meshes.
+
+/// How a metal edge gets its lines.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum EdgeRule {
+    /// One line on the edge.
+    OnEdge,
+    /// Lines at 1/3 of the edge cell inside the metal and 2/3 outside.
+    Thirds,
+    /// Lines at this fraction `f` (0 < f < 1/2) of the edge cell inside the
+    /// metal and `1 - f` outside; `Thirds` is `Inside(1/3)`.
+    Inside(f64),
+}
+
+impl EdgeRule {
+    /// The fraction of the edge cell that lies inside the metal (0: on the edge).
+    pub fn inside(self) -> f64 {
+        match self {
+            EdgeRule::OnEdge => 0.0,
+            EdgeRule::Thirds => 1.0 / 3.0,
+            EdgeRule::Inside(f) => f,
+        }
+    }
+}
+
+/// What happens at a coordinate along the axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    /// A plane that must carry a line exactly: domain face, material interface,
+    /// sheet plane, port plane or position.
+    Exact,
+    /// A metal edge (face of a PEC solid or edge of a sheet) with the metal on
+    /// the low side (`below`) or the high side, meshed by `rule` with cells of
+    /// size `h` next to it.
+    Metal { below: bool, rule: EdgeRule, h: f64 },
+}
+
+/// One coordinate the mesh must respect; `key` identifies it across parameter
+/// values (e.g. primitive index and face), so a topology can be reused.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Feature {
+    pub pos: f64,
+    pub kind: Kind,
+    pub key: u64,
+}
+
+/// A range that must hold at least `cells` cells (a dielectric slab's thickness).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MinCells {
+    pub lo: f64,
+    pub hi: f64,
+    pub cells: usize,
+}
+
+/// Settings of one axis (metres).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AxisOptions {
+    pub max_cell: f64,
+    pub min_cell: f64,
+    pub max_ratio: f64,
+}
+
+/// A line the mesh keeps, with the cell size wanted next to it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Anchor {
+    pos: f64,
+    h: f64,
+    /// Feature key * 4 + role (0 exact / on edge, 1 inside, 2 outside).
+    id: u64,
+    /// Which anchor survives when two come too close: exact lines first.
+    prio: u8,
+}
+
+/// Why an axis cannot be meshed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MeshProblem {
+    /// Two things the mesh must resolve lie closer than the minimum cell.
+    TooClose { a: f64, b: f64, min_cell: f64 },
+    /// A cell below the minimum.
+    CellTooSmall { at: f64, size: f64, min_cell: f64 },
+    /// Neighbouring cells differ by more than the allowed ratio.
+    Grading { at: f64, ratio: f64, max_ratio: f64 },
+    /// A feature outside the axis' range.
+    Outside { pos: f64 },
+    /// Options that cannot work (non-positive sizes, ratio <= 1, ...).
+    Options(String),
+}
+
+impl std::fmt::Display for MeshProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mm = |x: f64| format!("{:.6} mm", x * 1e3);
+        match self {
+            MeshProblem::TooClose { a, b, min_cell } => write!(
+                f,
+                "features at {} and {} are closer than the minimum cell ({}): lower `min_cell` or move them apart",
+                mm(*a),
+                mm(*b),
+                mm(*min_cell)
+            ),
+            MeshProblem::CellTooSmall { at, size, min_cell } => {
+                write!(f, "cell at {} is {} wide, below the minimum cell {}", mm(*at), mm(*size), mm(*min_cell))
+            }
+            MeshProblem::Grading { at, ratio, max_ratio } => write!(
+                f,
+                "neighbouring cells at {} differ by a ratio of {ratio:.3}, above the limit {max_ratio}",
+                mm(*at)
+            ),
+            MeshProblem::Outside { pos } => write!(f, "feature at {} lies outside the domain", mm(*pos)),
+            MeshProblem::Options(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+impl AxisOptions {
+    fn check(&self) -> Result<(), MeshProblem> {
+        let bad = |s: String| Err(MeshProblem::Options(s));
+        if !(self.max_cell > 0.0 && self.max_cell.is_finite()) {
+            return bad(format!("max_cell must be positive (got {})", self.max_cell));
+        }
+        if !(self.min_cell > 0.0 && self.min_cell <= self.max_cell) {
+            return bad(format!("min_cell must be positive and at most max_cell (got {} and {})", self.min_cell, self.max_cell));
+        }
+        if !(self.max_ratio > 1.0 && self.max_ratio <= 3.0) {
+            return bad(format!("max_ratio must lie in (1, 3] (got {})", self.max_ratio));
+        }
+        Ok(())
+    }
+}
+
+/// The anchors of `[lo, hi]` for `features`: deduplicated, expanded by the edge
+/// rule, and thinned where two come closer than the minimum cell.
+fn anchors(lo: f64, hi: f64, features: &[Feature], o: &AxisOptions) -> Result<Vec<Anchor>, MeshProblem> {
+    let tol = 1e-9 * (hi - lo).abs().max(1e-12);
+    // Lines that ask for no particular cell: the density next to them starts at the maximum.
+    let free = o.max_cell * growth(o).exp_m1() / growth(o);
+    let mut v = vec![
+        Anchor { pos: lo, h: free, id: u64::MAX - 7, prio: 3 },
+        Anchor { pos: hi, h: free, id: u64::MAX - 3, prio: 3 },
+    ];
+    for f in features {
+        if !(f.pos >= lo - tol && f.pos <= hi + tol) {
+            return Err(MeshProblem::Outside { pos: f.pos });
+        }
+        let on_face = (f.pos - lo).abs() <= tol || (f.pos - hi).abs() <= tol;
+        match f.kind {
+            Kind::Exact => v.push(Anchor { pos: f.pos, h: free, id: f.key * 4, prio: 2 }),
+            // A metal face on the domain face is no edge: the face line holds it.
+            Kind::Metal { .. } if on_face => {}
+            Kind::Metal { below, rule, h } => match rule.inside() {
+                q if q <= 0.0 => v.push(Anchor { pos: f.pos, h: h.clamp(o.min_cell, o.max_cell), id: f.key * 4, prio: 2 }),
+                q => {
+                    let s = if below { 1.0 } else { -1.0 };
+                    let h = h.clamp(o.min_cell, o.max_cell);
+                    let inner = f.pos - s * h * q;
+                    let outer = f.pos + s * (1.0 - q) * h;
+                    // Lines that would leave the domain fall back to the edge itself.
+                    if inner <= lo + tol || inner >= hi - tol || outer <= lo + tol || outer >= hi - tol {
+                        v.push(Anchor { pos: f.pos, h, id: f.key * 4, prio: 2 });
+                    } else {
+                        v.push(Anchor { pos: inner, h, id: f.key * 4 + 1, prio: 1 });
+                        v.push(Anchor { pos: outer, h, id: f.key * 4 + 2, prio: 1 });
+                    }
+                }
+            },
+        }
+    }
+    // Order by position, identity breaking ties, so the order is deterministic.
+    v.sort_by(|a, b| a.pos.total_cmp(&b.pos).then(a.id.cmp(&b.id)));
+    // Same place twice (the two irises sharing one aperture): keep one, the
+    // finer cell and the higher priority.
+    let mut out: Vec<Anchor> = Vec::with_capacity(v.len());
+    for a in v {
+        match out.last_mut() {
+            Some(p) if (a.pos - p.pos).abs() <= tol => {
+                p.h = p.h.min(a.h);
+                if a.prio > p.prio || (a.prio == p.prio && a.id < p.id) {
+                    p.id = a.id;
+                    p.prio = a.prio;
+                }
+            }
+            _ => out.push(a),
+        }
+    }
+    // Closer than the minimum cell: the lower priority anchor goes (the edge
+    // rule's pair gives way to exact lines); between equals the later one.
+    loop {
+        let close = (1..out.len()).filter(|&i| out[i].pos - out[i - 1].pos < o.min_cell * (1.0 - 1e-9)).min_by(|&i, &j| {
+            (out[i].pos - out[i - 1].pos).total_cmp(&(out[j].pos - out[j - 1].pos))
+        });
+        let Some(i) = close else { break };
+        let (a, b) = (out[i - 1], out[i]);
+        if a.prio == 2 && b.prio == 2 || a.prio == 3 && b.prio >= 2 && b.pos < hi - tol || b.prio == 3 && a.prio >= 2 && a.pos > lo + tol
+        {
+            // Two exact lines (or an exact line and a face) too close: no mesh
+            // can honour both at this minimum cell.
+            return Err(MeshProblem::TooClose { a: a.pos, b: b.pos, min_cell: o.min_cell });
+        }
+        let drop = if a.prio > b.prio || (a.prio == b.prio && a.id < b.id) { i } else { i - 1 };
+        let keep = if drop == i { i - 1 } else { i };
+        out[keep].h = out[keep].h.min(out[drop].h);
+        out.remove(drop);
+    }
+    Ok(out)
+}
+
+/// The cell size wanted at `x` in an interval `[a, b]` whose ends want `ha`
+/// and `hb`: grows linearly away from each end (geometric grading) up to `cap`.
+#[inline]
+fn density_h(x: f64, a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> f64 {
+    // A cell starting where the density is h0 spans h0 (e^g - 1) / g; scaling
+    // the ends by the inverse makes the cell next to an anchor the anchor's size.
+    let k = g / g.exp_m1();
+    (k * ha + g * (x - a)).min(k * hb + g * (b - x)).min(cap)
+}
+
+/// Samples per interval of the cumulative density (placement resolution).
+const SAMPLES: usize = 128;
+
+/// The cumulative count of cells `F(x) = int_a^x dx / h(x)` on `SAMPLES + 1`
+/// points (trapezoids); `F(b)` is the smallest cell count that honours `h`.
+fn cumulative(a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> (Vec<f64>, Vec<f64>) {
+    let xs: Vec<f64> = (0..=SAMPLES).map(|k| a + (b - a) * k as f64 / SAMPLES as f64).collect();
+    let mut fs = vec![0.0; SAMPLES + 1];
+    for k in 1..=SAMPLES {
+        let h0 = density_h(xs[k - 1], a, b, ha, hb, g, cap);
+        let h1 = density_h(xs[k], a, b, ha, hb, g, cap);
+        fs[k] = fs[k - 1] + 0.5 * (xs[k] - xs[k - 1]) * (1.0 / h0 + 1.0 / h1);
+    }
+    (xs, fs)
+}
+
+fn count(a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> f64 {
+    cumulative(a, b, ha, hb, g, cap).1[SAMPLES]
+}
+
+/// Growth per unit length that keeps neighbouring cells within `ratio`
+/// (with a margin for the discrete placement).
+fn growth(o: &AxisOptions) -> f64 {
+    0.92 * o.max_ratio.ln()
+}
+
+/// The largest cell `cap <= max_cell` with which the interval holds exactly
+/// `n` cells (the count falls as the cap grows; bisection).
+fn cap_for(a: f64, b: f64, ha: f64, hb: f64, n: usize, o: &AxisOptions) -> f64 {
+    let g = growth(o);
+    if count(a, b, ha, hb, g, o.max_cell) >= n as f64 {
+        return o.max_cell;
+    }
+    let (mut lo, mut hi) = ((b - a) / n as f64 * 0.5, o.max_cell);
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if count(a, b, ha, hb, g, mid) > n as f64 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Cells an interval needs at least: the density's count, and any slab minimum.
+fn needed(a: f64, b: f64, ha: f64, hb: f64, o: &AxisOptions, slabs: &[MinCells]) -> usize {
+    let mut n = (count(a, b, ha, hb, growth(o), o.max_cell) - 0.02).ceil().max(1.0) as usize;
+    let tol = 1e-9 * (b - a).abs();
+    for s in slabs {
+        if a >= s.lo - tol && b <= s.hi + tol && s.hi > s.lo {
+            n = n.max((s.cells as f64 * (b - a) / (s.hi - s.lo) - 1e-6).ceil() as usize);
+        }
+    }
+    n
+}
+
+/// Counts, per-interval caps and anchor cell sizes that fit together: an
+/// anchor's cell may not exceed `ratio` times the cells on either side of it
+/// (an interval with more cells than its density needs has smaller cells), so
+/// the anchors shrink until neighbours agree. Every step is continuous in the
+/// positions while the counts stay the same.
+fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells]) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
+    let m = an.len() - 1;
+    let h0: Vec<f64> = an.iter().map(|a| a.h).collect();
+    let mut h = h0.clone();
+    let mut n: Vec<usize> = vec![1; m];
+    let mut cap = vec![o.max_cell; m];
+    let r = 0.92 * o.max_ratio;
+    // The two lines of one edge (thirds rule) are one cell apart by construction.
+    let pair = |i: usize| an[i].id / 4 == an[i + 1].id / 4 && an[i].id % 4 != 0 && an[i + 1].id % 4 != 0;
+    for _ in 0..16 {
+        for i in 0..m {
+            if pair(i) {
+                n[i] = 1;
+                cap[i] = an[i + 1].pos - an[i].pos;
+                continue;
+            }
+            n[i] = n[i].max(needed(an[i].pos, an[i + 1].pos, h[i], h[i + 1], o, slabs));
+            cap[i] = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], n[i], o);
+        }
+        let mut changed = false;
+        for k in 0..=m {
+            let mut hk = h0[k];
+            if k > 0 {
+                hk = hk.min(r * cap[k - 1]);
+            }
+            if k < m {
+                hk = hk.min(r * cap[k]);
+            }
+            if (hk - h[k]).abs() > 1e-12 * hk {
+                changed = true;
+            }
+            h[k] = hk;
+        }
+        if !changed {
+            break;
+        }
+    }
+    (n, cap, h)
+}
+
+/// `n - 1` line positions strictly inside `[a, b]` (n cells): the inverse of
+/// the cumulative density at equal steps, so lines move continuously with a, b.
+fn place(a: f64, b: f64, ha: f64, hb: f64, cap: f64, n: usize, o: &AxisOptions, out: &mut Vec<f64>) {
+    let (xs, fs) = cumulative(a, b, ha, hb, growth(o), cap);
+    let total = fs[SAMPLES];
+    let mut k = 1;
+    for m in 1..n {
+        let target = total * m as f64 / n as f64;
+        while k < SAMPLES && fs[k] < target {
+            k += 1;
+        }
+        let (f0, f1) = (fs[k - 1], fs[k]);
+        let t = if f1 > f0 { (target - f0) / (f1 - f0) } else { 0.0 };
+        out.push(xs[k - 1] + t * (xs[k] - xs[k - 1]));
+    }
+}
+
+/// Anchors and their solved counts, caps and cells. An edge's line pair is
+/// one edge cell wide by construction, so when the solve shrinks the cells
+/// around a pair (a narrow gap next to it) the pair is rebuilt with the smaller
+/// cell, until it agrees with its neighbours.
+#[allow(clippy::type_complexity)]
+fn settle(
+    lo: f64,
+    hi: f64,
+    features: &[Feature],
+    slabs: &[MinCells],
+    o: &AxisOptions,
+) -> Result<(Vec<Anchor>, Vec<usize>, Vec<f64>, Vec<f64>), MeshProblem> {
+    let mut fs = features.to_vec();
+    let mut round = 0;
+    loop {
+        let an = anchors(lo, hi, &fs, o)?;
+        let (n, cap, h) = solve(&an, o, slabs);
+        round += 1;
+        let mut shrunk = false;
+        if round < 8 {
+            for i in 0..an.len().saturating_sub(1) {
+                let pair = an[i].id / 4 == an[i + 1].id / 4 && an[i].id % 4 != 0 && an[i + 1].id % 4 != 0;
+                let want = h[i].min(h[i + 1]);
+                if pair && want < cap[i] * (1.0 - 1e-9) {
+                    for f in fs.iter_mut().filter(|f| f.key == an[i].id / 4) {
+                        if let Kind::Metal { h: fh, .. } = &mut f.kind {
+                            *fh = want.max(o.min_cell);
+                            shrunk = true;
+                        }
+                    }
+                }
+            }
+        }
+        if !shrunk {
+            return Ok((an, n, cap, h));
+        }
+    }
+}
+
+/// The mesh lines of `[lo, hi]`: anchors, and graded lines between them.
+pub fn lines(lo: f64, hi: f64, features: &[Feature], slabs: &[MinCells], o: &AxisOptions) -> Result<Vec<f64>, MeshProblem> {
+    o.check()?;
+    let (an, n, cap, h) = settle(lo, hi, features, slabs, o)?;
+    let mut out = Vec::new();
+    for i in 0..an.len() - 1 {
+        out.push(an[i].pos);
+        place(an[i].pos, an[i + 1].pos, h[i], h[i + 1], cap[i], n[i], o, &mut out);
+    }
+    out.push(hi);
+    check_lines(&out, o.min_cell, o.max_ratio)?;
+    Ok(out)
+}
+
+/// Lines must increase, with no cell below `min_cell` and neighbouring cells
+/// within `max_ratio` (also used for line lists a user forces).
+pub fn check_lines(v: &[f64], min_cell: f64, max_ratio: f64) -> Result<(), MeshProblem> {
+    for w in v.windows(2) {
+        let d = w[1] - w[0];
+        if !(d >= min_cell * (1.0 - 1e-6)) {
+            return Err(MeshProblem::CellTooSmall { at: w[0], size: d, min_cell });
+        }
+    }
+    for w in v.windows(3) {
+        let (d0, d1) = (w[1] - w[0], w[2] - w[1]);
+        let r = (d0 / d1).max(d1 / d0);
+        if r > max_ratio * (1.0 + 1e-6) {
+            return Err(MeshProblem::Grading { at: w[1], ratio: r, max_ratio });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts() -> AxisOptions {
+        AxisOptions { max_cell: 1.0, min_cell: 0.05, max_ratio: 1.5 }
+    }
+    fn metal(pos: f64, below: bool, key: u64) -> Feature {
+        Feature { pos, kind: Kind::Metal { below, rule: EdgeRule::Thirds, h: 0.3 }, key }
+    }
+
+    fn ratio_max(v: &[f64]) -> f64 {
+        v.windows(3).map(|w| ((w[1] - w[0]) / (w[2] - w[1])).max((w[2] - w[1]) / (w[1] - w[0]))).fold(1.0, f64::max)
+    }
+
+    #[test]
+    fn empty_axis_is_uniform_at_the_max_cell() {
+        let v = lines(0.0, 10.0, &[], &[], &opts()).unwrap();
+        assert_eq!(v.len(), 11);
+        for w in v.windows(2) {
+            assert!((w[1] - w[0] - 1.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn exact_features_get_lines_and_grading_holds() {
+        let f = [Feature { pos: 3.3, kind: Kind::Exact, key: 1 }, Feature { pos: 3.9, kind: Kind::Exact, key: 2 }];
+        let v = lines(0.0, 10.0, &f, &[], &opts()).unwrap();
+        for x in [3.3, 3.9] {
+            assert!(v.iter().any(|&l| (l - x).abs() < 1e-12), "{x} not a line: {v:?}");
+        }
+        assert!(ratio_max(&v) <= 1.5 + 1e-9, "{v:?}");
+        assert!(v.windows(2).all(|w| w[1] - w[0] <= 1.0 + 1e-9));
+    }
+
+    #[test]
+    fn thirds_rule_puts_the_edge_a_third_into_its_cell() {
+        let o = opts();
+        // Metal below x = 4: lines at 4 - 0.1 and 4 + 0.2.
+        let f = [metal(4.0, true, 7)];
+        let v = lines(0.0, 10.0, &f, &[], &o).unwrap();
+        let i = v.iter().position(|&x| x > 4.0).unwrap();
+        assert!((v[i - 1] - (4.0 - 0.1)).abs() < 1e-12 && (v[i] - (4.0 + 0.2)).abs() < 1e-12, "{v:?}");
+        assert!(ratio_max(&v) <= 1.5 + 1e-9);
+        // Metal above: mirrored.
+        let f = [metal(4.0, false, 7)];
+        let v = lines(0.0, 10.0, &f, &[], &o).unwrap();
+        let i = v.iter().position(|&x| x > 4.0).unwrap();
+        assert!((v[i - 1] - (4.0 - 0.2)).abs() < 1e-12 && (v[i] - (4.0 + 0.1)).abs() < 1e-12, "{v:?}");
+    }
+
+    #[test]
+    fn lines_move_continuously_between_count_changes() {
+        let o = opts();
+        let feats = |w: f64| [metal(5.0 - w / 2.0, true, 1), metal(5.0 + w / 2.0, false, 2)];
+        let mut prev: Option<Vec<f64>> = None;
+        let mut jumps = 0;
+        let mut w = 2.0;
+        while w <= 4.0 + 1e-9 {
+            let v = lines(0.0, 10.0, &feats(w), &[], &o).unwrap();
+            if let Some(p) = &prev {
+                if p.len() == v.len() {
+                    let moved = p.iter().zip(&v).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+                    assert!(moved > 0.0 && moved < 0.03, "w = {w}: largest line move {moved}");
+                } else {
+                    jumps += 1;
+                }
+            }
+            prev = Some(v);
+            w += 0.01;
+        }
+        // A 2 mm sweep of a 0.3-0.5 mm cell mesh adds a handful of cells, not one per step.
+        assert!(jumps <= 8, "{jumps} count changes");
+    }
+
+    #[test]
+    fn slab_gets_its_minimum_cells() {
+        let o = opts();
+        let f = [Feature { pos: 1.6, kind: Kind::Exact, key: 1 }];
+        let v = lines(0.0, 10.0, &f, &[MinCells { lo: 0.0, hi: 1.6, cells: 4 }], &o).unwrap();
+        assert_eq!(v.iter().filter(|&&x| x < 1.6 - 1e-12).count(), 4, "{v:?}");
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let o = opts();
+        let f = [Feature { pos: 3.0, kind: Kind::Exact, key: 1 }, Feature { pos: 3.01, kind: Kind::Exact, key: 2 }];
+        assert!(matches!(lines(0.0, 10.0, &f, &[], &o), Err(MeshProblem::TooClose { .. })));
+        let f = [Feature { pos: 11.0, kind: Kind::Exact, key: 1 }];
+        assert!(matches!(lines(0.0, 10.0, &f, &[], &o), Err(MeshProblem::Outside { .. })));
+        assert!(matches!(check_lines(&[0.0, 1.0, 0.5], 0.01, 1.5), Err(MeshProblem::CellTooSmall { .. })));
+        assert!(matches!(check_lines(&[0.0, 1.0, 1.0], 0.01, 1.5), Err(MeshProblem::CellTooSmall { .. })));
+        assert!(matches!(check_lines(&[0.0, 1.0, 3.0], 0.01, 1.5), Err(MeshProblem::Grading { .. })));
+        let mut bad = o;
+        bad.max_ratio = 1.0;
+        assert!(matches!(lines(0.0, 10.0, &[], &[], &bad), Err(MeshProblem::Options(_))));
+    }
+}

@@ -1,0 +1,107 @@
+//! The files that show one simulated design: a Touchstone file (when every
+//! port was driven), a CSV of the S-parameters, the RF plots (|S| with the goal
+//! masks, phase and group delay, Smith chart, input impedance), the port time
+//! series and the fitness with its per-goal breakdown. `emvolve simulate` and
+//! `emvolve inspect` write them all; the run's `best/` writes its Touchstone
+//! file and plots the same way.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+
+use crate::analysis::SParams;
+use crate::design::Design;
+use crate::evaluate::{masks, Scored};
+use crate::job::{SimJob, SimOutput};
+use crate::numfmt::short;
+
+/// "l1=5.25, w1=3.9": parameter values as file comments and titles show them.
+pub fn parameter_list(values: &BTreeMap<String, f64>) -> String {
+    values.iter().map(|(k, v)| format!("{k}={}", short(*v))).collect::<Vec<_>>().join(", ")
+}
+
+/// What [`write_design_files`] left in the directory, and what it could not write (a note).
+#[derive(Debug, Default)]
+pub struct Written {
+    pub files: Vec<PathBuf>,
+    pub notes: Vec<String>,
+}
+
+/// The notes, then "wrote:" and one file a line.
+impl std::fmt::Display for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        for n in &self.notes {
+            writeln!(f, "{n}")?;
+        }
+        writeln!(f, "wrote:")?;
+        for p in &self.files {
+            writeln!(f, "  {}", p.display())?;
+        }
+        Ok(())
+    }
+}
+
+/// The Touchstone file `stem.sNp` of `sp` (Err: why not, e.g. a port that was not driven).
+pub fn write_touchstone(sp: &SParams, stem: &Path, comment: &str) -> anyhow::Result<PathBuf> {
+    crate::analysis::touchstone::write(sp, stem, comment)
+}
+
+/// The |S| plot of `sp` with `design`'s goal masks.
+pub fn write_sparams_plot(design: &Design, sp: &SParams, path: &Path, title: &str) -> anyhow::Result<PathBuf> {
+    crate::plot::sparams::plot(path, sp, &masks(design), title)?;
+    Ok(path.to_path_buf())
+}
+
+/// Touchstone (when the matrix is full), plot, time series and `fitness.json` into `dir`.
+pub fn write_design_files(design: &Design, values: &BTreeMap<String, f64>, s: &Scored, dir: &Path) -> anyhow::Result<Written> {
+    let mut w = Written::default();
+    let params = parameter_list(values);
+    let mut comment = format!("emvolve {}: {}\nparameters: {params}", env!("CARGO_PKG_VERSION"), design.name());
+    if let Some(warning) = s.truncation_note() {
+        comment.push_str(&format!("\n{warning}"));
+    }
+    match write_touchstone(&s.sparams, &dir.join(design.name()), &comment) {
+        Ok(p) => w.files.push(p),
+        Err(e) => w.notes.push(format!("no Touchstone file: {e}")),
+    }
+    let csv = dir.join("sparams.csv");
+    std::fs::write(&csv, crate::analysis::sparams_csv::render(&s.sparams)).with_context(|| format!("writing {}", csv.display()))?;
+    w.files.push(csv);
+    let title = format!("{} ({params})", design.name());
+    w.files.extend(crate::plot::write_rf_plots(dir, &s.sparams, &masks(design), &title)?);
+    for (job, out) in s.jobs.iter().zip(&s.outputs) {
+        let drive = job.ports.get(job.drive).map_or("?", |p| p.name.as_str());
+        let path = dir.join(format!("timeseries_drive_{drive}.csv"));
+        write_timeseries(&path, job, out)?;
+        w.files.push(path);
+    }
+    let summary = dir.join("fitness.json");
+    let json = serde_json::json!({ "design": design.name(), "parameters": values, "fitness": s.fitness, "runs": s.run_summary(), "decay": s.decay() });
+    std::fs::write(&summary, serde_json::to_string_pretty(&json)?).with_context(|| format!("writing {}", summary.display()))?;
+    w.files.push(summary);
+    Ok(w)
+}
+
+/// Port voltages and currents with their exact sample times, one row per step.
+pub fn write_timeseries(path: &Path, job: &SimJob, out: &SimOutput) -> anyhow::Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    let mut head = vec!["step".to_string(), "t_v_s".into()];
+    head.extend(job.ports.iter().map(|p| format!("V_{}", p.name)));
+    head.push("t_i_s".into());
+    head.extend(job.ports.iter().map(|p| format!("I_{}", p.name)));
+    writeln!(w, "{}", head.join(","))?;
+    for n in 0..out.steps {
+        // A trace shorter than the step count (an engine's fault) gives empty cells, not a panic.
+        let at = |x: &[f64]| x.get(n).map_or(String::new(), |v| format!("{v:.9e}"));
+        let mut row = vec![n.to_string(), format!("{:.6e}", (n as f64 + out.v_offset) * out.dt)];
+        row.extend(out.traces.iter().map(|t| at(&t.v)));
+        row.push(format!("{:.6e}", (n as f64 + out.i_offset) * out.dt));
+        row.extend(out.traces.iter().map(|t| at(&t.i)));
+        writeln!(w, "{}", row.join(","))?;
+    }
+    w.flush().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}

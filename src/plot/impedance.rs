@@ -1,0 +1,75 @@
+//! Input impedance R + jX (ohm) of every port with a reflection coefficient,
+//! against frequency, with the port's reference resistance dashed.
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use super::sparams::colour_of;
+use crate::analysis::SParams;
+
+/// Draw R and X of each port's input impedance into `path`; `None` when no S_ii exists.
+pub fn plot(path: &Path, sp: &SParams, title: &str) -> anyhow::Result<Option<()>> {
+    let n = sp.n_ports();
+    let ports: Vec<(usize, Vec<num_complex::Complex64>)> = (1..=n).filter_map(|i| sp.z_in(i).map(|z| (i, z))).collect();
+    if ports.is_empty() || sp.freqs.len() < 2 {
+        return Ok(None);
+    }
+    super::init_font();
+    let e = super::err(path);
+    let ghz: Vec<f64> = sp.freqs.iter().map(|f| f / 1e9).collect();
+    // Near a short or open |Z| runs off to infinity; the axis follows the bulk of the values.
+    let mut vals: Vec<f64> = ports.iter().flat_map(|(_, z)| z.iter().flat_map(|z| [z.re, z.im])).filter(|v| v.is_finite()).collect();
+    vals.extend(ports.iter().flat_map(|(i, _)| sp.zref[i - 1].iter().map(|z| z.re)));
+    vals.sort_by(f64::total_cmp);
+    let q = |p: f64| vals[((vals.len() - 1) as f64 * p).round() as usize];
+    let (lo, hi) = (q(0.02).min(0.0), q(0.98).max(1.0));
+    let pad = 0.08 * (hi - lo);
+    let (lo, hi) = (lo - pad, hi + pad);
+    let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
+    root.fill(&WHITE).map_err(&e)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(ghz[0]..ghz[ghz.len() - 1], lo..hi)
+        .map_err(&e)?;
+    chart.configure_mesh().x_desc("frequency (GHz)").y_desc("input impedance (ohm)").label_style(("sans-serif", 15)).draw().map_err(&e)?;
+    let keys: Vec<(usize, usize)> = (1..=n).flat_map(|i| (1..=n).map(move |j| (i, j))).filter(|&(i, j)| sp.get(i, j).is_some()).collect();
+    for (m, (i, z)) in ports.iter().enumerate() {
+        // The colour of S_ii in the other plots; later ports thinner, drawn over the first.
+        let col = colour_of(&keys, (*i, *i));
+        let w = if m == 0 { 3 } else { 1 };
+        let name = &sp.ports[i - 1];
+        let clip = |v: f64| v.clamp(lo, hi);
+        chart
+            .draw_series(LineSeries::new(ghz.iter().zip(z).map(|(f, z)| (*f, clip(z.re))), col.stroke_width(w)))
+            .map_err(&e)?
+            .label(format!("R{i} ({name})"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+        let light = col.mix(0.55);
+        chart
+            .draw_series(DashedLineSeries::new(ghz.iter().zip(z).map(|(f, z)| (*f, clip(z.im))), 8, 4, light.stroke_width(w)))
+            .map_err(&e)?
+            .label(format!("X{i} ({name})"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], light.stroke_width(2)));
+        let grey = RGBColor(110, 110, 110);
+        chart
+            .draw_series(DashedLineSeries::new(ghz.iter().zip(&sp.zref[i - 1]).map(|(f, z)| (*f, clip(z.re))), 3, 5, grey.stroke_width(1)))
+            .map_err(&e)?
+            .label(format!("reference Z{i}"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], grey.stroke_width(1)));
+    }
+    chart.draw_series(std::iter::once(PathElement::new(vec![(ghz[0], 0.0), (ghz[ghz.len() - 1], 0.0)], BLACK.stroke_width(1)))).map_err(&e)?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(&e)?;
+    root.present().map_err(&e)?;
+    Ok(Some(()))
+}

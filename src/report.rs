@@ -1,0 +1,239 @@
+//! The run report: one self-contained HTML page (inline CSS, PNGs as data:
+//! URIs, no script, nothing fetched) with the design, the goals and how the
+//! best design meets them, its parameters and RF plots, the fitness history and
+//! parameter trajectories, snapshots of the best design by generation, and the
+//! run's settings and timing. It reads only the run directory; where `best/`
+//! has a Touchstone file but no plots (an older run), the plots are drawn from it.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use base64::Engine as _;
+
+use crate::design::Design;
+use crate::ga::problem::PENALTY;
+use crate::run::checkpoint;
+use crate::run::inspect::inspect_state;
+
+/// Most generation snapshots shown (evenly spaced, first and last included).
+const MAX_SNAPSHOTS: usize = 12;
+
+/// HTML-escape text.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// `<img>` of a PNG file, inlined; `None` when the file is absent.
+fn img(path: &Path, alt: &str, class: &str) -> anyhow::Result<Option<String>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        anyhow::bail!("{} is not a PNG file", path.display());
+    }
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&bytes);
+    Ok(Some(format!("<img class=\"{class}\" alt=\"{}\" src=\"data:image/png;base64,{b64}\">", esc(alt))))
+}
+
+fn num(v: f64) -> String {
+    if v >= PENALTY {
+        "none".into()
+    } else if v == 0.0 || (1e-3..1e5).contains(&v.abs()) {
+        crate::numfmt::short(v)
+    } else {
+        format!("{v:.3e}")
+    }
+}
+
+/// Draw the best design's RF plots from its Touchstone file where `best/` has none.
+fn fill_best_plots(dir: &Path, design: &Design) -> anyhow::Result<()> {
+    let best = dir.join("best");
+    if best.join("smith.png").is_file() || !best.is_dir() {
+        return Ok(());
+    }
+    let ts = best.join(format!("{}.s{}p", design.name(), design.port_names().len()));
+    if !ts.is_file() {
+        return Ok(());
+    }
+    let net = crate::analysis::touchstone_read::read(&ts).map_err(anyhow::Error::msg)?;
+    crate::plot::write_rf_plots(&best, &net.to_sparams(), &crate::evaluate::masks(design), &format!("{} best", design.name()))?;
+    Ok(())
+}
+
+/// The report's HTML for the run in `dir`.
+pub fn render(dir: &Path) -> anyhow::Result<String> {
+    let design = Design::load(&dir.join("design.ron"))?;
+    let settings_path = dir.join("settings.ron");
+    let settings = std::fs::read_to_string(&settings_path).unwrap_or_else(|_| "(no settings.ron)".into());
+    let loaded = checkpoint::load(dir)?;
+    let state = &loaded.state;
+    fill_best_plots(dir, &design)?;
+    let ins = inspect_state(state, 1);
+    let units = design.file().units.symbol();
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>emvolve report: {}</title>\n<style>{}</style>\n</head>\n<body>\n",
+        esc(design.name()),
+        CSS
+    );
+    let _ = writeln!(h, "<h1>{}</h1>\n<p class=\"lead\">{}</p>", esc(design.name()), esc(design.description()));
+    if let Some(w) = &loaded.warning {
+        let _ = writeln!(h, "<p class=\"warn\">warning: {}</p>", esc(w));
+    }
+    // The run at a glance.
+    let status = state.termination.map_or("running, or interrupted (resume continues it)".to_string(), |t| format!("stopped: {t}"));
+    let eval_s: f64 = state.history.iter().map(|s| s.evaluation_seconds).sum();
+    let cps: Vec<f64> = state.history.iter().filter_map(|s| s.cells_per_second).collect();
+    let mean_cps = if cps.is_empty() { None } else { Some(cps.iter().sum::<f64>() / cps.len() as f64) };
+    h.push_str("<h2>Run</h2>\n<table class=\"kv\">\n");
+    let ga = &state.settings;
+    let rows: Vec<(&str, String)> = vec![
+        ("run directory", dir.display().to_string()),
+        ("status", status),
+        ("generations", format!("{} (population {}, seed {})", state.generation, ga.population, ga.seed)),
+        ("designs simulated", format!("{} ({} failed)", state.evaluations, state.failures.len())),
+        ("objectives", design.objective_labels().join(", ")),
+        ("run time", format!("{:.1} s in all, {:.1} s simulating ({:.2} designs/s)", state.elapsed_seconds, eval_s, state.evaluations as f64 / eval_s.max(1e-9))),
+        ("engine throughput", mean_cps.map_or("not recorded".into(), |c| format!("{:.1} Mcells/s (mean over generations)", c / 1e6))),
+    ];
+    for (k, v) in rows {
+        let _ = writeln!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&v));
+    }
+    h.push_str("</table>\n");
+    // Goals, with the best design's result on each.
+    let best = ins.designs.first();
+    let per_goal = best.map(|d| d.extra.goals.clone()).unwrap_or_default();
+    h.push_str("<h2>Goals</h2>\n<table>\n<tr><th>#</th><th>goal</th><th>weight</th><th>best design</th><th>worst point</th><th>violation (dB&sup2;)</th></tr>\n");
+    for (k, g) in design.goals().iter().enumerate() {
+        let r = per_goal.get(k);
+        let v = r.map(|r| r.violation);
+        let (state_txt, class) = match v {
+            Some(v) if v == 0.0 => ("met", "ok"),
+            Some(_) => ("missed", "bad"),
+            None => ("not simulated", ""),
+        };
+        let worst = r
+            .map(|r| format!("{:.2} dB at {:.4} GHz", r.worst_db, r.worst_freq_hz / 1e9))
+            .unwrap_or_default();
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"{class}\">{state_txt}</td><td>{}</td><td>{}</td></tr>",
+            k + 1,
+            esc(&g.label()),
+            num(g.weight),
+            esc(&worst),
+            v.map(num).unwrap_or_default()
+        );
+    }
+    h.push_str("</table>\n");
+    // The best design.
+    h.push_str("<h2>Best design</h2>\n");
+    match best {
+        Some(d) => {
+            let obj: Vec<String> = d.objectives.iter().map(|o| num(*o)).collect();
+            let _ = writeln!(h, "<p>objectives: {} (fitness in dB&sup2;, 0 when every goal is met)</p>", esc(&obj.join(" / ")));
+            h.push_str("<table>\n<tr><th>parameter</th><th>value</th><th>range</th></tr>\n");
+            for (g, v) in state.genes.iter().zip(&d.genome) {
+                let (lo, hi) = g.bounds();
+                let _ = writeln!(h, "<tr><td>{}</td><td>{} {units}</td><td>{} to {} {units}</td></tr>", esc(g.name()), crate::numfmt::short(*v), num(lo), num(hi));
+            }
+            h.push_str("</table>\n");
+        }
+        None => h.push_str("<p>No design has been simulated successfully yet.</p>\n"),
+    }
+    h.push_str("<div class=\"grid\">\n");
+    for (file, alt) in [("sparams.png", "|S| of the best design with the goal masks"), ("smith.png", "Smith chart"), ("impedance.png", "input impedance"), ("phase.png", "phase and group delay")] {
+        if let Some(tag) = img(&dir.join("best").join(file), alt, "plot")? {
+            let _ = writeln!(h, "<figure>{tag}<figcaption>{}</figcaption></figure>", esc(alt));
+        }
+    }
+    h.push_str("</div>\n");
+    // The optimisation.
+    h.push_str("<h2>Optimisation</h2>\n<div class=\"grid\">\n");
+    for (file, alt) in [("fitness.png", "fitness history"), ("parameters.png", "parameter trajectories"), ("pareto.png", "Pareto front")] {
+        if let Some(tag) = img(&dir.join("plots").join(file), alt, "plot")? {
+            let _ = writeln!(h, "<figure>{tag}<figcaption>{}</figcaption></figure>", esc(alt));
+        }
+    }
+    h.push_str("</div>\n");
+    snapshots(&mut h, dir)?;
+    history(&mut h, state, &design);
+    let _ = writeln!(h, "<h2>Settings</h2>\n<pre>{}</pre>", esc(&settings));
+    let _ = writeln!(h, "<details><summary>design file ({})</summary>\n<pre>{}</pre></details>", esc(design.origin()), esc(design.text()));
+    let _ = writeln!(h, "<footer>emvolve {}: report of {}</footer>\n</body>\n</html>", env!("CARGO_PKG_VERSION"), esc(&loaded.path.display().to_string()));
+    Ok(h)
+}
+
+/// Thumbnails of `plots/generations/gen_NNNN.png`, evenly spaced.
+fn snapshots(h: &mut String, dir: &Path) -> anyhow::Result<()> {
+    let gdir = dir.join(crate::optimise::GENERATIONS_DIR);
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&gdir) {
+        Ok(rd) => rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "png")).collect(),
+        Err(_) => return Ok(()),
+    };
+    files.sort();
+    if files.is_empty() {
+        return Ok(());
+    }
+    let n = files.len();
+    let picks: Vec<usize> = if n <= MAX_SNAPSHOTS { (0..n).collect() } else { (0..MAX_SNAPSHOTS).map(|i| i * (n - 1) / (MAX_SNAPSHOTS - 1)).collect() };
+    let _ = writeln!(h, "<h2>Best design by generation</h2>\n<p>{} of {n} snapshots in {}</p>\n<div class=\"thumbs\">", picks.len(), esc(&gdir.display().to_string()));
+    for i in picks {
+        let name = files[i].file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Some(tag) = img(&files[i], &name, "thumb")? {
+            let _ = writeln!(h, "<figure>{tag}<figcaption>{}</figcaption></figure>", esc(&name));
+        }
+    }
+    h.push_str("</div>\n");
+    Ok(())
+}
+
+/// Per-generation table: best and mean objectives, feasibility and timing.
+fn history(h: &mut String, state: &crate::ga::state::GaState, design: &Design) {
+    let labels = design.objective_labels();
+    h.push_str("<h2>History</h2>\n<table class=\"num\">\n<tr><th>generation</th><th>designs</th><th>new</th><th>failed</th>");
+    for l in &labels {
+        let _ = write!(h, "<th>best {}</th><th>mean {}</th>", esc(l), esc(l));
+    }
+    h.push_str("<th>wall (s)</th><th>simulating (s)</th><th>Mcells/s</th></tr>\n");
+    for s in &state.history {
+        let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>", s.generation, s.evaluations, s.new_evaluations, s.failures);
+        for k in 0..labels.len().max(1) {
+            let b = s.best.get(k).map_or(String::new(), |v| num(*v));
+            let m = s.mean.get(k).copied().flatten().map_or("none".into(), num);
+            let _ = write!(h, "<td>{b}</td><td>{m}</td>");
+        }
+        let _ = writeln!(
+            h,
+            "<td>{:.2}</td><td>{:.2}</td><td>{}</td></tr>",
+            s.wall_seconds,
+            s.evaluation_seconds,
+            s.cells_per_second.map_or(String::new(), |c| format!("{:.1}", c / 1e6))
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+/// Write the report of the run in `dir` to `out` (default `dir/report.html`).
+pub fn write(dir: &Path, out: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let html = render(dir)?;
+    let path = out.map(Path::to_path_buf).unwrap_or_else(|| dir.join("report.html"));
+    crate::run::rundir::write_atomic(&path, html.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+const CSS: &str = "body{font-family:'DejaVu Sans',Arial,sans-serif;max-width:1400px;margin:24px auto;padding:0 16px;color:#222}\
+h1{margin-bottom:4px}h2{border-bottom:2px solid #1f77b4;padding-bottom:4px;margin-top:32px}\
+.lead{color:#555;margin-top:0}.warn{color:#b00}\
+table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ccc;padding:4px 10px;text-align:left}\
+th{background:#f0f4f8}table.kv th{width:200px}table.num td{text-align:right}\
+td.ok{color:#1a7f1a;font-weight:bold}td.bad{color:#c01010;font-weight:bold}\
+.grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:16px}\
+.thumbs{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:8px}\
+figure{margin:0}img.plot,img.thumb{width:100%;height:auto;border:1px solid #ddd}\
+figcaption{font-size:13px;color:#555;text-align:center}\
+pre{background:#f7f7f7;border:1px solid #ddd;padding:8px;overflow-x:auto;font-size:13px}\
+footer{margin-top:32px;color:#888;font-size:12px}";
