@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Check kernels/fdtd.cu without a GPU: build the C++ emulator for a few tile
-# shapes and compare the emulated batch with the CPU engine (every field
-# position, port traces, energy), fused and split schemes, random and zero
-# initial fields. Needs g++ (C++20) and a release build of emvolve.
+# Check kernels/fdtd.cu without a GPU: build the kernels as a C++ shared
+# library (the CPU emulation of the CUDA device) for a few tile shapes, run the
+# CUDA backend's FDTD batch and stepping loop on it, and compare with the CPU
+# engine (every field position, port traces, energy), fused and split schemes,
+# random and zero initial fields. Needs g++ (C++20) and a release build of emvolve.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${EMVOLVE:-target/release/emvolve}
@@ -12,13 +13,14 @@ status=0
 # 32x8 and 32x4 spread the halo over warps (EMV_HALO_SPREAD); 8x4 does not.
 for tile in 8x4 8x4:3 32x8 32x4; do
     wh=${tile%%:*}; tx=${wh%x*}; ty=${wh#*x}; ns=4; [ "$tile" != "$wh" ] && ns=${tile#*:}
-    g++ -std=c++20 -O2 -pthread -Wall -Wno-unknown-pragmas -DEMV_TX=$tx -DEMV_TY=$ty -DEMV_NS=$ns \
-        -o "$TMP/emu_$tile" scripts/kernel-emu/emu.cpp
+    lib="$TMP/libfdtdemu_$tile.so"
+    g++ -std=c++20 -O2 -shared -fPIC -pthread -Wall -Wno-unknown-pragmas -DEMV_TX=$tx -DEMV_TY=$ty -DEMV_NS=$ns \
+        -o "$lib" scripts/kernel-emu/lib.cpp
     steps=12; [ "${tile%x*}" = 32 ] && steps=6
     for args in "" "--zero" "--split" "--split --zchunk 1" "--zchunk 7"; do
         # The split kernels do not depend on the pipeline depth: once per tile shape.
         case "$tile:$args" in *:*:--split*) continue ;; esac
-        "$BIN" dev kernel-emu --emu "$TMP/emu_$tile" --tile "$tile" --steps $steps $args || status=1
+        "$BIN" dev kernel-emu --lib "$lib" --steps $steps $args || status=1
     done
 done
 exit $status

@@ -5,6 +5,8 @@
 //! Everything here is in SI units and mesh indices; nothing refers back to the
 //! design file, so CPU and CUDA, FDTD and TLM all read the same description.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 pub mod mesh;
@@ -185,6 +187,65 @@ impl Pulse {
     }
 }
 
+/// Which field components a [`Monitor::FieldDft`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DftFields {
+    /// E and H tangential to planes normal to this axis (a Huygens surface).
+    Tangential(Axis),
+    /// All six components.
+    All,
+}
+
+/// A field quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Field {
+    E,
+    H,
+}
+
+/// What an engine records besides the port signals (the ports themselves
+/// are always monitored: [`SimOutput::traces`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Monitor {
+    /// A running DFT (f64 sums) of the fields over the mesh nodes `lo..=hi`
+    /// (a box; a plane where `lo == hi` along one axis), at `freqs` (Hz). Each
+    /// component is sampled where Yee keeps it inside that range (see
+    /// [`ComponentDft`]), E at `t = (n + 1) dt`, H at `(n + 1/2) dt` after step
+    /// n: `X(f) = sum x(t) exp(-j 2 pi f t) dt`.
+    FieldDft { name: String, lo: [usize; 3], hi: [usize; 3], fields: DftFields, freqs: Vec<f64> },
+}
+
+impl Monitor {
+    pub fn name(&self) -> &str {
+        match self {
+            Monitor::FieldDft { name, .. } => name,
+        }
+    }
+}
+
+/// One field component of a [`Monitor::FieldDft`]. Along axis `a` its
+/// samples are `first[a] .. first[a] + count[a]`: mesh nodes (lines) where
+/// `at_nodes[a]`, else cells (cell i centred between lines i and i+1; Yee
+/// keeps E_c between lines along c and H_c between lines across c). On an
+/// axis where the monitor is flat, a component kept between lines is the mean
+/// of its two samples either side, placed on the monitor's line.
+/// `values[((f * count[2] + k) * count[1] + j) * count[0] + i]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComponentDft {
+    pub field: Field,
+    pub axis: Axis,
+    pub first: [usize; 3],
+    pub count: [usize; 3],
+    pub at_nodes: [bool; 3],
+    pub values: Vec<num_complex::Complex64>,
+}
+
+/// What a monitor recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum MonitorOutput {
+    FieldDft { name: String, freqs: Vec<f64>, components: Vec<ComponentDft> },
+}
+
 /// When a simulation ends.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StopRule {
@@ -235,10 +296,13 @@ pub struct SimJob {
     /// padding is part of `mesh`; materials are extruded into it.
     pub pml: [[usize; 2]; 3],
     pub materials: Vec<Material>,
-    /// Material index per cell (`mesh.idx`).
-    pub cell_mat: Vec<u8>,
+    /// Material index per cell (`mesh.idx`), shared by the jobs of one
+    /// structure (one per driven port).
+    pub cell_mat: Arc<Vec<u8>>,
     pub sheets: Vec<Sheet>,
     pub ports: Vec<Port>,
+    /// Field monitors beyond the ports (results in [`SimOutput::monitors`]).
+    pub monitors: Vec<Monitor>,
     /// Index into `ports` of the excited port.
     pub drive: usize,
     pub pulse: Pulse,
@@ -247,6 +311,30 @@ pub struct SimJob {
     pub stop: StopRule,
     /// Courant number S (FDTD: fraction of the 3D stability limit).
     pub courant: f64,
+}
+
+impl SimJob {
+    /// The cell materials, to change them (copied first if shared).
+    pub fn cell_mat_mut(&mut self) -> &mut Vec<u8> {
+        Arc::make_mut(&mut self.cell_mat)
+    }
+
+    /// Whether `other` simulates the same structure (the jobs of one design's
+    /// drives): the same cell materials (shared, not merely equal) and the same
+    /// mesh, faces, padding, media, sheets, ports, pulse, Courant number and
+    /// method, so that one operator serves both.
+    pub fn shares_structure(&self, other: &SimJob) -> bool {
+        Arc::ptr_eq(&self.cell_mat, &other.cell_mat)
+            && self.engine == other.engine
+            && self.mesh == other.mesh
+            && self.boundaries == other.boundaries
+            && self.pml == other.pml
+            && self.materials == other.materials
+            && self.sheets == other.sheets
+            && self.ports == other.ports
+            && self.pulse == other.pulse
+            && self.courant == other.courant
+    }
 }
 
 /// Why a simulation stopped.
@@ -277,6 +365,10 @@ pub struct SimOutput {
     pub i_offset: f64,
     /// One trace per port, same order as `SimJob::ports`.
     pub traces: Vec<PortTrace>,
+    /// One result per monitor, same order as `SimJob::monitors`.
+    pub monitors: Vec<MonitorOutput>,
+    /// How the run ended, with the energy decay (dB below its peak) reached
+    /// at its last step.
     pub ended: EndReason,
     /// Cells (or nodes) updated per step.
     pub cells: usize,

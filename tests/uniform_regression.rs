@@ -6,6 +6,12 @@
 //! sample and the S-matrix. A digest that moves means the engines changed
 //! their arithmetic on uniform meshes: that is a bug unless the change is
 //! meant, and then the new digest must be justified in its commit.
+//!
+//! Digests re-pinned once since (the merge of main into eng): the RF work
+//! (issue 12) normalises the waves by `2 sqrt(Z)` (complex) instead of
+//! `2 sqrt|Z|`, which moves the last bits of S. With the old normalisation
+//! put back, every digest captured from 76d7f88 still matched bit for bit on
+//! the merged branch; step counts and end reasons are unchanged.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -78,35 +84,39 @@ fn check(what: &str, got: (Vec<String>, String), steps: &[&str], hex: &str) {
 fn iris_filter_fdtd_is_unchanged() {
     let d = design("wr28_iris_filter.ron");
     let mid = d.midpoint_values();
-    check("iris fdtd mid", digest(&d, &mid, &[0, 1], None, None), &["11840 decay c0490c9c0a4f65f7", "11840 decay c0490c9c0a4f65f7"], "1399988d9755cd64d59a9164e2c4089b");
+    check("iris fdtd mid", digest(&d, &mid, &[0, 1], None, None), &["11840 decay c0490c9c0a4f65f7", "11840 decay c0490c9c0a4f65f7"], "134008224c1025380944ce60a6e4049e");
     let mut v = mid.clone();
     v.insert("w1".into(), 4.07);
     v.insert("l2".into(), 4.93);
-    check("iris fdtd off-grid", digest(&d, &v, &[0], None, None), &["7104 decay c0490ac20efdbf50"], "aa038142d2357a9367b51c4540d6a3c5");
+    check("iris fdtd off-grid", digest(&d, &v, &[0], None, None), &["7104 decay c0490ac20efdbf50"], "63d1992aed21251f2c9bcf29b7724c7c");
 }
 
 #[test]
 fn iris_filter_tlm_is_unchanged() {
     let d = design("wr28_iris_filter.ron");
     let mid = d.midpoint_values();
-    check("iris tlm2d", digest(&d, &mid, &[0], Some(EngineKind::Tlm2d), None), &["11840 decay c0491f0edac9e547"], "8ca592b05b9645aed1c5ac7d43dc868f");
-    check("iris tlm scn", digest(&d, &mid, &[0], Some(EngineKind::Tlm), Some(3000)), &["3000 cap c02ad0817d85d196"], "a92c1079de97bd090f5db622afe03754");
+    check("iris tlm2d", digest(&d, &mid, &[0], Some(EngineKind::Tlm2d), None), &["11840 decay c0491f0edac9e547"], "c87ef18395fd44f7df1b777ce0f5f9ac");
+    // The one stop rule (engine::stop) checks the energy at the step cap too, as
+    // FDTD always did; the TLM engines used to report the decay of their last
+    // 64-step check (2944: c02ad0817d85d196, -13.41 dB). Only that number moved:
+    // the samples, S-parameters and step count are the digest's, unchanged.
+    check("iris tlm scn", digest(&d, &mid, &[0], Some(EngineKind::Tlm), Some(3000)), &["3000 cap c02af37de4604388"], "ad72ed968f4bb532b1d24241cc94ca7d");
 }
 
 #[test]
 fn patch_fdtd_is_unchanged() {
     let p = design("patch_2g4.ron");
-    check("patch fdtd", digest(&p, &p.midpoint_values(), &[0], None, Some(200)), &["200 cap 0"], "5ab38e8c2955d5eabb969e1c8b2cf27e");
+    check("patch fdtd", digest(&p, &p.midpoint_values(), &[0], None, Some(200)), &["200 cap 0"], "6f90c70fb7a37d487694a30224380e07");
 }
 
 #[test]
 fn lowpass_fdtd_is_unchanged() {
     let l = design("microstrip_lowpass.ron");
-    check("lowpass fdtd", digest(&l, &l.midpoint_values(), &[0, 1], None, Some(250)), &["250 cap 0", "250 cap 0"], "46149ac214c244574e9fdb6375bbbbc3");
+    check("lowpass fdtd", digest(&l, &l.midpoint_values(), &[0, 1], None, Some(250)), &["250 cap 0", "250 cap 0"], "0bfee10cdbb1c87ae5fbab50bd586f3f");
 }
 
 #[test]
 fn patch_tlm_is_unchanged() {
     let p = design("patch_2g4.ron");
-    check("patch tlm scn", digest(&p, &p.midpoint_values(), &[0], Some(EngineKind::Tlm), Some(60)), &["60 cap 0"], "83ad1ce73df82e3e81ccbf4ded6a5aa8");
+    check("patch tlm scn", digest(&p, &p.midpoint_values(), &[0], Some(EngineKind::Tlm), Some(60)), &["60 cap 0"], "d0d9bd5d13b8bd7754705cf4383adca7");
 }

@@ -18,7 +18,7 @@ pub fn box_job(n: usize, steps: usize) -> SimJob {
     SimJob {
         label: format!("TLM box {n}^3"),
         engine: EngineKind::Tlm,
-        cell_mat: vec![0; mesh.cells()],
+        cell_mat: vec![0; mesh.cells()].into(),
         mesh,
         boundaries: [[Boundary::Pec; 2]; 3],
         pml: [[0; 2]; 3],
@@ -26,6 +26,7 @@ pub fn box_job(n: usize, steps: usize) -> SimJob {
         sheets: vec![],
         ports: vec![Port { name: "p1".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [n / 4, n / 2, n / 2 - 1], len: 2, r_ohm: 50.0 } }],
         drive: 0,
+        monitors: vec![],
         pulse: Pulse::covering(1e9, 10e9),
         freqs: vec![5e9],
         stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30 },

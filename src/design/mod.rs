@@ -31,7 +31,8 @@ pub use format::DesignFile;
 pub use crate::ga::GaSettings;
 pub use crate::ga::GeneSpec;
 pub use geometry::Geometry;
-pub use voxel::{MIN_CELLS_PER_WAVELENGTH, PORT_MARGIN, SOURCE_OFFSET};
+pub use validate::MIN_CELLS_PER_WAVELENGTH;
+pub use voxel::{PORT_MARGIN, SOURCE_OFFSET};
 
 use crate::analysis::sparams::SParams;
 use crate::fitness::{self, Fitness, FitnessError, Goal};

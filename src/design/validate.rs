@@ -9,7 +9,10 @@ use super::format::{DesignFile, EdgeRuleSpec, EngineSpec, MaterialSpec, Objectiv
 use super::params::spec_problem;
 use crate::fitness::{Goal, GoalKind, Limit};
 use crate::job::{Axis, Boundary};
-use super::voxel::MIN_CELLS_PER_WAVELENGTH;
+
+/// The coarsest mesh accepted, in cells per wavelength at the top frequency
+/// (checked here for an automatic mesh's setting, by the voxeliser for every mesh).
+pub const MIN_CELLS_PER_WAVELENGTH: f64 = 15.0;
 
 /// The most frequencies a sweep may have (each is a running DFT per port).
 pub const MAX_BAND_POINTS: usize = 100_000;

@@ -14,6 +14,7 @@ use super::format::DesignFile;
 use super::budget::{check_grid, MemoryBudget};
 use super::geometry::{Geometry, PortGeomKind, Shape, SheetGeom, Solid, SolidKind, Units};
 use super::mesh::Meshed;
+use super::validate::MIN_CELLS_PER_WAVELENGTH;
 use crate::consts::C0;
 use crate::job::{Axis, Boundary, Port, PortKind, Pulse, Sheet, SimJob, StopRule};
 
@@ -21,8 +22,6 @@ use crate::job::{Axis, Boundary, Port, PortKind, Pulse, Sheet, SimJob, StopRule}
 pub const SOURCE_OFFSET: usize = 3;
 /// Cells a lumped port keeps from the absorbing padding.
 pub const PORT_MARGIN: usize = 3;
-/// The coarsest mesh accepted, in cells per wavelength at the top frequency.
-pub const MIN_CELLS_PER_WAVELENGTH: f64 = 15.0;
 
 /// A geometry over its mesh: cell centres, cells covered, nearest lines.
 struct Snap<'a> {
@@ -129,10 +128,11 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         boundaries: geo.boundaries,
         pml: m.pml,
         materials: geo.materials.clone(),
-        cell_mat,
+        cell_mat: cell_mat.into(),
         sheets,
         ports,
         drive: 0,
+        monitors: vec![],
         pulse: Pulse::covering(d.band.start, d.band.stop),
         freqs: d.band.freqs(),
         stop: StopRule {

@@ -230,6 +230,7 @@ mod tests {
             v_offset: 1.0,
             i_offset: 0.5,
             traces: vec![PortTrace { v: v.to_vec(), i: v.iter().map(|x| x / 50.0).collect() }],
+            monitors: vec![],
             ended,
             cells: 10,
         }

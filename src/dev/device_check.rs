@@ -76,10 +76,11 @@ pub fn base_job(label: &str, n: [usize; 3], d: f64, bnd: [[Boundary; 2]; 3], pml
             Material::pec(),
             Material { name: "lossy".into(), eps_r: 3.0, sigma: 0.05, mu_r: 1.0, pec: false },
         ],
-        cell_mat: vec![0; cells],
+        cell_mat: vec![0; cells].into(),
         sheets: vec![],
         ports: vec![],
         drive: 0,
+        monitors: vec![],
         pulse: Pulse::covering(band.0, band.1),
         freqs: (0..41).map(|i| band.0 + (band.1 - band.0) * i as f64 / 40.0).collect(),
         stop: StopRule::default(),
@@ -93,7 +94,7 @@ fn fill(job: &mut SimJob, lo: [usize; 3], hi: [usize; 3], m: u8) {
         for j in lo[1]..hi[1] {
             for i in lo[0]..hi[0] {
                 let p = job.mesh.idx(i, j, k);
-                job.cell_mat[p] = m;
+                std::sync::Arc::make_mut(&mut job.cell_mat)[p] = m;
             }
         }
     }
@@ -207,7 +208,7 @@ pub fn zero_jobs(small: bool) -> Vec<SimJob> {
     let mut bad = base_job("unstable (eps < 0)", [8, 8, 8], 1e-3, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (1e9, 2e9));
     bad.ports = vec![lumped("p", Axis::Z, [4, 4, 3], 2)];
     bad.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false });
-    bad.cell_mat.iter_mut().for_each(|m| *m = 3);
+    bad.cell_mat_mut().iter_mut().for_each(|m| *m = 3);
     bad.stop.max_steps = if small { 200 } else { 4000 };
     v.push(bad);
     v

@@ -12,7 +12,7 @@ use super::compare::{self, end_name, fdtd_reference, tlm_reference, FDTD_RULES, 
 use crate::design::DesignError;
 use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
 use crate::engine::cuda::{CudaBackend, JobRun};
-use crate::engine::tlm::pack::{self, TlmPack};
+use crate::engine::tlm::pack::TlmPack;
 use crate::job::*;
 
 /// The shipped iris filter at its parameter midpoints, both ports driven, on `engine`
@@ -31,7 +31,7 @@ fn fill(job: &mut SimJob, lo: [usize; 3], hi: [usize; 3], m: u8) {
         for j in lo[1]..hi[1] {
             for i in lo[0]..hi[0] {
                 let p = job.mesh.idx(i, j, k);
-                job.cell_mat[p] = m;
+                std::sync::Arc::make_mut(&mut job.cell_mat)[p] = m;
             }
         }
     }
@@ -57,7 +57,7 @@ pub fn loaded_cavity(engine: EngineKind, small: bool) -> SimJob {
     let mut j = SimJob {
         label: format!("3D cavity {}x{}x{}: stubs, loss, padding, PEC, sheet, 2 lumped", n[0], n[1], n[2]),
         engine,
-        cell_mat: vec![0; mesh.cells()],
+        cell_mat: vec![0; mesh.cells()].into(),
         mesh,
         boundaries: [[Boundary::Absorbing; 2], [Boundary::Pec; 2], [Boundary::Pmc, Boundary::Pec]],
         pml: [[3, 4], [0, 0], [0, 0]],
@@ -65,6 +65,7 @@ pub fn loaded_cavity(engine: EngineKind, small: bool) -> SimJob {
         sheets: vec![Sheet { normal: Axis::Z, plane: n[2] / 2, lo: [5, 2], hi: [9, 6] }],
         ports: vec![lumped("a", Axis::Y, [6, 2, 3], 3, 50.0), lumped("b", Axis::Z, [n[0] - 6, n[1] - 4, 2], 2, 75.0)],
         drive: 0,
+        monitors: vec![],
         pulse: Pulse::covering(5e9, 30e9),
         freqs: (0..11).map(|i| 5e9 + 2.5e9 * i as f64).collect(),
         stop: StopRule { decay_db: -1000.0, max_steps: if small { 120 } else { 500 }, check_every: 40 },
@@ -86,7 +87,7 @@ pub fn stretched_guide_probe(small: bool) -> SimJob {
     SimJob {
         label: format!("3D WR-28 {nx}x{ny}x{nz} stretched, 2 TE10 + lumped probe"),
         engine: EngineKind::Tlm,
-        cell_mat: vec![0; mesh.cells()],
+        cell_mat: vec![0; mesh.cells()].into(),
         mesh,
         boundaries: [[Boundary::Pec; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]],
         pml: [[0; 2]; 3],
@@ -94,6 +95,7 @@ pub fn stretched_guide_probe(small: bool) -> SimJob {
         sheets: vec![],
         ports: vec![guide_port("p1", 6, 1, a), guide_port("p2", nz - 6, -1, a), lumped("probe", Axis::Y, [nx / 3, 0, nz / 2], ny, 1e4)],
         drive: 0,
+        monitors: vec![],
         pulse: Pulse::covering(28e9, 40e9),
         freqs: (0..9).map(|i| 30e9 + 1e9 * i as f64).collect(),
         stop: StopRule { decay_db: -40.0, max_steps: if small { 150 } else { 4000 }, check_every: 32 },
@@ -109,7 +111,7 @@ pub fn loaded_2d(small: bool) -> SimJob {
     let mut j = SimJob {
         label: format!("2D {nx}x{nz}: stubs, loss, padding, post, sheet, 2 lumped"),
         engine: EngineKind::Tlm2d,
-        cell_mat: vec![0; mesh.cells()],
+        cell_mat: vec![0; mesh.cells()].into(),
         mesh,
         boundaries: [[Boundary::Absorbing; 2], [Boundary::Pec; 2], [Boundary::Pec, Boundary::Pmc]],
         pml: [[4, 4], [0, 0], [0, 0]],
@@ -117,6 +119,7 @@ pub fn loaded_2d(small: bool) -> SimJob {
         sheets: vec![Sheet { normal: Axis::Z, plane: nz / 2, lo: [6, 0], hi: [11, 1] }],
         ports: vec![lumped("a", Axis::Y, [7, 0, 4], 1, 50.0), lumped("b", Axis::Y, [nx - 8, 0, nz - 5], 1, 100.0)],
         drive: 1,
+        monitors: vec![],
         pulse: Pulse::covering(3e9, 25e9),
         freqs: (0..12).map(|i| 3e9 + 2e9 * i as f64).collect(),
         stop: StopRule { decay_db: -1000.0, max_steps: if small { 200 } else { 1500 }, check_every: 50 },
@@ -271,7 +274,14 @@ pub struct TlmEmuArgs {
 /// backend's stepping loop on the CPU emulation of kernels/tlm.cu, against the
 /// CPU engines.
 pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
-    let mut dev = ctlm::emu::EmuDev::open(&a.lib).map_err(|e| anyhow::anyhow!(e))?;
+    let mut dev = crate::engine::device::emu::EmuDevice::open(&[a.lib.as_path()]).map_err(|e| anyhow::anyhow!(e))?;
+    let cfg = TlmConfig {
+        threads: dev.define("tlm", "TLM_THREADS").unwrap_or(256) as u32,
+        npt: dev.define("tlm", "TLM_NPT").unwrap_or(1) as u32,
+        minb: 0,
+        split: dev.define("tlm", "TLM_SPLIT").unwrap_or(0) != 0,
+    };
+    let port_threads = dev.define("tlm", "TLM_PORT_THREADS").unwrap_or(128) as u32;
     let jobs = check_jobs(true)?;
     let t = Instant::now();
     let cpu = tlm_reference(&jobs);
@@ -279,7 +289,7 @@ pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
     let mut dev_res: Vec<Option<Result<SimOutput, SimFailure>>> = (0..jobs.len()).map(|_| None).collect();
     let mut packs: Vec<(usize, TlmPack)> = vec![];
     for (i, j) in jobs.iter().enumerate() {
-        match pack::pack(j) {
+        match crate::engine::tlm::pack(j) {
             Ok(p) => packs.push((i, p)),
             Err(e) => dev_res[i] = Some(Err(e)),
         }
@@ -292,12 +302,13 @@ pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
         }
         let js: Vec<&SimJob> = sel.iter().map(|(i, _)| &jobs[*i]).collect();
         let ps: Vec<&TlmPack> = sel.iter().map(|(_, p)| p).collect();
-        let (res, _) = ctlm::drive(&mut dev, &js, &ps, a.trace_chunk)?;
+        let (res, _) = ctlm::drive(&mut dev, &js, &ps, cfg, port_threads, a.trace_chunk)?;
+        crate::engine::device::Device::release(&mut dev)?;
         for ((i, _), r) in sel.iter().zip(res) {
             dev_res[*i] = Some(r);
         }
     }
-    println!("emulated batch: {:.1} s, launches per kernel {:?}", t.elapsed().as_secs_f64(), dev.launches);
+    println!("emulated batch: {:.1} s, launches per kernel {:?}", t.elapsed().as_secs_f64(), dev.launches.concat());
     let dev_res: Vec<Result<SimOutput, SimFailure>> = dev_res
         .into_iter()
         .zip(&jobs)

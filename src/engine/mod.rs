@@ -1,5 +1,12 @@
 //! Engine backends: turn a batch of [`SimJob`]s into port signals.
 //!
+//! Two axes: the *method* (FDTD: [`fdtd`], TLM-SCN and TLM-2D: [`tlm`]; each
+//! an operator or pack built once per structure and an update with its
+//! extensions) and the *device* (the CPU: [`cpu`]; CUDA: [`cuda`] over the
+//! device layer [`device`], or its CPU emulation). Every method on every
+//! device runs through the one stepping loop ([`stepping`]) with the one stop
+//! rule ([`stop`]). [`select`] picks the backend.
+//!
 //! An outer `Err` is fatal for the whole batch (a driver failure, say); an
 //! inner `Err` rejects one design, which the optimiser penalises.
 
@@ -7,8 +14,11 @@ use crate::job::{SimFailure, SimJob, SimOutput};
 
 pub mod cpu;
 pub mod cuda;
+pub mod device;
 pub mod fdtd;
 pub mod select;
+pub mod stepping;
+pub mod stop;
 pub mod tlm;
 pub mod watch;
 
@@ -47,22 +57,4 @@ pub trait Backend: Send + Sync {
         let _ = watch;
         self.run_batch_progress(jobs, done)
     }
-}
-
-
-/// Whether the CUDA backend can run here (libraries and a device present).
-pub fn cuda_available() -> bool {
-    cuda::available()
-}
-
-/// The CUDA backend over the given devices (`None`: all).
-pub fn cuda_backend(gpus: Option<Vec<usize>>) -> anyhow::Result<Box<dyn Backend>> {
-    if !cuda::available() {
-        anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
-    }
-    let list = match gpus {
-        Some(l) => l,
-        None => (0..cudarc::driver::CudaContext::device_count().map_err(|e| anyhow::anyhow!("counting CUDA devices: {e:?}"))? as usize).collect(),
-    };
-    Ok(Box::new(cuda::CudaBackend::new(&list)?))
 }

@@ -31,13 +31,13 @@ pub fn select(choice: BackendChoice, gpus: Option<Vec<usize>>, note: &mut dyn Fn
             Ok(Box::new(b))
         }
         BackendChoice::Cuda => {
-            let b = super::cuda_backend(gpus)?;
+            let b = cuda_backend(gpus)?;
             note(format!("backend: {}", b.name()));
             Ok(b)
         }
         BackendChoice::Auto => {
-            if super::cuda_available() {
-                match super::cuda_backend(gpus) {
+            if super::device::available() {
+                match cuda_backend(gpus) {
                     Ok(b) => {
                         note(format!("backend: {} (CUDA found; --backend cpu to use the CPU)", b.name()));
                         return Ok(b);
@@ -50,4 +50,12 @@ pub fn select(choice: BackendChoice, gpus: Option<Vec<usize>>, note: &mut dyn Fn
             Ok(Box::new(b))
         }
     }
+}
+
+/// The CUDA backend over the given devices (`None`: all).
+fn cuda_backend(gpus: Option<Vec<usize>>) -> anyhow::Result<Box<dyn Backend>> {
+    if !super::device::available() {
+        anyhow::bail!("--backend cuda: {}", super::device::unavailable_reason());
+    }
+    Ok(super::cuda::backend(gpus)?)
 }

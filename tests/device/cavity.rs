@@ -16,7 +16,7 @@ fn cavity(steps: usize) -> emvolve::job::SimJob {
         for jj in 2..7 {
             for i in 3..9 {
                 let p = j.mesh.idx(i, jj, k);
-                j.cell_mat[p] = 2;
+                j.cell_mat_mut()[p] = 2;
             }
         }
     }

@@ -16,6 +16,21 @@ pub fn kernel_source() -> String {
     FDTD_CU.replace("#include \"common.cuh\"", COMMON_CUH)
 }
 
+/// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
+pub const KERNELS: [&str; 7] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy"];
+
+/// A kernel of `kernels/fdtd.cu` (index into [`KERNELS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kernel {
+    UpdateH = 0,
+    PmcGhosts = 1,
+    UpdateE = 2,
+    Step = 3,
+    Inject = 4,
+    SamplePorts = 5,
+    Energy = 6,
+}
+
 /// Threads per block of `fdtd_sample_ports` (`EMV_SAMPLE_THREADS`).
 pub const SAMPLE_THREADS: u32 = 128;
 /// Threads per block of `fdtd_inject` (`EMV_INJECT_THREADS`).

@@ -185,12 +185,16 @@ fn i32_of(x: usize, what: &str) -> Result<i32, String> {
 }
 
 impl Plan {
-    /// Pack `ops` for tiles `tile` and chunks of `zchunk` planes (the fused
-    /// kernel needs >= 2: chunk 0 owns planes 0 and 1).
-    pub fn new(ops: &[&Operator], tile: Tile, zchunk: usize) -> Result<Plan, String> {
+    /// Pack `ops` (design d driving port `drives[d]`) for tiles `tile` and
+    /// chunks of `zchunk` planes (the fused kernel needs >= 2: chunk 0 owns
+    /// planes 0 and 1).
+    pub fn new(ops: &[&Operator], drives: &[usize], tile: Tile, zchunk: usize) -> Result<Plan, String> {
         tile.validate()?;
         if zchunk < 1 {
             return Err("zchunk 0".into());
+        }
+        if drives.len() != ops.len() {
+            return Err(format!("{} drives for {} designs", drives.len(), ops.len()));
         }
         let mut pl = Plan::default();
         let mut off = 0usize;
@@ -313,8 +317,9 @@ impl Plan {
             }
             pl.port_slot.push(slots);
             let mut drive = Drive::None;
-            if op.drive < op.lumped.len() {
-                if let Some(l) = &op.lumped[op.drive] {
+            let dp = drives[d];
+            if dp < op.lumped.len() {
+                if let Some(l) = &op.lumped[dp] {
                     for (&p, &src) in l.edges.iter().zip(&l.src) {
                         pl.src_design.push(d as i32);
                         pl.src_comp.push(l.comp as i32);
@@ -324,7 +329,7 @@ impl Plan {
                     }
                     drive = Drive::Lumped { len: l.len };
                 }
-                if let Some(w) = &op.guides[op.drive] {
+                if let Some(w) = &op.guides[dp] {
                     for (&p, &amp) in w.src_idx.iter().zip(&w.src_amp) {
                         pl.src_design.push(d as i32);
                         pl.src_comp.push(w.comp_e as i32);
@@ -464,10 +469,10 @@ pub fn split_to_fit(needs: &[usize], budget: usize) -> Result<Vec<std::ops::Rang
 pub fn spread(cost: &[f64], gpus: usize) -> Vec<Vec<usize>> {
     let mut order: Vec<usize> = (0..cost.len()).collect();
     order.sort_by(|a, b| cost[*b].partial_cmp(&cost[*a]).unwrap_or(std::cmp::Ordering::Equal));
-    let mut load = vec![0.0; gpus.max(1)];
+    let mut load = vec![0.0f64; gpus.max(1)];
     let mut out = vec![vec![]; gpus.max(1)];
     for j in order {
-        let g = (0..load.len()).min_by(|a, b| load[*a].partial_cmp(&load[*b]).unwrap()).unwrap();
+        let g = (0..load.len()).min_by(|a, b| load[*a].total_cmp(&load[*b])).unwrap_or(0);
         load[g] += cost[j];
         out[g].push(j);
     }
@@ -490,7 +495,7 @@ mod tests {
     fn job(n: [usize; 3], bnd: [[Boundary; 2]; 3], pml: [[usize; 2]; 3]) -> SimJob {
         let mut j = crate::bench::box_job(4, 10);
         j.mesh = Mesh::uniform(n, [1e-3; 3], [0.0; 3]);
-        j.cell_mat = vec![0; j.mesh.cells()];
+        j.cell_mat = vec![0; j.mesh.cells()].into();
         j.boundaries = bnd;
         j.pml = pml;
         j.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [n[0] / 2, n[1] / 2, n[2] / 2 - 1], len: 2, r_ohm: 50.0 } }];
@@ -505,7 +510,7 @@ mod tests {
         let ops: Vec<Operator> = [&a, &b, &c].iter().map(|j| Operator::new(j).unwrap()).collect();
         let refs: Vec<&Operator> = ops.iter().collect();
         let tile = Tile { tx: 8, ty: 4, ..Tile::DEFAULT };
-        let pl = Plan::new(&refs, tile, 5).unwrap();
+        let pl = Plan::new(&refs, &[0, 0, 0], tile, 5).unwrap();
         for (d, op) in ops.iter().enumerate() {
             let ds = &pl.designs[d];
             assert_eq!(ds.off as usize % ALIGN, 0);
@@ -600,7 +605,7 @@ mod tests {
     fn source_values_match_the_cpu_injection() {
         let a = job([8, 8, 8], [[Boundary::Pec; 2]; 3], [[0; 2]; 3]);
         let op = Operator::new(&a).unwrap();
-        let pl = Plan::new(&[&op], Tile::DEFAULT, 4).unwrap();
+        let pl = Plan::new(&[&op], &[0], Tile::DEFAULT, 4).unwrap();
         let g = pl.source_values(&[a.pulse], &[op.dt], 10, 3, 5);
         for s in 0..3 {
             let v = a.pulse.value(((10 + s) as f64 + 0.5) * op.dt);
@@ -629,9 +634,9 @@ mod tests {
         assert_eq!(fit_tile(&[&ot], Tile::DEFAULT), Tile { ty: 4, ..Tile::DEFAULT });
         assert_eq!(fit_tile(&[&oc], Tile::DEFAULT), Tile::DEFAULT);
         // Re-chunking in place gives the tables a plan built with that chunk has.
-        let mut pl = Plan::new(&[&ot, &oc], Tile::DEFAULT, 9).unwrap();
+        let mut pl = Plan::new(&[&ot, &oc], &[0, 0], Tile::DEFAULT, 9).unwrap();
         pl.set_zchunk(3);
-        let fresh = Plan::new(&[&ot, &oc], Tile::DEFAULT, 3).unwrap();
+        let fresh = Plan::new(&[&ot, &oc], &[0, 0], Tile::DEFAULT, 3).unwrap();
         assert_eq!(pl.blocks_per_design, fresh.blocks_per_design);
         for (a, b) in pl.designs.iter().zip(&fresh.designs) {
             assert_eq!((a.zchunk, a.nchunks), (b.zchunk, b.nchunks));

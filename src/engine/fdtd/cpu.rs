@@ -7,9 +7,11 @@
 use rayon::prelude::*;
 
 use super::operator::{Cpml1d, Operator};
-use crate::engine::StepWatch;
 use crate::consts::{EPS0, MU0};
-use crate::job::{Axis, EndReason, PortTrace, SimFailure, SimJob, SimOutput};
+use crate::job::{Axis, PortTrace};
+
+// The stepping of whole jobs lives in cpu_batch.rs (the one loop); kept here by name.
+pub use super::cpu_batch::{run, run_from, run_watched, run_with};
 
 /// Field and CPML auxiliary arrays of one job.
 pub struct Fields {
@@ -272,9 +274,8 @@ pub fn fdtd_step(op: &Operator, f: &mut Fields) {
     fdtd_update_e(op, f);
 }
 
-/// Add the driven port's source at time t (the middle of the E step).
-pub fn fdtd_inject(op: &Operator, f: &mut Fields, g: f64) {
-    let d = op.drive;
+/// Add the source of port `d` (the driven one) at time t (the middle of the E step).
+pub fn fdtd_inject(op: &Operator, f: &mut Fields, d: usize, g: f64) {
     if d >= op.lumped.len() {
         return;
     }
@@ -366,52 +367,4 @@ pub(crate) fn locate_non_finite(op: &Operator, f: &Fields) -> String {
         }
     }
     "port signals".into()
-}
-
-/// Run one job to its end criterion on the CPU.
-pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
-    run_watched(job, &StepWatch::default())
-}
-
-/// [`run`], reporting steps and energy decay into `watch` at each energy check.
-pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
-    let op = Operator::new(job)?;
-    let mut f = Fields::new(&op);
-    run_from_watched(job, &op, &mut f, watch)
-}
-
-/// Run `job` from the fields `f` (zero for a normal run) to its end criterion.
-pub fn run_from(job: &SimJob, op: &Operator, f: &mut Fields) -> Result<SimOutput, SimFailure> {
-    run_from_watched(job, op, f, &StepWatch::default())
-}
-
-fn run_from_watched(job: &SimJob, op: &Operator, f: &mut Fields, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
-    let mut traces = vec![PortTrace::default(); job.ports.len()];
-    let stop = job.stop;
-    let t_end_src = job.pulse.end_time();
-    let threshold = 10f64.powf(stop.decay_db / 10.0);
-    let mut peak = 0.0f64;
-    let mut ended = EndReason::MaxSteps { db: 0.0 };
-    let mut steps = 0;
-    for n in 0..stop.max_steps {
-        fdtd_step(op, f);
-        fdtd_inject(op, f, job.pulse.value((n as f64 + 0.5) * op.dt));
-        fdtd_sample_ports(op, f, &mut traces);
-        steps = n + 1;
-        if steps % stop.check_every.max(1) == 0 || steps == stop.max_steps {
-            let w = fdtd_energy(op, f);
-            if !w.is_finite() || traces.iter().any(|t| !t.v.last().unwrap_or(&0.0).is_finite()) {
-                return Err(SimFailure::NonFinite { step: steps, location: locate_non_finite(op, f) });
-            }
-            peak = peak.max(w);
-            let db = if peak > 0.0 { 10.0 * (w / peak).max(1e-300).log10() } else { 0.0 };
-            watch.report(steps, db);
-            ended = EndReason::MaxSteps { db };
-            if steps as f64 * op.dt > t_end_src && peak > 0.0 && w <= threshold * peak {
-                ended = EndReason::EnergyDecay { db };
-                break;
-            }
-        }
-    }
-    Ok(SimOutput { dt: op.dt, steps, v_offset: 1.0, i_offset: 0.5, traces, ended, cells: job.mesh.cells() })
 }

@@ -2,6 +2,8 @@
 //! reference implementation.
 
 pub mod cpu;
+pub mod cpu_batch;
+pub mod dft;
 pub mod operator;
 
 #[cfg(test)]

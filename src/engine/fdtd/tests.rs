@@ -17,10 +17,11 @@ pub(crate) fn empty_job(n: [usize; 3], d: [f64; 3], bnd: [[Boundary; 2]; 3], pml
         boundaries: bnd,
         pml,
         materials: vec![Material::vacuum(), Material::pec()],
-        cell_mat: vec![0; cells],
+        cell_mat: vec![0; cells].into(),
         sheets: vec![],
         ports: vec![],
         drive: 0,
+        monitors: vec![],
         pulse: Pulse::covering(band.0, band.1),
         freqs: (0..81).map(|i| band.0 + (band.1 - band.0) * i as f64 / 80.0).collect(),
         stop: StopRule::default(),
@@ -255,7 +256,7 @@ fn non_finite_fields_are_an_error_value_not_a_panic() {
     job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [4, 4, 3], len: 2, r_ohm: 50.0 } }];
     // A material with negative permittivity makes the update unstable.
     job.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false });
-    job.cell_mat.iter_mut().for_each(|m| *m = 2);
+    job.cell_mat_mut().iter_mut().for_each(|m| *m = 2);
     job.stop.max_steps = 4000;
     match cpu::run(&job) {
         Err(SimFailure::NonFinite { step, location }) => assert!(step > 0 && !location.is_empty()),
@@ -472,4 +473,56 @@ fn empty_wr28_guide_on_graded_cells_is_transparent() {
     eprintln!("graded guide 30-38 GHz: worst |S21| {worst21:.4} dB, worst |S11| {worst11:.2} dB, {} steps", out.steps);
     assert!(worst21 > -0.1, "|S21| = {worst21} dB");
     assert!(worst11 < -30.0, "|S11| = {worst11} dB");
+}
+
+#[test]
+fn field_dft_monitor_sees_the_cavity_mode_on_a_plane_and_a_box() {
+    // A PEC box driven by a lumped port: the DFT of the fields on a plane and in
+    // a box at the TM110 resonance shows the mode's shape (|Ez| largest in the
+    // middle, zero on the walls), E and H co-located on the plane.
+    let dim = [20e-3, 15e-3, 10e-3];
+    let n = [20, 15, 10];
+    let mut job = empty_job(n, [1e-3; 3], [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (5e9, 15e9));
+    job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [4, 4, 4], len: 2, r_ohm: 50.0 } }];
+    job.stop.max_steps = 3000;
+    let f110 = analytic(dim, [1.0, 1.0, 0.0]);
+    job.monitors = vec![
+        Monitor::FieldDft { name: "mid-z".into(), lo: [0, 0, 5], hi: [20, 15, 5], fields: DftFields::Tangential(Axis::Z), freqs: vec![f110] },
+        Monitor::FieldDft { name: "box".into(), lo: [2, 2, 2], hi: [6, 5, 4], fields: DftFields::All, freqs: vec![f110, 1.1 * f110] },
+    ];
+    let out = cpu::run(&job).unwrap();
+    assert_eq!(out.monitors.len(), 2);
+    let MonitorOutput::FieldDft { name, freqs, components } = &out.monitors[0];
+    assert_eq!((name.as_str(), freqs.len(), components.len()), ("mid-z", 1, 4));
+    // Tangential on z: Ex, Ey, Hx, Hy; on the plane z = 5 (one sample along z).
+    for c in components {
+        assert!(c.axis != Axis::Z && c.count[2] == 1 && c.first[2] == 5 && c.at_nodes[2], "{:?}", (c.field, c.axis, c.count));
+        assert_eq!(c.values.len(), c.count[0] * c.count[1] * c.count[2]);
+    }
+    let hy = components.iter().find(|c| c.field == Field::H && c.axis == Axis::Y).unwrap();
+    // Hy of TM110 ~ cos(pi x / a) sin(pi y / b): largest near the x walls, smallest mid-way.
+    // Hy lies between lines along x and z (z averaged onto the plane), on lines along y.
+    assert_eq!((hy.count[0], hy.count[1], hy.at_nodes), (20, 16, [false, true, true]));
+    let at = |c: &ComponentDft, i: usize, j: usize| c.values[j * c.count[0] + i].norm();
+    assert!(at(hy, 0, 7) > 5.0 * at(hy, 10, 7), "{} vs {}", at(hy, 0, 7), at(hy, 10, 7));
+    let MonitorOutput::FieldDft { components: bx, freqs: bf, .. } = &out.monitors[1];
+    assert_eq!((bx.len(), bf.len()), (6, 2));
+    let ez = bx.iter().find(|c| c.field == Field::E && c.axis == Axis::Z).unwrap();
+    // Ez between lines along z (cells 2..4), on lines across: 5 x 4 x 2 samples per frequency.
+    assert_eq!((ez.first, ez.count, ez.at_nodes), ([2, 2, 2], [5, 4, 2], [true, true, false]));
+    assert_eq!(ez.values.len(), 2 * 5 * 4 * 2);
+    assert!(ez.values.iter().all(|z| z.is_finite()) && ez.values.iter().any(|z| z.norm() > 0.0));
+    // Over the port's two edges the monitor's Ez is the port voltage's DFT: V = -sum Ez dl.
+    job.monitors = vec![Monitor::FieldDft { name: "port".into(), lo: [4, 4, 4], hi: [4, 4, 6], fields: DftFields::All, freqs: vec![f110] }];
+    let out = cpu::run(&job).unwrap();
+    let MonitorOutput::FieldDft { components: pc, .. } = &out.monitors[0];
+    let ez = pc.iter().find(|c| c.field == Field::E && c.axis == Axis::Z).unwrap();
+    assert_eq!(ez.count, [1, 1, 2]);
+    let v_mon = -(ez.values[0] + ez.values[1]) * 1e-3;
+    let v_dft = crate::analysis::dft::dft(&out.traces[0].v, out.dt, out.v_offset, &[f110])[0];
+    assert!((v_mon - v_dft).norm() < 1e-9 * v_dft.norm(), "{v_mon} vs {v_dft}");
+    // A monitor outside the mesh is refused with its name.
+    job.monitors = vec![Monitor::FieldDft { name: "bad".into(), lo: [0, 0, 0], hi: [21, 1, 1], fields: DftFields::All, freqs: vec![1e9] }];
+    let e = cpu::run(&job).unwrap_err();
+    assert!(e.to_string().contains("`bad`"), "{e}");
 }

@@ -1,6 +1,6 @@
 //! Pieces shared by the 3D SCN and the 2D shunt-node engines: job checks,
-//! graded padding loss, matched terminations, waveguide-port geometry and the
-//! stop rule.
+//! graded padding loss, matched terminations and waveguide-port geometry (the
+//! stop rule is the engines' one, `engine::stop`).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -8,7 +8,7 @@ use std::hash::Hash;
 use rayon::prelude::*;
 
 use crate::consts::{EPS0, ETA0, MU0};
-use crate::job::{Axis, Boundary, EndReason, PortKind, PortTrace, SimFailure, SimJob, StopRule};
+use crate::job::{Axis, Boundary, PortKind, PortTrace, SimFailure, SimJob};
 
 /// The cells of a job's mesh as the TLM engines see them: uniform along each
 /// axis (the SCN and the 2D shunt node are uniform-mesh methods here;
@@ -616,41 +616,6 @@ impl WgPort {
     }
 }
 
-/// Energy-decay stop rule, checked every `check_every` steps.
-pub(crate) struct Stopper {
-    rule: StopRule,
-    t_end: f64,
-    peak: f64,
-    pub db: f64,
-}
-
-impl Stopper {
-    pub fn new(job: &SimJob) -> Stopper {
-        Stopper { rule: job.stop, t_end: job.pulse.end_time(), peak: 0.0, db: 0.0 }
-    }
-    pub fn is_check_step(&self, step: usize) -> bool {
-        (step + 1).is_multiple_of(self.rule.check_every)
-    }
-    /// Record the energy after `step` (time `t`); `Some` when the run should end.
-    pub fn check(&mut self, t: f64, energy: f64) -> Option<EndReason> {
-        self.peak = self.peak.max(energy);
-        self.db = if self.peak > 0.0 { 10.0 * (energy.max(1e-300) / self.peak).log10() } else { 0.0 };
-        (self.peak > 0.0 && t > self.t_end && self.db < self.rule.decay_db)
-            .then_some(EndReason::EnergyDecay { db: self.db })
-    }
-    pub fn max_steps(&self) -> usize {
-        self.rule.max_steps
-    }
-    pub fn at_cap(&self) -> EndReason {
-        EndReason::MaxSteps { db: self.db }
-    }
-}
-
-/// The first port whose latest V or I sample is not finite.
-pub(crate) fn non_finite_port(traces: &[PortTrace]) -> Option<usize> {
-    traces.iter().position(|tr| !(tr.v.last().is_none_or(|x| x.is_finite()) && tr.i.last().is_none_or(|x| x.is_finite())))
-}
-
 /// Face samples (waveguide ports) are half a step after the node samples
 /// (lumped ports); with both kinds of port, average the face samples onto whole
 /// steps (a common cos(w dt/2) factor). Returns the samples' time offset in steps.
@@ -671,11 +636,6 @@ pub(crate) fn finish_traces(traces: &mut [PortTrace], is_wg: &[bool]) -> f64 {
         }
     }
     0.0
-}
-
-/// The failure for a non-finite value found at `step`.
-pub(crate) fn non_finite(step: usize, what: String) -> SimFailure {
-    SimFailure::NonFinite { step, location: what }
 }
 
 #[cfg(test)]

@@ -44,6 +44,7 @@ use super::StepWatch;
 use crate::job::{EngineKind, SimFailure, SimJob, SimOutput};
 
 mod common;
+mod cpu_batch;
 pub(crate) mod pack;
 pub mod scn;
 mod scn_node;
@@ -61,9 +62,49 @@ pub fn run_cpu(job: &SimJob) -> Result<SimOutput, SimFailure> {
 
 /// [`run_cpu`], reporting steps and energy decay into `watch` at each energy check.
 pub fn run_cpu_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
+    refuse_monitors(job)?;
     match job.engine {
         EngineKind::Tlm => scn::run_watched(job, watch),
         EngineKind::Tlm2d => shunt2d::run_watched(job, watch),
         EngineKind::Fdtd => Err(SimFailure::Invalid(format!("{}: FDTD job given to the TLM engine", job.label))),
+    }
+}
+
+/// The TLM engines record the port signals only: a job asking for field
+/// monitors is refused, not run without them.
+pub(crate) fn refuse_monitors(job: &SimJob) -> Result<(), SimFailure> {
+    match job.monitors.first() {
+        None => Ok(()),
+        Some(m) => Err(SimFailure::Invalid(format!(
+            "{}: field monitor `{}`: the TLM engines (3D SCN, 2D shunt node) do not record field monitors; use the FDTD engine",
+            job.label,
+            m.name()
+        ))),
+    }
+}
+
+/// Pack one TLM job (`Tlm` or `Tlm2d`) for the CUDA backend.
+pub(crate) fn pack(job: &SimJob) -> Result<pack::TlmPack, SimFailure> {
+    match job.engine {
+        EngineKind::Tlm => scn::pack(job),
+        EngineKind::Tlm2d => shunt2d::pack(job),
+        EngineKind::Fdtd => Err(SimFailure::Invalid(format!("{}: FDTD job given to the TLM packer", job.label))),
+    }
+}
+
+/// Where the first non-finite pulse of `b` (one array per link of a packed
+/// job) is, as the CPU engine says it.
+pub(crate) fn locate_non_finite(p: &pack::TlmPack, b: Vec<Vec<f32>>) -> String {
+    let links = b.len();
+    if p.dim3 {
+        match <[Vec<f32>; 12]>::try_from(b) {
+            Ok(arr) => scn::find_non_finite(&arr, p.n),
+            Err(_) => format!("the pulses ({links} link arrays given, 12 expected)"),
+        }
+    } else {
+        match <[Vec<f32>; 4]>::try_from(b) {
+            Ok(arr) => shunt2d::find_non_finite(&arr),
+            Err(_) => format!("the pulses ({links} link arrays given, 4 expected)"),
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! A TLM job as the CUDA backend needs it, built by the CPU engines' own setup
-//! code ([`super::scn::pack`], [`super::shunt2d::pack`]), so both backends read
+//! code (`scn::pack`, `shunt2d::pack`; [`super::pack`] picks one), so both backends read
 //! one description: node flags and coefficient kinds, stubs, special nodes
 //! (sources and modal guide-end faces), lumped ports, guide-port sampling
 //! terms. The per-node word (`meta`) packs the flags the kernels test:
@@ -13,8 +13,8 @@
 //! - bits 14..32: coefficient kind (index into the job's coefficient table).
 
 use super::common::ModalEnd;
-pub(crate) use super::common::{finish_traces, non_finite, non_finite_port, Stopper};
-use crate::job::{EngineKind, PortTrace, SimFailure, SimJob};
+pub(crate) use super::common::finish_traces;
+use crate::job::{PortTrace, SimFailure, SimJob};
 
 pub(crate) const META_DEAD: u32 = 1 << 12;
 /// The 2D meaning of bit 12.
@@ -134,25 +134,6 @@ impl TlmPack {
         };
         scale_traces(traces, &self.scale);
         off
-    }
-    /// Where the first non-finite pulse of `b` (one array per link) is, as the CPU engine says it.
-    pub fn locate(&self, b: Vec<Vec<f32>>) -> String {
-        if self.dim3 {
-            let arr: [Vec<f32>; 12] = b.try_into().expect("12 links");
-            super::scn::find_non_finite(&arr, self.n)
-        } else {
-            let arr: [Vec<f32>; 4] = b.try_into().expect("4 links");
-            super::shunt2d::find_non_finite(&arr)
-        }
-    }
-}
-
-/// Pack one TLM job (`Tlm` or `Tlm2d`).
-pub(crate) fn pack(job: &SimJob) -> Result<TlmPack, SimFailure> {
-    match job.engine {
-        EngineKind::Tlm => super::scn::pack(job),
-        EngineKind::Tlm2d => super::shunt2d::pack(job),
-        EngineKind::Fdtd => Err(SimFailure::Invalid(format!("{}: FDTD job given to the TLM packer", job.label))),
     }
 }
 

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
-use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
+use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, WgPort};
 use super::pack::{scale_traces, check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
 use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
 use crate::consts::{C0, ETA0};
@@ -540,39 +540,40 @@ pub(crate) fn meshed(job: &SimJob) -> Option<(SimJob, Vec<(f64, f64)>)> {
 
 fn run_mesh(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
-    let mut sp = ScnPorts::new(job, &mut mesh.geo, mesh.dt)?;
-    let g = &common::cells(job);
-    let dt = mesh.dt;
-    let mut traces = vec![PortTrace::default(); sp.ports.len()];
-    let mut stop = Stopper::new(job);
-    let mut ended = None;
-    let mut steps = 0;
-    while steps < stop.max_steps() {
-        let step = steps;
-        let s = job.pulse.value(step as f64 * dt);
-        mesh.sweep();
-        tlm_scn_ports(&mut mesh, &mut sp, s, &mut traces);
-        std::mem::swap(&mut mesh.b, &mut mesh.nb);
-        tlm_scn_sample(&mesh, g, &sp, &mut traces);
-        steps += 1;
-        if let Some(pi) = common::non_finite_port(&traces) {
-            return Err(common::non_finite(step, format!("port {}", job.ports[pi].name)));
-        }
-        if stop.is_check_step(step) {
-            let en = tlm_scn_energy(&mesh);
-            if !en.is_finite() {
-                return Err(common::non_finite(step, find_non_finite(&mesh.b, mesh.geo.n)));
-            }
-            let end = stop.check(steps as f64 * dt, en);
-            watch.report(steps, stop.db);
-            if let Some(r) = end {
-                ended = Some(r);
-                break;
-            }
-        }
+    let sp = ScnPorts::new(job, &mut mesh.geo, mesh.dt)?;
+    super::cpu_batch::run(job, ScnRun { mesh, sp, g: common::cells(job) }, watch)
+}
+
+/// The SCN's state for the stepping loop.
+struct ScnRun {
+    mesh: Mesh,
+    sp: ScnPorts,
+    g: common::Cells,
+}
+
+impl super::cpu_batch::TlmMethod for ScnRun {
+    fn dt(&self) -> f64 {
+        self.mesh.dt
     }
-    let off = common::finish_traces(&mut traces, &sp.is_wg());
-    Ok(SimOutput { dt, steps, v_offset: off, i_offset: off, traces, ended: ended.unwrap_or(stop.at_cap()), cells: g.cells() })
+    fn cells(&self) -> usize {
+        self.g.cells()
+    }
+    fn step(&mut self, s: f64, traces: &mut [PortTrace]) {
+        self.mesh.sweep();
+        tlm_scn_ports(&mut self.mesh, &mut self.sp, s, traces);
+        std::mem::swap(&mut self.mesh.b, &mut self.mesh.nb);
+        tlm_scn_sample(&self.mesh, &self.g, &self.sp, traces);
+    }
+    fn energy(&self) -> f64 {
+        tlm_scn_energy(&self.mesh)
+    }
+    fn locate_non_finite(&self) -> String {
+        find_non_finite(&self.mesh.b, self.mesh.geo.n)
+    }
+    fn finish(&self, traces: &mut [PortTrace]) -> (f64, f64) {
+        let off = common::finish_traces(traces, &self.sp.is_wg());
+        (off, off)
+    }
 }
 
 /// The port part of one step, after [`tlm_scn_step`] and before the swap: the
@@ -930,14 +931,14 @@ mod tests {
         let mut one = wr28(EngineKind::Tlm, 24, 1, 60, 0, 5, 3);
         for z in 28..30 {
             for x in (0..7).chain(17..24) {
-                one.cell_mat[z * 24 + x] = 1;
+                std::sync::Arc::make_mut(&mut one.cell_mat)[z * 24 + x] = 1;
             }
         }
         let mut cubic = wr28(EngineKind::Tlm, 24, 12, 60, 0, 5, 3);
         for z in 28..30 {
             for y in 0..12 {
                 for x in (0..7).chain(17..24) {
-                    cubic.cell_mat[(z * 12 + y) * 24 + x] = 1;
+                    std::sync::Arc::make_mut(&mut cubic.cell_mat)[(z * 12 + y) * 24 + x] = 1;
                 }
             }
         }
@@ -968,7 +969,7 @@ mod tests {
         job.engine = EngineKind::Fdtd;
         assert!(matches!(crate::engine::tlm::run_cpu(&job), Err(SimFailure::Invalid(_))));
         let mut job = wr28(EngineKind::Tlm, 12, 6, 40, 0, 5, 3);
-        job.cell_mat[3] = 7;
+        std::sync::Arc::make_mut(&mut job.cell_mat)[3] = 7;
         assert!(matches!(run(&job), Err(SimFailure::Invalid(_))));
     }
 }

@@ -40,7 +40,7 @@
 
 use rayon::prelude::*;
 
-use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, Stopper, WgPort};
+use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, WgPort};
 use super::pack::{check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF2, META_KIND_SHIFT, META_SHORT, META_SPECIAL};
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use crate::engine::StepWatch;
@@ -529,40 +529,40 @@ pub fn run(job: &SimJob) -> Result<SimOutput, SimFailure> {
 /// [`run`], reporting steps and energy decay into `watch` at each energy check.
 pub fn run_watched(job: &SimJob, watch: &StepWatch) -> Result<SimOutput, SimFailure> {
     let mut mesh = Mesh::new(job)?;
-    let mut sp = ShuntPorts::new(job, &mut mesh.g)?;
-    let g = &common::cells(job);
-    let dt = mesh.g.dt;
-    let mut traces = vec![PortTrace::default(); sp.ports.len()];
-    let mut stop = Stopper::new(job);
-    let mut ended = None;
-    let mut steps = 0;
-    while steps < stop.max_steps() {
-        let step = steps;
-        let s = job.pulse.value(step as f64 * dt);
-        mesh.sweep();
-        tlm_shunt_ports(&mut mesh, &mut sp, s, &mut traces);
-        std::mem::swap(&mut mesh.b, &mut mesh.nb);
-        tlm_shunt_sample(&mesh, g, &sp, &mut traces);
-        steps += 1;
-        if let Some(pi) = common::non_finite_port(&traces) {
-            return Err(common::non_finite(step, format!("port {}", job.ports[pi].name)));
-        }
-        if stop.is_check_step(step) {
-            let en = tlm_shunt_energy(&mesh);
-            if !en.is_finite() {
-                return Err(common::non_finite(step, find_non_finite(&mesh.b)));
-            }
-            let end = stop.check(steps as f64 * dt, en);
-            watch.report(steps, stop.db);
-            if let Some(r) = end {
-                ended = Some(r);
-                break;
-            }
-        }
+    let sp = ShuntPorts::new(job, &mut mesh.g)?;
+    super::cpu_batch::run(job, ShuntRun { mesh, sp, g: common::cells(job) }, watch)
+}
+
+/// The 2D shunt node's state for the stepping loop.
+struct ShuntRun {
+    mesh: Mesh,
+    sp: ShuntPorts,
+    g: common::Cells,
+}
+
+impl super::cpu_batch::TlmMethod for ShuntRun {
+    fn dt(&self) -> f64 {
+        self.mesh.g.dt
     }
-    // Voltages at the node instant, currents on the link midpoints half a step earlier.
-    let (v_offset, i_offset) = OFFSETS;
-    Ok(SimOutput { dt, steps, v_offset, i_offset, traces, ended: ended.unwrap_or(stop.at_cap()), cells: mesh.g.flags.len() })
+    fn cells(&self) -> usize {
+        self.mesh.g.flags.len()
+    }
+    fn step(&mut self, s: f64, traces: &mut [PortTrace]) {
+        self.mesh.sweep();
+        tlm_shunt_ports(&mut self.mesh, &mut self.sp, s, traces);
+        std::mem::swap(&mut self.mesh.b, &mut self.mesh.nb);
+        tlm_shunt_sample(&self.mesh, &self.g, &self.sp, traces);
+    }
+    fn energy(&self) -> f64 {
+        tlm_shunt_energy(&self.mesh)
+    }
+    fn locate_non_finite(&self) -> String {
+        find_non_finite(&self.mesh.b)
+    }
+    fn finish(&self, _traces: &mut [PortTrace]) -> (f64, f64) {
+        // Voltages at the node instant, currents on the link midpoints half a step earlier.
+        OFFSETS
+    }
 }
 
 /// Where the first non-finite pulse is ("node index Some(i)").
@@ -831,7 +831,7 @@ mod tests {
         let mut job = wr28(EngineKind::Tlm2d, 24, 1, 120, 0, 5, 3);
         for z in 60..64 {
             for x in 8..12 {
-                job.cell_mat[z * 24 + x] = 1;
+                std::sync::Arc::make_mut(&mut job.cell_mat)[z * 24 + x] = 1;
             }
         }
         let (dp, dr, s21min) = lossless_check(&job);

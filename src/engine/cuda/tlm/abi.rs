@@ -4,6 +4,8 @@
 //! `extern "C" __global__` kernel of `kernels/tlm.cu` must have a CPU twin of
 //! the same name in `src/engine/tlm/` (`fn NAME(`).
 
+use crate::engine::device::Pod;
+
 /// `kernels/tlm.cu`, compiled at run time by NVRTC.
 pub const TLM_CU: &str = include_str!("../../../../kernels/tlm.cu");
 /// `kernels/tlm.cuh`, pasted in place of its `#include`.
@@ -153,25 +155,16 @@ pub struct TlmPtrs {
 // SAFETY: plain-old-data with the C layout the kernels expect (checked by the tests below).
 unsafe impl cudarc::driver::DeviceRepr for TlmPtrs {}
 
-/// Plain data that may be viewed as bytes for uploads.
-pub trait Pod: Copy {}
-impl Pod for u8 {}
-impl Pod for i32 {}
-impl Pod for u32 {}
-impl Pod for f32 {}
-impl Pod for f64 {}
-impl Pod for TlmDesign {}
-impl Pod for TlmEnd {}
-impl Pod for TlmSpecial {}
-impl Pod for TlmLumped {}
-impl Pod for TlmWg {}
-
-/// The bytes of a slice of plain data.
-pub fn bytes<T: Pod>(v: &[T]) -> &[u8] {
-    // SAFETY: T is plain data of C layout without padding that matters (numbers and the
-    // #[repr(C)] structs above); any byte pattern of it may be read.
-    unsafe { std::slice::from_raw_parts(v.as_ptr() as *const u8, std::mem::size_of_val(v)) }
-}
+// SAFETY: plain data of C layout without padding that matters (checked by the tests below).
+unsafe impl Pod for TlmDesign {}
+// SAFETY: as above.
+unsafe impl Pod for TlmEnd {}
+// SAFETY: as above.
+unsafe impl Pod for TlmSpecial {}
+// SAFETY: as above.
+unsafe impl Pod for TlmLumped {}
+// SAFETY: as above.
+unsafe impl Pod for TlmWg {}
 
 #[cfg(test)]
 mod tests {

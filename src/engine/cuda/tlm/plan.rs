@@ -172,7 +172,8 @@ impl Plan {
                 let spec_off = p.specials.len();
                 for &si in &spec_of_end[ei] {
                     let s = &pk.specials[si];
-                    let (_, slot) = s.over.unwrap();
+                    // spec_of_end holds only specials that override an end.
+                    let Some((_, slot)) = s.over else { continue };
                     p.specials.push(TlmSpecial {
                         w: s.w,
                         node: s.node as i32,
@@ -332,7 +333,8 @@ impl Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::tlm::pack::{pack, META_DEAD};
+    use crate::engine::tlm::pack;
+    use crate::engine::tlm::pack::META_DEAD;
     use crate::engine::tlm::testjobs::{pec_box, probe, wr28};
     use crate::job::{EngineKind, Material};
 
@@ -341,8 +343,8 @@ mod tests {
         let g = wr28(EngineKind::Tlm, 12, 6, 40, 0, 5, 3);
         let mut b = pec_box([10, 9, 7], 1e-3);
         b.materials.push(Material { name: "d".into(), eps_r: 2.0, sigma: 0.0, mu_r: 1.0, pec: false });
-        b.cell_mat[3] = 2;
-        b.cell_mat[100] = 1;
+        std::sync::Arc::make_mut(&mut b.cell_mat)[3] = 2;
+        std::sync::Arc::make_mut(&mut b.cell_mat)[100] = 1;
         b.ports = vec![probe("a", 2, 2, 1, 3, 50.0), probe("b", 6, 5, 2, 2, 50.0)];
         b.drive = 1;
         vec![g, b]
@@ -427,8 +429,8 @@ mod parallel {
     //! The host setup runs in parallel (jobs, slabs of nodes, plan copies); its
     //! output must not depend on the thread count.
     use super::*;
-    use crate::engine::cuda::tlm::abi::bytes;
-    use crate::engine::tlm::pack::pack;
+    use crate::engine::device::bytes;
+    use crate::engine::tlm::pack;
     use crate::engine::tlm::testjobs::{pec_box, probe, wr28};
     use crate::job::{Axis, Boundary, EngineKind, Material, SimJob};
 
@@ -521,13 +523,13 @@ mod parallel {
         for k in 2..12 {
             for j in 3..15 {
                 for i in 6..20 {
-                    b.cell_mat[at(i, j, k)] = if i < 12 { 2 } else { 3 };
+                    std::sync::Arc::make_mut(&mut b.cell_mat)[at(i, j, k)] = if i < 12 { 2 } else { 3 };
                 }
             }
         }
         for k in 13..16 {
             for i in 8..14 {
-                b.cell_mat[at(i, 10, k)] = 1;
+                std::sync::Arc::make_mut(&mut b.cell_mat)[at(i, 10, k)] = 1;
             }
         }
         b.sheets.push(crate::job::Sheet { normal: Axis::Y, plane: 17, lo: [5, 2], hi: [18, 9] });

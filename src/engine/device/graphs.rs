@@ -1,7 +1,7 @@
 //! Chunks of time steps recorded once as CUDA graphs and replayed: a chunk
 //! whose launches depend only on a small key (steps, buffer parity, grid
 //! sizes) costs one graph launch instead of several kernel launches per step.
-//! Shared by the FDTD and TLM stepping loops.
+//! Used by [`super::cuda::CudaDevice`] for the FDTD and TLM batches alike.
 
 use std::collections::HashMap;
 use std::hash::Hash;

@@ -1,0 +1,34 @@
+// kernels/fdtd.cu compiled as C++ for the CPU emulation of the CUDA device
+// (src/engine/device/emu.rs loads this shared library; scripts/kernel-emu.sh
+// builds it for one tile). The threads of a block run as OS threads with real
+// barriers and the cp.async copies land at their waits (cuda_shim.h).
+#include "cuda_shim.h"
+#include "../../kernels/fdtd.cu"
+
+#define EMU_STR2(x) #x
+#define EMU_STR(x) EMU_STR2(x)
+
+extern "C" const char* emu_module() { return "fdtd"; }
+
+// The options this library fixes (a batch built for another tile is refused).
+extern "C" const char* emu_defines() {
+    return "-DEMV_TX=" EMU_STR(EMV_TX) " -DEMV_TY=" EMU_STR(EMV_TY) " -DEMV_NS=" EMU_STR(EMV_NS);
+}
+
+// Kernel k in the order of src/engine/cuda/abi.rs KERNELS, with the
+// parameters' addresses as cuLaunchKernel takes them.
+extern "C" int emu_kernel(int k, const unsigned* g, const unsigned* b, void** a) {
+    const dim3 grid{g[0], g[1], g[2]};
+    const dim3 block{b[0], b[1], b[2]};
+    switch (k) {
+        case 0: emu_launch(fdtd_update_h, grid, block, *(const FdtdPtrs*)a[0]); break;
+        case 1: emu_launch(fdtd_pmc_ghosts, grid, block, *(const FdtdPtrs*)a[0]); break;
+        case 2: emu_launch(fdtd_update_e, grid, block, *(const FdtdPtrs*)a[0]); break;
+        case 3: emu_launch(fdtd_step, grid, block, *(const FdtdPtrs*)a[0]); break;
+        case 4: emu_launch(fdtd_inject, grid, block, *(const PortPtrs*)a[0], *(const int*)a[1]); break;
+        case 5: emu_launch(fdtd_sample_ports, grid, block, *(const PortPtrs*)a[0], *(const int*)a[1]); break;
+        case 6: emu_launch(fdtd_energy, grid, block, *(const FdtdPtrs*)a[0], *(double* const*)a[1]); break;
+        default: return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,534 @@
+//! A batch of FDTD jobs on a [`Device`], as the stepping loop drives it:
+//! every design advances together, one launch per step for the whole batch
+//! (the fused `fdtd_step`, or the split `fdtd_update_h`, `fdtd_pmc_ghosts`,
+//! `fdtd_update_e`), then the driven ports' sources (`fdtd_inject`) and the
+//! port monitor (`fdtd_sample_ports`); the energy (`fdtd_energy`) at checks.
+//! Each design leaves the block table and the port kernels when it ends.
+//!
+//! The pieces: [`FdtdDevBatch::new`] allocates and uploads, `advance`
+//! launches a chunk of steps (replayed as a graph), `end_chunk` collects the
+//! energies and port samples, `set_running` re-tiles the remaining designs
+//! (z re-chunking), `retire` keeps a finished design's fields when asked.
+
+use std::time::Instant;
+
+use super::abi::{self, FdtdPtrs, PortPtrs};
+use super::batch::{self, Plan, Tile};
+use super::{CudaOptions, RunStats, Scheme, SPLIT_ZCHUNK};
+use crate::consts::{EPS0, MU0};
+use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
+use crate::engine::fdtd::cpu::Fields;
+use crate::engine::fdtd::Operator;
+use crate::engine::stepping::{self, Batch};
+use crate::engine::EngineError;
+use crate::job::{PortTrace, SimFailure, SimJob, SimOutput};
+
+// SAFETY: #[repr(C)] mirrors of common.cuh, passed by value (checked by the abi tests).
+unsafe impl KernelArg for FdtdPtrs {}
+// SAFETY: as above.
+unsafe impl KernelArg for PortPtrs {}
+// SAFETY: plain data of C layout (abi tests).
+unsafe impl device::Pod for abi::FdtdDesign {}
+// SAFETY: plain data of C layout (abi tests).
+unsafe impl device::Pod for abi::FdtdPort {}
+
+/// The FDTD kernels of `tile` as a module.
+pub fn module(tile: Tile) -> ModuleSpec {
+    ModuleSpec {
+        name: "fdtd",
+        source: abi::kernel_source(),
+        defines: tile.defines(),
+        kernels: abi::KERNELS.to_vec(),
+        fallback: Some("-DEMV_NO_CPASYNC=1"),
+    }
+}
+
+/// Result of one job with, on request, its final fields.
+pub struct JobRun {
+    pub out: SimOutput,
+    pub fields: Option<Fields>,
+}
+
+/// Field and material pools of a batch: two field sets (the fused step
+/// reads one and writes the other), materials, CPML memories.
+struct Pools {
+    e: [[Buf; 3]; 2],
+    h: [[Buf; 3]; 2],
+    psi_e: Buf,
+    psi_h: [Buf; 2],
+}
+
+/// Buffers the loop rewrites.
+struct Live {
+    designs: Buf,
+    blocks: Buf,
+    active: Buf,
+    gval: Buf,
+    tv: Buf,
+    ti: Buf,
+    energy: Buf,
+}
+
+/// One sub-batch of FDTD jobs on a device.
+pub struct FdtdDevBatch<'a> {
+    dev: &'a mut dyn Device,
+    m: usize,
+    jobs: Vec<&'a SimJob>,
+    ops: Vec<&'a Operator>,
+    opts: CudaOptions,
+    plan: Plan,
+    pools: Pools,
+    live: Live,
+    fptrs: [FdtdPtrs; 2],
+    pptrs: [PortPtrs; 2],
+    resident: usize,
+    rechunk: bool,
+    cur_zchunk: usize,
+    any_pmc: bool,
+    kcap: usize,
+    running: Vec<bool>,
+    nblocks: usize,
+    /// Field set holding the current fields.
+    cur: usize,
+    /// Steps of the chunk in flight, its samples once fetched.
+    kk: usize,
+    hv: Vec<f64>,
+    hi: Vec<f64>,
+    want_fields: bool,
+    fields: Vec<Option<Fields>>,
+    step_bytes: Vec<f64>,
+    pub stats: RunStats,
+}
+
+impl<'a> FdtdDevBatch<'a> {
+    /// Allocate and upload the batch: pools, fields (zero, or `init` per
+    /// design), materials and the small tables; `opts.tile` already fitted.
+    pub fn new(
+        dev: &'a mut dyn Device,
+        jobs: Vec<&'a SimJob>,
+        ops: Vec<&'a Operator>,
+        init: Option<Vec<&Fields>>,
+        want_fields: bool,
+        opts: CudaOptions,
+    ) -> Result<Self, EngineError> {
+        let nd = ops.len();
+        let fused = opts.scheme == Scheme::Fused;
+        let m = dev.load(&module(opts.tile))?;
+        let step_kernel = if fused { abi::Kernel::Step } else { abi::Kernel::UpdateE };
+        let resident = dev.resident_blocks(m, step_kernel as usize, opts.tile.threads() as u32);
+        let rechunk = fused && opts.adapt && opts.zchunk.is_none();
+        let zchunk = match opts.scheme {
+            // The fused kernel walks z through its chunk (software pipeline); chunk 0 must own planes 0 and 1.
+            Scheme::Fused => opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, resident)).max(2),
+            // The split kernels want every cell on its own thread: a plane or two per block.
+            Scheme::Split => opts.zchunk.unwrap_or(SPLIT_ZCHUNK).max(1),
+        };
+        let drives: Vec<usize> = jobs.iter().map(|j| j.drive).collect();
+        let plan = Plan::new(&ops, &drives, opts.tile, zchunk).map_err(EngineError::Cuda)?;
+        let fl = plan.field_len;
+        let f32s = |n: usize| n.max(1) * 4;
+
+        // Fields: zero (or the given initial fields) in set 0; set 1 zero or poisoned.
+        let field = |dev: &mut dyn Device, poison: bool| -> Result<Buf, EngineError> {
+            let b = dev.alloc(f32s(fl))?;
+            if poison {
+                // 0xFF bytes are a NaN pattern: any position the fused kernel fails to write poisons the result.
+                dev.fill(b, 0, fl * 4, 0xFF)?;
+            }
+            Ok(b)
+        };
+        let poison = opts.poison && fused;
+        let mut e = [[0; 3]; 2];
+        let mut h = [[0; 3]; 2];
+        for set in 0..2 {
+            for c in 0..3 {
+                e[set][c] = field(dev, set == 1 && poison)?;
+                h[set][c] = field(dev, set == 1 && poison)?;
+            }
+        }
+        if let Some(init) = &init {
+            for (d, f) in init.iter().enumerate() {
+                let o = plan.designs[d].off as usize;
+                for c in 0..3 {
+                    upload(dev, e[0][c], o, &f.e[c])?;
+                    upload(dev, h[0][c], o, &f.h[c])?;
+                }
+            }
+        }
+        let mat = [alloc_with(dev, &plan.mat[0], 0)?, alloc_with(dev, &plan.mat[1], 0)?, alloc_with(dev, &plan.mat[2], 0)?];
+        let pl = plan.psi_len.max(1);
+        let pools = Pools { e, h, psi_e: dev.alloc(pl * 4)?, psi_h: [dev.alloc(pl * 4)?, dev.alloc(pl * 4)?] };
+
+        // Small tables.
+        let t = |dev: &mut dyn Device, v: &[f32]| alloc_with(dev, v, 1);
+        let ti32 = |dev: &mut dyn Device, v: &[i32]| alloc_with(dev, v, 1);
+        let designs = alloc_with(dev, &plan.designs, 1)?;
+        let (ca, cb, eps) = (t(dev, &plan.ca)?, t(dev, &plan.cb)?, t(dev, &plan.eps)?);
+        let (pe_b, pe_c, pe_k) = (t(dev, &plan.pe_b)?, t(dev, &plan.pe_c)?, t(dev, &plan.pe_k)?);
+        let (ph_b, ph_c, ph_k) = (t(dev, &plan.ph_b)?, t(dev, &plan.ph_c)?, t(dev, &plan.ph_k)?);
+        let (slab_e, slab_h) = (ti32(dev, &plan.slab_e)?, ti32(dev, &plan.slab_h)?);
+        let (inv_e, inv_h, rel_e, rel_h) = (t(dev, &plan.inv_e)?, t(dev, &plan.inv_h)?, t(dev, &plan.rel_e)?, t(dev, &plan.rel_h)?);
+        let ports = alloc_with(dev, &plan.ports, 1)?;
+        let (t_idx0, t_idx1, t_idx2) = (ti32(dev, &plan.t_idx0)?, ti32(dev, &plan.t_idx1)?, ti32(dev, &plan.t_idx2)?);
+        let t_w = alloc_with(dev, &plan.t_w, 1)?;
+        let (src_design, src_comp, src_idx) = (ti32(dev, &plan.src_design)?, ti32(dev, &plan.src_comp)?, ti32(dev, &plan.src_idx)?);
+        let src_coef = t(dev, &plan.src_coef)?;
+        let kcap = opts.trace_chunk.max(1);
+        let np = plan.ports.len();
+        let live = Live {
+            designs,
+            // Room for the longest block table: every design, chunks of 2 planes when re-chunking.
+            blocks: {
+                let longest = if rechunk {
+                    2 * plan.designs.iter().map(|d| d.tiles[0] as usize * d.tiles[1] as usize * (d.dims[2] as usize).div_ceil(2)).sum::<usize>()
+                } else {
+                    plan.block_table(&vec![true; nd]).len()
+                };
+                dev.alloc(longest.max(2) * 4)?
+            },
+            active: dev.alloc(nd.max(1) * 4)?,
+            gval: dev.alloc((nd * kcap).max(1) * 4)?,
+            tv: dev.alloc((np * kcap).max(1) * 8)?,
+            ti: dev.alloc((np * kcap).max(1) * 8)?,
+            energy: dev.alloc(2 * nd.max(1) * 8)?,
+        };
+
+        // Pointer structs for each parity of the fused ping-pong (split: parity 0, in place).
+        let mut p = |b: Buf| dev.ptr(b);
+        let fp = |p: &mut dyn FnMut(Buf) -> u64, set: usize| -> FdtdPtrs {
+            let o = 1 - set;
+            FdtdPtrs {
+                e: [0, 1, 2].map(|c| p(pools.e[set][c])),
+                h: [0, 1, 2].map(|c| p(pools.h[set][c])),
+                e_out: [0, 1, 2].map(|c| p(pools.e[o][c])),
+                h_out: [0, 1, 2].map(|c| p(pools.h[o][c])),
+                mat: mat.map(&mut *p),
+                ca: p(ca),
+                cb: p(cb),
+                eps: p(eps),
+                pe_b: p(pe_b),
+                pe_c: p(pe_c),
+                pe_k: p(pe_k),
+                ph_b: p(ph_b),
+                ph_c: p(ph_c),
+                ph_k: p(ph_k),
+                slab_e: p(slab_e),
+                slab_h: p(slab_h),
+                psi_e: p(pools.psi_e),
+                psi_h: p(pools.psi_h[set]),
+                psi_h_out: p(pools.psi_h[o]),
+                designs: p(live.designs),
+                blocks: p(live.blocks),
+                inv_e: p(inv_e),
+                inv_h: p(inv_h),
+                rel_e: p(rel_e),
+                rel_h: p(rel_h),
+            }
+        };
+        let fptrs = [fp(&mut p, 0), fp(&mut p, 1)];
+        let pp = |p: &mut dyn FnMut(Buf) -> u64, set: usize| -> PortPtrs {
+            PortPtrs {
+                e: [0, 1, 2].map(|c| p(pools.e[set][c])),
+                h: [0, 1, 2].map(|c| p(pools.h[set][c])),
+                designs: p(live.designs),
+                ports: p(ports),
+                t_idx0: p(t_idx0),
+                t_idx1: p(t_idx1),
+                t_idx2: p(t_idx2),
+                t_w: p(t_w),
+                src_design: p(src_design),
+                src_comp: p(src_comp),
+                src_idx: p(src_idx),
+                src_coef: p(src_coef),
+                gval: p(live.gval),
+                active: p(live.active),
+                tv: p(live.tv),
+                ti: p(live.ti),
+                n_src: plan.src_design.len() as i32,
+                n_ports: np as i32,
+                gstride: kcap as i32,
+                tstride: kcap as i32,
+            }
+        };
+        let pptrs = [pp(&mut p, 0), pp(&mut p, 1)];
+        let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
+        let step_bytes = ops.iter().map(|o| batch::step_bytes(&[o], fused)).collect();
+        Ok(FdtdDevBatch {
+            dev,
+            m,
+            jobs,
+            ops,
+            opts,
+            plan,
+            pools,
+            live,
+            fptrs,
+            pptrs,
+            resident,
+            rechunk,
+            cur_zchunk: zchunk,
+            any_pmc,
+            kcap,
+            running: vec![false; nd],
+            nblocks: 0,
+            cur: 0,
+            kk: 0,
+            hv: vec![],
+            hi: vec![],
+            want_fields,
+            fields: (0..nd).map(|_| None).collect(),
+            step_bytes,
+            stats: RunStats { zchunk, ..Default::default() },
+        })
+    }
+
+    fn tile_dims(&self, blocks: usize) -> Dims {
+        Dims { grid: [blocks as u32, 1, 1], block: [self.opts.tile.tx as u32, self.opts.tile.ty as u32, 1] }
+    }
+
+    /// Launch `kk` steps from field set `cur` (recorded instead of run while
+    /// the device is capturing); returns the set then current.
+    fn launch_steps(&mut self, kk: usize, mut cur: usize) -> Result<usize, EngineError> {
+        let (m, nb) = (self.m, self.nblocks);
+        let tiles = self.tile_dims(nb);
+        let n_src = self.plan.src_design.len();
+        let np = self.plan.ports.len();
+        for s in 0..kk {
+            let si = s as i32;
+            match self.opts.scheme {
+                Scheme::Fused => {
+                    device::launch(self.dev, m, abi::Kernel::Step as usize, tiles, &[&self.fptrs[cur]])?;
+                    cur = 1 - cur;
+                }
+                Scheme::Split => {
+                    device::launch(self.dev, m, abi::Kernel::UpdateH as usize, tiles, &[&self.fptrs[0]])?;
+                    if self.any_pmc {
+                        device::launch(self.dev, m, abi::Kernel::PmcGhosts as usize, tiles, &[&self.fptrs[0]])?;
+                    }
+                    device::launch(self.dev, m, abi::Kernel::UpdateE as usize, tiles, &[&self.fptrs[0]])?;
+                }
+            }
+            if n_src > 0 {
+                let dims = Dims::linear((n_src as u32).div_ceil(abi::INJECT_THREADS), abi::INJECT_THREADS);
+                device::launch(self.dev, m, abi::Kernel::Inject as usize, dims, &[&self.pptrs[cur], &si])?;
+            }
+            if np > 0 {
+                device::launch(self.dev, m, abi::Kernel::SamplePorts as usize, Dims::linear(np as u32, abi::SAMPLE_THREADS), &[&self.pptrs[cur], &si])?;
+            }
+        }
+        Ok(cur)
+    }
+
+    /// Copy design `d`'s current fields back into a CPU [`Fields`] (psi left empty).
+    fn download_fields(&mut self, d: usize) -> Result<Fields, EngineError> {
+        let (off, len) = (self.plan.designs[d].off as usize, self.ops[d].len);
+        let mut f = Fields { e: [vec![], vec![], vec![]], h: [vec![], vec![], vec![]], psi_e: Default::default(), psi_h: Default::default() };
+        for c in 0..3 {
+            f.e[c] = download_vec(self.dev, self.pools.e[self.cur][c], off, len)?;
+            f.h[c] = download_vec(self.dev, self.pools.h[self.cur][c], off, len)?;
+        }
+        Ok(f)
+    }
+
+    /// The final fields of design `d`, when they were asked for and it ended normally.
+    pub fn take_fields(&mut self, d: usize) -> Option<Fields> {
+        self.fields[d].take()
+    }
+}
+
+impl Batch for FdtdDevBatch<'_> {
+    fn len(&self) -> usize {
+        self.jobs.len()
+    }
+    fn job(&self, d: usize) -> &SimJob {
+        self.jobs[d]
+    }
+    fn dt(&self, d: usize) -> f64 {
+        self.ops[d].dt
+    }
+    fn cells(&self, d: usize) -> usize {
+        self.jobs[d].mesh.cells()
+    }
+    fn max_chunk(&self) -> usize {
+        self.kcap
+    }
+    /// The block table and active flags of the running designs; with fewer
+    /// designs left, their planes spread over more blocks (z re-chunking).
+    fn set_running(&mut self, running: &[bool]) -> Result<(), EngineError> {
+        self.running = running.to_vec();
+        if self.rechunk {
+            let live: Vec<&Operator> = (0..self.ops.len()).filter(|&d| running[d]).map(|d| self.ops[d]).collect();
+            let z = batch::choose_zchunk(&live, self.opts.tile, self.resident).max(2);
+            if z != self.cur_zchunk {
+                self.plan.set_zchunk(z);
+                upload(self.dev, self.live.designs, 0, &self.plan.designs)?;
+                self.cur_zchunk = z;
+            }
+        }
+        let t = self.plan.block_table(running);
+        self.nblocks = t.len() / 2;
+        upload(self.dev, self.live.blocks, 0, &t)?;
+        let a: Vec<i32> = running.iter().map(|&r| r as i32).collect();
+        upload(self.dev, self.live.active, 0, &a)
+    }
+    /// The chunk's source values, then its launches: they depend only on
+    /// (steps, field set, blocks), so a chunk is recorded once and replayed.
+    fn advance(&mut self, n: usize, k: usize) -> Result<(), EngineError> {
+        let pulses: Vec<_> = self.jobs.iter().map(|j| j.pulse).collect();
+        let dts: Vec<f64> = self.ops.iter().map(|o| o.dt).collect();
+        let g = self.plan.source_values(&pulses, &dts, n, k, self.kcap);
+        upload(self.dev, self.live.gval, 0, &g)?;
+        self.dev.mark()?;
+        let cur = self.cur;
+        let fused = self.opts.scheme == Scheme::Fused;
+        self.cur = match self.dev.chunk_begin([k as u64, cur as u64, self.nblocks as u64, 0, 0])? {
+            Chunk::Replayed if fused => cur ^ (k & 1),
+            Chunk::Replayed => cur,
+            Chunk::Direct => self.launch_steps(k, cur)?,
+            Chunk::Recording => {
+                let next = self.launch_steps(k, cur)?;
+                if !self.dev.chunk_end()? {
+                    self.launch_steps(k, cur)?;
+                }
+                next
+            }
+        };
+        for d in (0..self.ops.len()).filter(|&d| self.running[d]) {
+            self.stats.bytes += self.step_bytes[d] * k as f64;
+            self.stats.cell_updates += self.jobs[d].mesh.cells() as f64 * k as f64;
+        }
+        self.kk = k;
+        Ok(())
+    }
+    /// The energies of the designs due (one launch over the running blocks),
+    /// the wait for the device, and the copies of energies and samples.
+    fn end_chunk(&mut self, due: &[bool]) -> Result<Vec<f64>, EngineError> {
+        let tw = Instant::now();
+        let nd = self.ops.len();
+        let any_due = due.iter().any(|&x| x);
+        if any_due {
+            self.dev.fill(self.live.energy, 0, 2 * nd * 8, 0)?;
+            let mut fpc = self.fptrs[self.cur];
+            fpc.e_out = fpc.e;
+            fpc.h_out = fpc.h;
+            let out = self.dev.ptr(self.live.energy);
+            let tiles = self.tile_dims(self.nblocks);
+            device::launch(self.dev, self.m, abi::Kernel::Energy as usize, tiles, &[&fpc, &out])?;
+        }
+        self.stats.kernel_s += self.dev.elapsed()?;
+        let w: Vec<f64> = if any_due { download_vec(self.dev, self.live.energy, 0, 2 * nd)? } else { vec![0.0; 2 * nd] };
+        let np = self.plan.ports.len();
+        if np > 0 {
+            self.hv = download_vec(self.dev, self.live.tv, 0, np * self.kcap)?;
+            self.hi = download_vec(self.dev, self.live.ti, 0, np * self.kcap)?;
+        }
+        self.stats.wait_s += tw.elapsed().as_secs_f64();
+        Ok((0..nd).map(|d| w[2 * d] * EPS0 + w[2 * d + 1] * MU0).collect())
+    }
+    fn samples(&mut self, d: usize, traces: &mut [PortTrace]) {
+        let (kcap, kk) = (self.kcap, self.kk);
+        for (pi, slot) in self.plan.port_slot[d].iter().enumerate() {
+            if let Some(gp) = *slot {
+                traces[pi].v.extend_from_slice(&self.hv[gp * kcap..gp * kcap + kk]);
+                traces[pi].i.extend_from_slice(&self.hi[gp * kcap..gp * kcap + kk]);
+            }
+        }
+    }
+    fn locate_non_finite(&mut self, d: usize) -> Result<String, EngineError> {
+        let f = self.download_fields(d)?;
+        Ok(crate::engine::fdtd::cpu::locate_non_finite(self.ops[d], &f))
+    }
+    fn retire(&mut self, d: usize) -> Result<(), EngineError> {
+        if self.want_fields {
+            self.fields[d] = Some(self.download_fields(d)?);
+        }
+        Ok(())
+    }
+    fn finish(&mut self, _d: usize, _traces: &mut [PortTrace]) -> (f64, f64) {
+        // V at the full step (E after the update), I half a step earlier (H).
+        (1.0, 0.5)
+    }
+}
+
+/// Run one sub-batch that fits the device: all designs step together.
+pub fn run_sub_batch(
+    dev: &mut dyn Device,
+    jobs: Vec<&SimJob>,
+    ops: Vec<&Operator>,
+    init: Option<Vec<&Fields>>,
+    want_fields: bool,
+    opts: &CudaOptions,
+) -> Result<(Vec<Result<JobRun, SimFailure>>, RunStats), EngineError> {
+    let t0 = Instant::now();
+    // Thin designs get a shorter tile of the same width (fused, adaptive).
+    let tile = if opts.scheme == Scheme::Fused && opts.adapt { batch::fit_tile(&ops, opts.tile) } else { opts.tile };
+    let opts = CudaOptions { tile, ..opts.clone() };
+    dev.set_graphs(opts.graphs);
+    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts);
+    let setup_s = t0.elapsed().as_secs_f64();
+    // The batch's buffers go back to the pool whether or not the run succeeded.
+    let run = b.and_then(|mut b| {
+        let outs = stepping::run(&mut b, &[])?;
+        let res: Vec<_> = outs.into_iter().enumerate().map(|(d, o)| o.map(|out| JobRun { out, fields: b.take_fields(d) })).collect();
+        Ok((res, b.stats.clone()))
+    });
+    let released = dev.release();
+    let (res, stats) = run?;
+    released?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, ..stats };
+    Ok((res, st))
+}
+
+/// Run a device's share of a batch (job indices `idx`, their operators in
+/// `ops`), in sub-batches that fit its memory.
+pub fn run_share(
+    dev: &mut dyn Device,
+    jobs: &[SimJob],
+    ops: &[Option<&Operator>],
+    idx: &[usize],
+    init: Option<&[Fields]>,
+    want_fields: bool,
+    opts: &CudaOptions,
+) -> Result<(Vec<(usize, Result<JobRun, SimFailure>)>, RunStats), EngineError> {
+    let op = |i: usize| ops.get(i).copied().flatten().ok_or_else(|| EngineError::Cuda(format!("job {i} has no operator")));
+    let mut needs = vec![];
+    for &i in idx {
+        needs.push(batch::device_bytes(op(i)?));
+    }
+    let mut budget = dev.budget()?;
+    if let Some(m) = opts.mem_limit {
+        budget = budget.min(m);
+    }
+    let parts = batch::split_to_fit(&needs, budget).map_err(|k| {
+        EngineError::Cuda(format!(
+            "design '{}' needs {:.2} GiB of device memory, {} can give {:.2} GiB",
+            jobs[idx[k]].label,
+            needs[k] as f64 / (1u64 << 30) as f64,
+            dev.describe(),
+            budget as f64 / (1u64 << 30) as f64
+        ))
+    })?;
+    let mut out = vec![];
+    let mut st = RunStats::default();
+    for part in parts {
+        let sub: Vec<usize> = idx[part].to_vec();
+        let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
+        let mut os = vec![];
+        for &i in &sub {
+            os.push(op(i)?);
+        }
+        let init_sub = init.map(|f| sub.iter().map(|&i| &f[i]).collect::<Vec<_>>());
+        let (res, s) = run_sub_batch(dev, js, os, init_sub, want_fields, opts)?;
+        st.setup_s += s.setup_s;
+        st.kernel_s += s.kernel_s;
+        st.loop_s += s.loop_s;
+        st.wait_s += s.wait_s;
+        st.cell_updates += s.cell_updates;
+        st.bytes += s.bytes;
+        st.zchunk = s.zchunk;
+        st.sub_batches += 1;
+        out.extend(sub.into_iter().zip(res));
+    }
+    Ok((out, st))
+}

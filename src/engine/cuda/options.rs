@@ -1,0 +1,78 @@
+//! Options of the CUDA backend (scheme, tile, chunking, graphs, memory) and
+//! the timings of its last batch, shared by its FDTD and TLM halves.
+
+use super::batch::Tile;
+
+/// Which kernels advance the fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `fdtd_step`: H, ghosts and E in one launch (ping-pong field sets).
+    Fused,
+    /// `fdtd_update_h`, `fdtd_pmc_ghosts`, `fdtd_update_e`: one launch per half step, in place.
+    Split,
+}
+
+impl Scheme {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Fused => "fused",
+            Scheme::Split => "split",
+        }
+    }
+}
+
+/// Planes per thread of the split kernels unless set.
+pub const SPLIT_ZCHUNK: usize = 2;
+
+/// Tuning and checking knobs of the backend.
+#[derive(Debug, Clone)]
+pub struct CudaOptions {
+    pub scheme: Scheme,
+    pub tile: Tile,
+    /// Planes per z-chunk; None chooses from the device's occupancy.
+    pub zchunk: Option<usize>,
+    /// Fill the write-only field set with NaN before a run: any position the
+    /// fused kernel failed to write then poisons the result.
+    pub poison: bool,
+    /// Steps between copies of the port samples to the host.
+    pub trace_chunk: usize,
+    /// Cap on the device bytes a batch may use per GPU (None: what the card has free).
+    pub mem_limit: Option<usize>,
+    /// Replay each chunk of steps (FDTD and TLM) as a captured CUDA graph
+    /// (one launch instead of three per step) when the driver allows it.
+    pub graphs: bool,
+    /// Fused scheme: let each sub-batch use a shorter tile of the same width
+    /// when its designs are thin (batch::fit_tile), and re-chunk z as designs
+    /// finish (unless `zchunk` is set). Off: exactly `tile`, one z-chunking.
+    pub adapt: bool,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true }
+    }
+}
+
+/// Timings of the last batch.
+#[derive(Debug, Clone, Default)]
+pub struct RunStats {
+    /// Host work before the first step (operators, packing, uploads), seconds.
+    pub setup_s: f64,
+    /// Device time of the stepping kernels (events around each chunk of steps), seconds.
+    pub kernel_s: f64,
+    /// Whole call, seconds.
+    pub wall_s: f64,
+    /// Host time of the stepping loops (launches, uploads, waits, trace
+    /// handling), and the part of it spent waiting for the device, seconds.
+    pub loop_s: f64,
+    pub wait_s: f64,
+    /// Sum over jobs of cells x steps.
+    pub cell_updates: f64,
+    /// Compulsory device bytes of all steps (batch::step_bytes).
+    pub bytes: f64,
+    pub sub_batches: usize,
+    /// Devices that ran jobs.
+    pub gpus_used: usize,
+    /// z-chunk chosen for the last sub-batch.
+    pub zchunk: usize,
+}
