@@ -62,6 +62,16 @@ t0=$(date +%s)
     --stagnation 1000 --quiet --name gpu40 --runs-dir "$RUNS" > "$OUT/ga.log" 2>&1
 echo "GA exit code $?, wall $(( $(date +%s) - t0 )) s"
 grep -E "^gen (0|10|20|30|40)/|stopped after" "$OUT/ga.log" | cut -c1-200
+if [ "${SHIPPED_GA:-1}" = 1 ]; then
+  echo "== 2b'. GA on the GPU, population 64: the patch and the low-pass (wall-clock capped at ${GA_WALL:-120} s each)"
+  for d in patch_2g4 microstrip_lowpass; do
+    t0=$(date +%s)
+    "$BIN" run designs/$d.ron --backend cuda --gpus "$GPUS" --population 64 --max-evaluations 100000 --stagnation 1000 \
+        --wall "${GA_WALL:-120}" --quiet --name ga_$d --runs-dir "$RUNS" > "$OUT/ga_$d.log" 2>&1
+    echo "$d GA exit code $?, wall $(( $(date +%s) - t0 )) s"
+    grep -E "^gen [0-9]+/|stopped after" "$OUT/ga_$d.log" | tail -3 | cut -c1-200
+  done
+fi
 echo "== 2c. a run started on the GPU (4 generations) resumed on the CPU (2 more), and one started on the CPU resumed on the GPU"
 "$BIN" run designs/wr28_iris_filter.ron --backend cuda --population 16 --generations 4 --quiet --name g2c --runs-dir "$RUNS" > "$OUT/resume.log" 2>&1
 "$BIN" resume "$RUNS/g2c" --more 2 --backend cpu --quiet >> "$OUT/resume.log" 2>&1

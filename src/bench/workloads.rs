@@ -96,8 +96,14 @@ pub fn population_jobs(count: usize, cells: usize, steps: usize) -> Vec<SimJob> 
         .collect()
 }
 
-/// The shipped three-cavity WR-28 iris filter, compiled in (the TLM workloads
-/// and checks use its jobs: guide ends, 2D and 3D).
+/// The shipped three-cavity WR-28 iris filter, compiled in, on the uniform
+/// a/28 mesh it shipped with before the automatic mesh (the TLM workloads and
+/// checks use its jobs: guide ends, 2D and 3D; TLM is a uniform-mesh method).
 pub fn shipped_iris_filter() -> Result<crate::design::Design, crate::design::DesignError> {
-    crate::design::Design::parse(include_str!("../../designs/wr28_iris_filter.ron"), "designs/wr28_iris_filter.ron")
+    const AUTO: &str = "engine: Fdtd(mesh: Auto(),";
+    let text = include_str!("../../designs/wr28_iris_filter.ron");
+    if !text.contains(AUTO) {
+        return Err(crate::design::DesignError::invalid("designs/wr28_iris_filter.ron", "engine", "the shipped filter no longer says `mesh: Auto()`"));
+    }
+    crate::design::Design::parse(&text.replace(AUTO, "engine: Fdtd(cell: \"a/28\","), "designs/wr28_iris_filter.ron (uniform a/28)")
 }

@@ -102,8 +102,8 @@ mod tests {
     fn watches_follow_every_method_to_its_last_check() {
         // FDTD, TLM-SCN and TLM-2D jobs report their steps and decay at each check;
         // the last report is the run's end.
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("designs/wr28_iris_filter.ron");
-        let d = crate::design::Design::load(&path).unwrap();
+        // The filter on its uniform mesh: the TLM engines are uniform-mesh methods.
+        let d = crate::bench::workloads::shipped_iris_filter().unwrap();
         let v = d.midpoint_values();
         let mut jobs = vec![];
         for e in [EngineKind::Fdtd, EngineKind::Tlm, EngineKind::Tlm2d] {

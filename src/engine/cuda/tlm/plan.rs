@@ -540,7 +540,7 @@ mod parallel {
 
     /// Varied jobs of both engines (guide ends, sources, slabs, padding, loads, ports).
     pub(super) fn varied_jobs() -> Vec<SimJob> {
-        let d = crate::design::Design::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/designs/wr28_iris_filter.ron"))).unwrap();
+        let d = crate::bench::workloads::shipped_iris_filter().unwrap();
         let mut v = vec![mixed_box(), wr28(EngineKind::Tlm, 12, 6, 40, 4, 5, 3)];
         for e in [EngineKind::Tlm, EngineKind::Tlm2d] {
             v.extend(d.jobs(&d.midpoint_values(), &[0, 1], Some(e)).unwrap());
