@@ -59,7 +59,11 @@ const BUDGET: u64 = 24 << 20;
 const HANG: Duration = Duration::from_secs(5);
 
 fn bases() -> Vec<(&'static str, String)> {
-    ["designs/wr28_iris_filter.ron", "designs/patch_2g4.ron", "designs/microstrip_lowpass.ron", "tests/fixtures/tiny_iris.ron"]
+    // The iris filter as shipped (its automatic mesh is fuzzed too); the 3D
+    // designs on their uniform meshes (tests/fixtures/uniform), whose jobs build
+    // in a fraction of the automatic meshes' time, so 2,400 cases stay inside
+    // the time limit on two cores.
+    ["designs/wr28_iris_filter.ron", "tests/fixtures/uniform/patch_2g4.ron", "tests/fixtures/uniform/microstrip_lowpass.ron", "tests/fixtures/tiny_iris.ron"]
         .into_iter()
         .map(|p| (p, std::fs::read_to_string(p).unwrap()))
         .collect()

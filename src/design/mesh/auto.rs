@@ -142,7 +142,17 @@ impl AutoMesher {
                 continue;
             }
             let ev = &events[a];
-            let coords: Vec<f64> = ev.iter().map(|e| e.coord).collect();
+            // Sorted and deduplicated, so the nearest other feature is a binary
+            // search away (a design may repeat a primitive thousands of times).
+            let mut coords: Vec<f64> = ev.iter().map(|e| e.coord).collect();
+            coords.sort_by(f64::total_cmp);
+            coords.dedup_by(|x, y| (*x - *y).abs() <= geo.tol);
+            let nearest_other = |x: f64| -> f64 {
+                let i = coords.partition_point(|&c| c < x - geo.tol);
+                let below = coords[..i].last().map_or(f64::INFINITY, |&c| x - c);
+                let above = coords[i..].iter().find(|&&c| c > x + geo.tol).map_or(f64::INFINITY, |&c| c - x);
+                below.min(above)
+            };
             for e in ev {
                 let kind = match e.kind {
                     EventKind::DomainFace { .. } => continue,
@@ -157,11 +167,7 @@ impl AutoMesher {
                         // edges with the metal on the same side, 0.32 for two facing
                         // edges); never so small that the graded fill next to it (whose
                         // end cells are 0.83 of the anchor's) falls below the minimum cell.
-                        let near = coords
-                            .iter()
-                            .map(|&c| (c - e.coord).abs())
-                            .filter(|&d| d > geo.tol)
-                            .fold(f64::INFINITY, f64::min);
+                        let near = nearest_other(e.coord);
                         let h = (0.4 * near).min(edge).max(1.25 * min);
                         Kind::Metal { below: metal == Side::Low, rule: self.settings.rule(thin), h }
                     }
