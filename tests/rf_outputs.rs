@@ -128,7 +128,7 @@ fn data(node: roxmltree::Node, name: &str) -> Vec<f64> {
 fn export_writes_vtk_that_parses_and_matches_the_geometry() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("vtk");
-    let (ok, text) = emvolve(&["export", "designs/patch_2g4.ron", "--set", "L=28.8", "--set", "W=38.4", "--vtk", dir.to_str().unwrap()]);
+    let (ok, text) = emvolve(&["export", "tests/fixtures/uniform/patch_2g4.ron", "--set", "L=28.8", "--set", "W=38.4", "--vtk", dir.to_str().unwrap()]);
     assert!(ok, "{text}");
     // The multiblock file names the three others, which exist.
     let vtm = std::fs::read_to_string(dir.join("patch_2g4.vtm")).unwrap();
@@ -177,6 +177,6 @@ fn export_writes_vtk_that_parses_and_matches_the_geometry() {
     assert_eq!(piece.attribute("NumberOfLines"), Some("1"));
     let p = data(piece, "Points");
     assert!(p[2].abs() < 1e-12 && (p[5] - 1.6e-3).abs() < 1e-12, "{p:?}");
-    let (ok, text) = emvolve(&["export", "designs/patch_2g4.ron", "--set", "L=99", "--vtk", dir.to_str().unwrap()]);
+    let (ok, text) = emvolve(&["export", "tests/fixtures/uniform/patch_2g4.ron", "--set", "L=99", "--vtk", dir.to_str().unwrap()]);
     assert!(!ok && text.contains("L"), "{text}");
 }
