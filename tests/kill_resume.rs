@@ -19,7 +19,7 @@ const KILLS: usize = 12;
 fn runs_killed_at_random_moments_lose_nothing_and_end_as_an_uninterrupted_run() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_str().unwrap();
-    let design = fixture(tmp.path(), "killed", "Ga(population: 8, generations: 20, seed: 21, stop: (target: None, stagnation: None))");
+    let design = fixture(tmp.path(), "killed", "Ga(population: 8, generations: 40, seed: 21, stop: (target: None, stagnation: None))");
     let design = design.to_str().unwrap();
     let (ok, text) = emvolve(&["run", design, "--backend", "cpu", "--quiet", "--runs-dir", root, "--name", "reference"]);
     assert!(ok, "{text}");
