@@ -28,6 +28,8 @@
 #define EMV_SAMPLE_THREADS 128
 // Threads per block of fdtd_inject.
 #define EMV_INJECT_THREADS 128
+// Threads per block of fdtd_dft.
+#define EMV_DFT_THREADS 256
 
 // One design of the batch: its grid, where its arrays start in the pools and
 // how its blocks tile it.
@@ -155,5 +157,44 @@ struct PortPtrs {
 // src_*:  source points of the driven ports: E[comp][idx] += coef * gval[design*gstride + step]
 // active: 1 while a design still runs
 // tv, ti: port voltage/current samples [port*tstride + step]
+
+// One recorded component of a field DFT monitor of one design (the layout of
+// src/engine/fdtd/dft.rs: per sample `taps` flat indices whose mean it is).
+struct FdtdDftComp {
+    long long acc_off;
+    long long tap_off;
+    int design;
+    int field;
+    int n_samples;
+    int taps;
+    int nf;
+    int slot;
+    long long sample_off;
+};
+// acc_off:    offset of the component's sums in acc_re/acc_im, [f][sample]
+// tap_off:    offset of its taps in DftPtrs::tap (local indices of the design)
+// field:      0..2 = E x,y,z, 3..5 = H x,y,z
+// slot:       phase slot of its first frequency (the others follow)
+// sample_off: first global sample index (thread) of the component
+
+// Device pointers of the field DFT kernel (passed by value).
+struct DftPtrs {
+    float* e[3];
+    float* h[3];
+    const FdtdDesign* designs;
+    const FdtdDftComp* comps;
+    const int* sample_comp;
+    const int* tap;
+    const double* phase;
+    const int* active;
+    double* acc_re;
+    double* acc_im;
+    long long n_samples;
+    int pstride;
+    int pad;
+};
+// sample_comp: per global sample, its component
+// phase:       [(slot * pstride + step) * 4 + {0,1,2,3}] = E cos, E sin, H cos, H sin
+//              of exp(-j 2 pi f t) for the chunk's steps (dft.rs phases)
 
 #endif

@@ -968,3 +968,29 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_energy(FdtdPtrs P, dou
         atomicAdd(out + 2 * d + 1, sh[0]);
     }
 }
+
+// ---------------------------------------------------------------------------
+// Field DFT monitors.
+
+// CPU twin: cpu.rs fdtd_dft (dft.rs FieldDftMonitor::accumulate). One thread
+// per sample of every monitor component of the batch: the mean of its taps
+// (f64, in the CPU's order), times each frequency's phase factor of this step.
+extern "C" __global__ void __launch_bounds__(EMV_DFT_THREADS) fdtd_dft(DftPtrs D, int step) {
+    const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= D.n_samples) return;
+    const FdtdDftComp c = D.comps[D.sample_comp[g]];
+    if (!D.active[c.design]) return;
+    const long long s = g - c.sample_off;
+    const float* f = (c.field < 3 ? D.e[c.field] : D.h[c.field - 3]) + D.designs[c.design].off;
+    const int* t = D.tap + c.tap_off + s * c.taps;
+    double x = 0.0;
+    for (int k = 0; k < c.taps; ++k) x += (double)f[t[k]];
+    x = x / (double)c.taps;
+    const int hp = c.field < 3 ? 0 : 2;
+    for (int q = 0; q < c.nf; ++q) {
+        const double* ph = D.phase + ((long long)(c.slot + q) * D.pstride + step) * 4 + hp;
+        const long long o = c.acc_off + (long long)q * c.n_samples + s;
+        D.acc_re[o] = D.acc_re[o] + ph[0] * x;
+        D.acc_im[o] = D.acc_im[o] + ph[1] * x;
+    }
+}

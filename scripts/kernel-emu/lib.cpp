@@ -28,6 +28,7 @@ extern "C" int emu_kernel(int k, const unsigned* g, const unsigned* b, void** a)
         case 4: emu_launch(fdtd_inject, grid, block, *(const PortPtrs*)a[0], *(const int*)a[1]); break;
         case 5: emu_launch(fdtd_sample_ports, grid, block, *(const PortPtrs*)a[0], *(const int*)a[1]); break;
         case 6: emu_launch(fdtd_energy, grid, block, *(const FdtdPtrs*)a[0], *(double* const*)a[1]); break;
+        case 7: emu_launch(fdtd_dft, grid, block, *(const DftPtrs*)a[0], *(const int*)a[1]); break;
         default: return 1;
     }
     return 0;

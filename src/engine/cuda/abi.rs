@@ -17,7 +17,7 @@ pub fn kernel_source() -> String {
 }
 
 /// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
-pub const KERNELS: [&str; 7] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy"];
+pub const KERNELS: [&str; 8] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft"];
 
 /// A kernel of `kernels/fdtd.cu` (index into [`KERNELS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,12 +29,15 @@ pub enum Kernel {
     Inject = 4,
     SamplePorts = 5,
     Energy = 6,
+    Dft = 7,
 }
 
 /// Threads per block of `fdtd_sample_ports` (`EMV_SAMPLE_THREADS`).
 pub const SAMPLE_THREADS: u32 = 128;
 /// Threads per block of `fdtd_inject` (`EMV_INJECT_THREADS`).
 pub const INJECT_THREADS: u32 = 128;
+/// Threads per block of `fdtd_dft` (`EMV_DFT_THREADS`).
+pub const DFT_THREADS: u32 = 256;
 
 /// One design of a batch (see `common.cuh` for the meaning of each field).
 #[repr(C)]
@@ -133,11 +136,47 @@ pub struct PortPtrs {
     pub tstride: i32,
 }
 
+/// One recorded component of a field DFT monitor (see `common.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FdtdDftComp {
+    pub acc_off: i64,
+    pub tap_off: i64,
+    pub design: i32,
+    pub field: i32,
+    pub n_samples: i32,
+    pub taps: i32,
+    pub nf: i32,
+    pub slot: i32,
+    pub sample_off: i64,
+}
+
+/// Device pointers of the field DFT kernel.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DftPtrs {
+    pub e: [u64; 3],
+    pub h: [u64; 3],
+    pub designs: u64,
+    pub comps: u64,
+    pub sample_comp: u64,
+    pub tap: u64,
+    pub phase: u64,
+    pub active: u64,
+    pub acc_re: u64,
+    pub acc_im: u64,
+    pub n_samples: i64,
+    pub pstride: i32,
+    pub pad: i32,
+}
+
 // SAFETY: plain-old-data with the C layout the kernels expect (checked by the tests below).
 unsafe impl cudarc::driver::DeviceRepr for FdtdDesign {}
 unsafe impl cudarc::driver::DeviceRepr for FdtdPtrs {}
 unsafe impl cudarc::driver::DeviceRepr for FdtdPort {}
 unsafe impl cudarc::driver::DeviceRepr for PortPtrs {}
+unsafe impl cudarc::driver::DeviceRepr for FdtdDftComp {}
+unsafe impl cudarc::driver::DeviceRepr for DftPtrs {}
 
 /// Names of the `extern "C" __global__` kernels declared in a `.cu` source
 /// (test support: the twin checks).
@@ -273,9 +312,11 @@ mod tests {
             "PortPtrs",
             layout!(PortPtrs; e, h, designs, ports, t_idx0, t_idx1, t_idx2, t_w, src_design, src_comp, src_idx, src_coef, gval, active, tv, ti, n_src, n_ports, gstride, tstride),
         );
+        check("FdtdDftComp", layout!(FdtdDftComp; acc_off, tap_off, design, field, n_samples, taps, nf, slot, sample_off));
+        check("DftPtrs", layout!(DftPtrs; e, h, designs, comps, sample_comp, tap, phase, active, acc_re, acc_im, n_samples, pstride, pad));
         // Every struct of the header is mirrored.
         let names: Vec<String> = parse_c_structs(COMMON_CUH).into_iter().map(|s| s.0).collect();
-        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs"]);
+        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs", "FdtdDftComp", "DftPtrs"]);
     }
 
     #[test]
@@ -300,7 +341,7 @@ mod tests {
         all.sort();
         assert_eq!(
             all,
-            ["fdtd_energy", "fdtd_inject", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_update_e", "fdtd_update_h"],
+            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_update_e", "fdtd_update_h"],
             "kernels found in kernels/*.cu"
         );
         for k in &all {

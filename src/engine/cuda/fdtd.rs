@@ -1,18 +1,21 @@
 //! A batch of FDTD jobs on a [`Device`], as the stepping loop drives it:
 //! every design advances together, one launch per step for the whole batch
 //! (the fused `fdtd_step`, or the split `fdtd_update_h`, `fdtd_pmc_ghosts`,
-//! `fdtd_update_e`), then the driven ports' sources (`fdtd_inject`) and the
-//! port monitor (`fdtd_sample_ports`); the energy (`fdtd_energy`) at checks.
+//! `fdtd_update_e`), then the driven ports' sources (`fdtd_inject`), the
+//! port monitor (`fdtd_sample_ports`) and the field DFT monitors
+//! (`fdtd_dft`, tables from [`super::dft`]); the energy (`fdtd_energy`) at checks.
 //! Each design leaves the block table and the port kernels when it ends.
 //!
 //! The pieces: [`FdtdDevBatch::new`] allocates and uploads, `advance`
 //! launches a chunk of steps (replayed as a graph), `end_chunk` collects the
 //! energies and port samples, `set_running` re-tiles the remaining designs
-//! (z re-chunking), `retire` keeps a finished design's fields when asked.
+//! (z re-chunking), `retire` keeps a finished design's fields when asked
+//! and copies its monitors' sums back.
 
 use std::time::Instant;
 
-use super::abi::{self, FdtdPtrs, PortPtrs};
+use super::abi::{self, DftPtrs, FdtdPtrs, PortPtrs};
+use super::dft::DftPlan;
 use super::batch::{self, Plan, Tile};
 use super::{CudaOptions, RunStats, Scheme, SPLIT_ZCHUNK};
 use crate::consts::{EPS0, MU0};
@@ -21,7 +24,7 @@ use crate::engine::fdtd::cpu::Fields;
 use crate::engine::fdtd::Operator;
 use crate::engine::stepping::{self, Batch};
 use crate::engine::EngineError;
-use crate::job::{PortTrace, SimFailure, SimJob, SimOutput};
+use crate::job::{MonitorOutput, PortTrace, SimFailure, SimJob, SimOutput};
 
 // SAFETY: #[repr(C)] mirrors of common.cuh, passed by value (checked by the abi tests).
 unsafe impl KernelArg for FdtdPtrs {}
@@ -31,6 +34,10 @@ unsafe impl KernelArg for PortPtrs {}
 unsafe impl device::Pod for abi::FdtdDesign {}
 // SAFETY: plain data of C layout (abi tests).
 unsafe impl device::Pod for abi::FdtdPort {}
+// SAFETY: as above.
+unsafe impl KernelArg for DftPtrs {}
+// SAFETY: plain data of C layout (abi tests).
+unsafe impl device::Pod for abi::FdtdDftComp {}
 
 /// The FDTD kernels of `tile` as a module.
 pub fn module(tile: Tile) -> ModuleSpec {
@@ -69,6 +76,16 @@ struct Live {
     energy: Buf,
 }
 
+/// The field DFT monitors of a batch on the device (absent without monitors).
+struct DevDft {
+    plan: DftPlan,
+    phase: Buf,
+    acc_re: Buf,
+    acc_im: Buf,
+    /// Per field set (the fused ping-pong).
+    ptrs: [DftPtrs; 2],
+}
+
 /// One sub-batch of FDTD jobs on a device.
 pub struct FdtdDevBatch<'a> {
     dev: &'a mut dyn Device,
@@ -97,6 +114,7 @@ pub struct FdtdDevBatch<'a> {
     want_fields: bool,
     fields: Vec<Option<Fields>>,
     step_bytes: Vec<f64>,
+    dft: Option<DevDft>,
     pub stats: RunStats,
 }
 
@@ -251,6 +269,37 @@ impl<'a> FdtdDevBatch<'a> {
             }
         };
         let pptrs = [pp(&mut p, 0), pp(&mut p, 1)];
+        // Field DFT monitors: their tables, f64 sums from zero, and the phase table of a chunk.
+        let dft_plan = DftPlan::new(&jobs, &ops).map_err(EngineError::Cuda)?;
+        let dft = if dft_plan.samples() == 0 {
+            None
+        } else {
+            let comps = alloc_with(dev, &dft_plan.comps, 1)?;
+            let sample_comp = alloc_with(dev, &dft_plan.sample_comp, 1)?;
+            let tap = alloc_with(dev, &dft_plan.tap, 1)?;
+            let phase = dev.alloc(dft_plan.slots.len().max(1) * kcap * 4 * 8)?;
+            let acc_re = dev.alloc(dft_plan.acc_len.max(1) * 8)?;
+            let acc_im = dev.alloc(dft_plan.acc_len.max(1) * 8)?;
+            dev.fill(acc_re, 0, dft_plan.acc_len * 8, 0)?;
+            dev.fill(acc_im, 0, dft_plan.acc_len * 8, 0)?;
+            let mut dp = |set: usize| DftPtrs {
+                e: [0, 1, 2].map(|c| dev.ptr(pools.e[set][c])),
+                h: [0, 1, 2].map(|c| dev.ptr(pools.h[set][c])),
+                designs: dev.ptr(live.designs),
+                comps: dev.ptr(comps),
+                sample_comp: dev.ptr(sample_comp),
+                tap: dev.ptr(tap),
+                phase: dev.ptr(phase),
+                active: dev.ptr(live.active),
+                acc_re: dev.ptr(acc_re),
+                acc_im: dev.ptr(acc_im),
+                n_samples: dft_plan.samples() as i64,
+                pstride: kcap as i32,
+                pad: 0,
+            };
+            let ptrs = [dp(0), dp(1)];
+            Some(DevDft { plan: dft_plan, phase, acc_re, acc_im, ptrs })
+        };
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
         let step_bytes = ops.iter().map(|o| batch::step_bytes(&[o], fused)).collect();
         Ok(FdtdDevBatch {
@@ -278,6 +327,7 @@ impl<'a> FdtdDevBatch<'a> {
             want_fields,
             fields: (0..nd).map(|_| None).collect(),
             step_bytes,
+            dft,
             stats: RunStats { zchunk, ..Default::default() },
         })
     }
@@ -314,6 +364,11 @@ impl<'a> FdtdDevBatch<'a> {
             }
             if np > 0 {
                 device::launch(self.dev, m, abi::Kernel::SamplePorts as usize, Dims::linear(np as u32, abi::SAMPLE_THREADS), &[&self.pptrs[cur], &si])?;
+            }
+            if let Some(dft) = &self.dft {
+                let blocks = (dft.plan.samples() as u64).div_ceil(abi::DFT_THREADS as u64);
+                let blocks = u32::try_from(blocks).map_err(|_| EngineError::Cuda(format!("{} monitor samples need more blocks than one launch has", dft.plan.samples())))?;
+                device::launch(self.dev, m, abi::Kernel::Dft as usize, Dims::linear(blocks, abi::DFT_THREADS), &[&dft.ptrs[cur], &si])?;
             }
         }
         Ok(cur)
@@ -378,6 +433,9 @@ impl Batch for FdtdDevBatch<'_> {
         let dts: Vec<f64> = self.ops.iter().map(|o| o.dt).collect();
         let g = self.plan.source_values(&pulses, &dts, n, k, self.kcap);
         upload(self.dev, self.live.gval, 0, &g)?;
+        if let Some(dft) = &self.dft {
+            upload(self.dev, dft.phase, 0, &dft.plan.phase_table(&dts, n, k, self.kcap))?;
+        }
         self.dev.mark()?;
         let cur = self.cur;
         let fused = self.opts.scheme == Scheme::Fused;
@@ -442,11 +500,22 @@ impl Batch for FdtdDevBatch<'_> {
         if self.want_fields {
             self.fields[d] = Some(self.download_fields(d)?);
         }
+        if let Some(dft) = &mut self.dft {
+            let r = dft.plan.acc_range[d].clone();
+            if !r.is_empty() {
+                let re: Vec<f64> = download_vec(self.dev, dft.acc_re, r.start, r.len())?;
+                let im: Vec<f64> = download_vec(self.dev, dft.acc_im, r.start, r.len())?;
+                dft.plan.set_sums(d, &re, &im).map_err(EngineError::Cuda)?;
+            }
+        }
         Ok(())
     }
     fn finish(&mut self, _d: usize, _traces: &mut [PortTrace]) -> (f64, f64) {
         // V at the full step (E after the update), I half a step earlier (H).
         (1.0, 0.5)
+    }
+    fn monitors(&mut self, d: usize) -> Vec<MonitorOutput> {
+        self.dft.as_ref().map_or_else(Vec::new, |dft| dft.plan.outputs(d))
     }
 }
 
@@ -494,7 +563,7 @@ pub fn run_share(
     let op = |i: usize| ops.get(i).copied().flatten().ok_or_else(|| EngineError::Cuda(format!("job {i} has no operator")));
     let mut needs = vec![];
     for &i in idx {
-        needs.push(batch::device_bytes(op(i)?));
+        needs.push(batch::device_bytes(op(i)?) + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
     }
     let mut budget = dev.budget()?;
     if let Some(m) = opts.mem_limit {

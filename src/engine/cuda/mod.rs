@@ -12,6 +12,7 @@
 
 pub mod abi;
 pub mod batch;
+pub mod dft;
 pub mod fdtd;
 pub mod options;
 pub mod tlm;
@@ -151,7 +152,12 @@ impl CudaBackend {
             let m = d.load(&spec)?;
             out += &format!("device {i} ({}), tile {tile}: compiled and loaded in {:.2} s\n", d.describe(), t.elapsed().as_secs_f64());
             for (k, n) in abi::KERNELS.iter().enumerate() {
-                let threads = if *n == "fdtd_inject" || *n == "fdtd_sample_ports" { 128 } else { tile.threads() as u32 };
+                let threads = match *n {
+                    "fdtd_inject" => abi::INJECT_THREADS,
+                    "fdtd_sample_ports" => abi::SAMPLE_THREADS,
+                    "fdtd_dft" => abi::DFT_THREADS,
+                    _ => tile.threads() as u32,
+                };
                 out += &report_line(n, d.attrs(m, k, threads));
             }
         }
@@ -210,7 +216,7 @@ impl CudaBackend {
         // invalid jobs are settled here.
         let groups = super::cpu::structure_groups(jobs);
         let firsts: Vec<usize> = (0..jobs.len()).filter(|&i| groups[i] == i && jobs[i].engine == EngineKind::Fdtd).collect();
-        let built: Vec<Result<Operator, SimFailure>> = firsts.par_iter().map(|&i| refuse_monitors(&jobs[i]).and_then(|()| Operator::new(&jobs[i]))).collect();
+        let built: Vec<Result<Operator, SimFailure>> = firsts.par_iter().map(|&i| Operator::new(&jobs[i])).collect();
         let op_of = |i: usize| firsts.iter().position(|&f| f == groups[i]).map(|k| &built[k]);
         let mut gpu_jobs = vec![];
         let mut ops: Vec<Option<&Operator>> = vec![None; jobs.len()];
@@ -222,7 +228,7 @@ impl CudaBackend {
                 None => results[i] = Some(super::cpu::run_job(&jobs[i]).map(|out| JobRun { out, fields: None })),
                 Some(Err(e)) => results[i] = Some(Err(e.clone())),
                 Some(Ok(op)) => {
-                    if let Err(e) = refuse_monitors(&jobs[i]).and_then(|()| op.check_drive(&jobs[i])) {
+                    if let Err(e) = op.check_drive(&jobs[i]).and_then(|()| check_monitors(&jobs[i], op)) {
                         results[i] = Some(Err(e));
                         continue;
                     }
@@ -295,17 +301,13 @@ fn report_line(name: &str, a: super::device::KernelAttrs) -> String {
     format!("  {name:<18} regs {:>3}  local {:>4} B  shared {:>6} B  blocks/SM {}\n", a.regs, a.local_bytes, a.shared_bytes, a.blocks_per_sm)
 }
 
-/// Field monitors have no CUDA kernel yet (they come with the far-field
-/// work): a job asking for one is refused, not run without it.
-fn refuse_monitors(job: &SimJob) -> Result<(), SimFailure> {
-    match job.monitors.first() {
-        None => Ok(()),
-        Some(m) => Err(SimFailure::Invalid(format!(
-            "{}: field monitor `{}`: the CUDA backend does not record field monitors yet; run this job with --backend cpu",
-            job.label,
-            m.name()
-        ))),
+/// The job's field monitors against its mesh: the CPU engine's checks, so a
+/// bad monitor fails its job with the same message on either backend.
+fn check_monitors(job: &SimJob, op: &Operator) -> Result<(), SimFailure> {
+    for m in &job.monitors {
+        crate::engine::fdtd::dft::FieldDftMonitor::check(m, op)?;
     }
+    Ok(())
 }
 
 impl Backend for CudaBackend {

@@ -294,6 +294,15 @@ pub fn fdtd_inject(op: &Operator, f: &mut Fields, d: usize, g: f64) {
     }
 }
 
+/// The field DFT monitors' per-step hook after step `n` (0-based), once the
+/// sources and the ports are done: each monitor adds its samples times the
+/// step's phase factors (`super::dft`).
+pub fn fdtd_dft(f: &Fields, monitors: &mut [super::dft::FieldDftMonitor], n: usize) {
+    for m in monitors {
+        m.accumulate(f, n);
+    }
+}
+
 /// Port voltage (E at the current full step) and current (H half a step earlier).
 pub fn fdtd_sample_ports(op: &Operator, f: &Fields, traces: &mut [PortTrace]) {
     for (pi, tr) in traces.iter_mut().enumerate() {

@@ -3,7 +3,7 @@
 //! extensions, in the order of the CUDA launches: the fused step (H, PMC
 //! ghosts, E; the CPML terms inside both updates), the driven port's source
 //! (`fdtd_inject`), the port monitor (`fdtd_sample_ports`) and the field DFT
-//! monitors ([`FieldDftMonitor`], CPU only).
+//! monitors (`fdtd_dft`, [`FieldDftMonitor`]).
 
 use super::cpu::{self, Fields};
 use super::dft::FieldDftMonitor;
@@ -58,9 +58,7 @@ impl Batch for CpuBatch<'_> {
             cpu::fdtd_step(op, self.f);
             cpu::fdtd_inject(op, self.f, drive, pulse.value((s as f64 + 0.5) * op.dt));
             cpu::fdtd_sample_ports(op, self.f, &mut self.chunk);
-            for m in &mut self.dfts {
-                m.accumulate(self.f, s);
-            }
+            cpu::fdtd_dft(self.f, &mut self.dfts, s);
         }
         Ok(())
     }
