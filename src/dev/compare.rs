@@ -22,13 +22,16 @@ pub struct Diff {
     pub i: f64,
     /// max |S_dev - S_cpu| / max |S_cpu| (None without ports).
     pub s: Option<f64>,
+    /// Field DFT monitors: the worst of max |X_dev - X_cpu| / max |X_cpu| per
+    /// monitor (None without monitors).
+    pub m: Option<f64>,
     /// Steps, end reason or failure differ: a description.
     pub mismatch: Option<String>,
 }
 
 impl Diff {
     pub fn worst(&self) -> f64 {
-        [self.e, self.h, Some(self.v), Some(self.i), self.s].into_iter().flatten().fold(0.0, f64::max)
+        [self.e, self.h, Some(self.v), Some(self.i), self.s, self.m].into_iter().flatten().fold(0.0, f64::max)
     }
 
     /// Within `tol` and nothing mismatched.
@@ -173,6 +176,9 @@ pub fn diff(job: &SimJob, cpu: Result<&SimOutput, &SimFailure>, dev: Result<&Sim
     out.i = rel_l2(&flat(g, false), &flat(c, false));
     if !job.ports.is_empty() && out.mismatch.is_none() {
         out.s = Some(s_rel_diff(job, c, g));
+    }
+    if !job.monitors.is_empty() {
+        out.m = Some(super::monitor_check::diff(&c.monitors, &g.monitors));
     }
     out
 }

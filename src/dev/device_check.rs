@@ -47,6 +47,9 @@ pub struct DeviceCheckArgs {
     /// Shipped designs compared through the whole seam (S-parameters, CPU vs CUDA).
     #[arg(long, value_delimiter = ',', default_value = "designs/wr28_iris_filter.ron,designs/patch_2g4.ron,designs/microstrip_lowpass.ron")]
     pub designs: Vec<std::path::PathBuf>,
+    /// Only the field DFT monitor section (after the kernel compilation report).
+    #[arg(long)]
+    pub monitors_only: bool,
     /// Also compare the full-size benchmark workloads (256^3 box, 64 x 300k-cell
     /// population) for this many steps (0: skip).
     #[arg(long, default_value_t = 0)]
@@ -275,7 +278,7 @@ fn report(tag: &str, jobs: &[SimJob], cpu: &[FdtdReference], gpu: &[Result<JobRu
             _ => "differ".into(),
         };
         println!(
-            "{tag} {:<34} steps {:<22} E {:>7} H {:>7} V {:>7.1e} I {:>7.1e} S {:>7} {}{}",
+            "{tag} {:<34} steps {:<22} E {:>7} H {:>7} V {:>7.1e} I {:>7.1e} S {:>7}{} {}{}",
             j.label,
             steps,
             fmt_opt(d.e),
@@ -283,11 +286,52 @@ fn report(tag: &str, jobs: &[SimJob], cpu: &[FdtdReference], gpu: &[Result<JobRu
             d.v,
             d.i,
             fmt_opt(d.s),
+            d.m.map_or(String::new(), |m| format!(" DFT {m:>7.1e}")),
             if ok { "ok" } else { "FAIL" },
             d.mismatch.map(|m| format!(" ({m})")).unwrap_or_default()
         );
     }
     (worst, bad)
+}
+
+/// Field DFT monitors (kernel `fdtd_dft`): the random-field and zero-field
+/// jobs with the check monitors of [`super::monitor_check::attach`], fused
+/// (graphs and kernel by kernel) and split; the monitors are compared per
+/// monitor relative to its largest value, with the fields, traces and S.
+fn monitor_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64) -> anyhow::Result<(f64, bool)> {
+    let mut rjobs = random_jobs(false, steps);
+    let mut zjobs = zero_jobs(false);
+    rjobs.iter_mut().chain(zjobs.iter_mut()).for_each(super::monitor_check::attach);
+    let init: Vec<Fields> = rjobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 1000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
+        .collect::<anyhow::Result<_>>()?;
+    let t = std::time::Instant::now();
+    let rcpu = fdtd_reference(&rjobs, Some(&init));
+    let zcpu = fdtd_reference(&zjobs, None);
+    let samples: usize = rjobs.iter().chain(&zjobs).flat_map(|j| &j.monitors).map(|m| match m {
+        Monitor::FieldDft { lo, hi, .. } => (0..3).map(|a| hi[a] - lo[a] + 1).product::<usize>(),
+    }).sum();
+    println!("monitors: CPU reference with 3 field DFT monitors a job ({samples} monitor nodes in all): {:.1} s", t.elapsed().as_secs_f64());
+    let (mut worst, mut bad) = (0.0f64, false);
+    for (scheme, graphs) in [(Scheme::Fused, true), (Scheme::Fused, false), (Scheme::Split, true)] {
+        be.set_options(CudaOptions { scheme, tile, graphs, poison: scheme == Scheme::Fused, ..Default::default() })?;
+        let tag = format!("[monitors {} {tile}{}]", scheme.name(), if graphs { "" } else { " no graphs" });
+        let t = std::time::Instant::now();
+        let g = be.run_jobs(&rjobs, Some(&init), true)?;
+        let (w, b) = report(&format!("{tag} random"), &rjobs, &rcpu, &g, tol);
+        worst = worst.max(w);
+        bad |= b;
+        let g = be.run_jobs(&zjobs, None, true)?;
+        let (w, b) = report(&format!("{tag} zero  "), &zjobs, &zcpu, &g, tol);
+        worst = worst.max(w);
+        bad |= b;
+        println!("{tag} both batches on the device: {:.2} s", t.elapsed().as_secs_f64());
+        // Every monitored job that ran reports its monitors.
+        bad |= g.iter().flatten().any(|r| r.out.monitors.len() != 3);
+    }
+    Ok((worst, bad))
 }
 
 pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
@@ -337,6 +381,11 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     if a.compile_only {
         return Ok(0);
     }
+    if a.monitors_only {
+        let (w, bad) = monitor_section(&mut be, tiles[0], a.steps, a.tol)?;
+        println!("device-check monitors {}: worst relative CPU/CUDA difference {w:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
+        return Ok(if bad { 1 } else { 0 });
+    }
     let rjobs = random_jobs(false, a.steps);
     let init: Vec<Fields> = rjobs
         .iter()
@@ -372,6 +421,9 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         worst = worst.max(w);
         bad |= b;
     }
+    let (w, b) = monitor_section(&mut be, tiles[0], a.steps, a.tol)?;
+    worst = worst.max(w);
+    bad |= b;
     if a.full_steps > 0 {
         let mut fj = vec![crate::bench::box_job(256, a.full_steps)];
         fj.extend(crate::bench::population_jobs(64, 300_000, a.full_steps));

@@ -3,7 +3,8 @@
 //! (`scripts/kernel-emu/lib.cpp`: the kernels compiled as C++ with a shim
 //! that runs each block's threads as OS threads with a barrier), through the
 //! same batch and stepping loop as on a GPU, and the result is compared with
-//! the CPU engine: every field position, the port traces and the energy.
+//! the CPU engine: every field position, the port traces, the energy and the
+//! field DFT monitors every job carries (`monitor_check`).
 //! `scripts/kernel-emu.sh` builds the emulator and runs this.
 
 use std::path::PathBuf;
@@ -46,8 +47,10 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     // Fixed step count, the energy checked every 4 steps (the energy kernel's
     // values show in the decay the runs end with); jobs meant to blow up are left out.
     jobs.retain(|j| !j.materials.iter().any(|m| m.eps_r < 1.0));
+    // Every job carries the field DFT monitors of the device check (kernel fdtd_dft).
     for j in &mut jobs {
         j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 4 };
+        super::monitor_check::attach(j);
     }
     let ops: Vec<Operator> = jobs.iter().map(|j| Operator::new(j).map_err(|e: SimFailure| anyhow::anyhow!("{}: {e}", j.label))).collect::<Result<_, _>>()?;
     let init: Vec<Fields> = ops.iter().enumerate().map(|(k, op)| if a.zero { Fields::new(op) } else { random_fields(op, 7 + k as u64) }).collect();
@@ -110,11 +113,12 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
         };
         // The decay from the energy kernel's sums against the CPU's (dB, absolute).
         let rw = ((wg - wc).abs() / wc.abs().max(1e-300)).max((db(g.out.ended) - db(out.ended)).abs() * 1e-3);
+        let dft = super::monitor_check::diff(&out.monitors, &g.out.monitors);
         let steps_ok = g.out.steps == out.steps;
-        let w = if steps_ok { re.max(rh).max(tr).max(rw) } else { f64::INFINITY };
+        let w = if steps_ok { re.max(rh).max(tr).max(rw).max(dft) } else { f64::INFINITY };
         worst = worst.max(if w.is_nan() { f64::INFINITY } else { w });
         println!(
-            "  {:<34} E {re:.1e} H {rh:.1e} traces {tr:.1e} energy {rw:.1e} steps {}/{} {}{}",
+            "  {:<34} E {re:.1e} H {rh:.1e} traces {tr:.1e} energy {rw:.1e} DFT {dft:.1e} steps {}/{} {}{}",
             job.label,
             g.out.steps,
             out.steps,

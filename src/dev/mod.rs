@@ -9,6 +9,7 @@ pub mod compare;
 pub mod device_check;
 pub mod device_designs;
 pub mod kernel_emu;
+pub mod monitor_check;
 pub mod tlm_check;
 
 #[derive(Args, Debug)]
