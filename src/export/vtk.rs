@@ -45,12 +45,12 @@ pub fn write(job: &SimJob, dir: &Path, stem: &str) -> std::io::Result<Vec<PathBu
     Ok(out)
 }
 
-fn xml_escape(s: &str) -> String {
+pub(crate) fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace("--", "- -")
 }
 
 /// One `DataArray` of numbers, ten a line.
-fn array<T: std::fmt::Display>(out: &mut String, ty: &str, name: &str, comps: usize, values: impl Iterator<Item = T>) {
+pub(crate) fn array<T: std::fmt::Display>(out: &mut String, ty: &str, name: &str, comps: usize, values: impl Iterator<Item = T>) {
     let _ = write!(out, "        <DataArray type=\"{ty}\" Name=\"{name}\" NumberOfComponents=\"{comps}\" format=\"ascii\">");
     for (k, v) in values.enumerate() {
         out.push_str(if k % 10 == 0 { "\n          " } else { " " });

@@ -15,7 +15,7 @@ use crate::job::{Axis, PortKind, SimJob};
 /// Where a panel cuts (a cell index along `n`): just below the smallest sheet
 /// normal to it (a patch or a trace, not a ground plane covering the domain),
 /// else through the middle.
-fn cut(job: &SimJob, n: usize) -> usize {
+pub(crate) fn cut(job: &SimJob, n: usize) -> usize {
     let cells = job.mesh.n()[n];
     let area = |s: &crate::job::Sheet| (s.hi[0] - s.lo[0]) * (s.hi[1] - s.lo[1]);
     match job.sheets.iter().filter(|s| s.normal.index() == n && s.plane > 0).min_by_key(|s| area(s)) {

@@ -1,6 +1,7 @@
 //! PNG plots (plotters, bitmap backend) with a shipped font, so they render
 //! the same on a fresh machine without fontconfig or system fonts.
 
+pub mod field_slice;
 pub mod impedance;
 pub mod phase;
 pub mod smith;
