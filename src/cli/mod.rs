@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 pub mod args;
 pub mod bench;
+pub mod dump_fields;
 pub mod export;
 pub mod plot;
 pub mod inspect;

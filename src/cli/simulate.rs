@@ -1,7 +1,8 @@
 //! `emvolve simulate`: evaluate one design at given parameter values and
 //! write Touchstone, a CSV of the S-parameters, the RF plots (|S| with the goal
 //! masks, phase and group delay, Smith chart, input impedance), the port time
-//! series, and the fitness with its per-goal breakdown.
+//! series, and the fitness with its per-goal breakdown; with `--dump-fields`
+//! and `--vtk`, field magnitudes for ParaView and |E| slices ([`super::dump_fields`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -42,6 +43,18 @@ pub struct SimulateArgs {
     /// Drive only the ports the goals need (faster; no Touchstone file then for multi-ports).
     #[arg(long)]
     pub goals_only: bool,
+    /// Record the fields over the whole grid at these frequencies (running DFTs of
+    /// the first driven port's run; Hz or with a unit: 2.45GHz) and write |E| and
+    /// |H| for ParaView into --vtk DIR, with a PNG slice of |E| per frequency.
+    #[arg(long, value_delimiter = ',', value_name = "F1,F2", requires = "vtk")]
+    pub dump_fields: Vec<String>,
+    /// Directory of the field dump's VTK files and slices.
+    #[arg(long, value_name = "DIR", requires = "dump_fields")]
+    pub vtk: Option<PathBuf>,
+    /// The plane of the |E| slice, AXIS=VALUE in the design's length unit (default:
+    /// through the structure: a waveguide's broad face, or just below a patch/trace).
+    #[arg(long, value_name = "AXIS=VALUE", requires = "dump_fields")]
+    pub slice: Option<String>,
 }
 
 pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
@@ -58,6 +71,16 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
         println!("no --set for {}: using the midpoint of each range ({})", missing.join(", "), mids.join(", "));
     }
     let backend = backend(a.backend, &a.gpus, &mut |s| println!("{s}"))?;
+    // The field dump: checked before the run, recorded by a wrapper of the backend.
+    let units = design.file().units;
+    let slice = a.slice.as_deref().map(|s| super::dump_fields::parse_slice(s, units.metres(), units.symbol())).transpose().map_err(anyhow::Error::msg)?;
+    let dump_freqs: Vec<f64> = a.dump_fields.iter().map(|s| super::dump_fields::parse_freq(s)).collect::<Result<_, _>>().map_err(anyhow::Error::msg)?;
+    let band = &design.file().band;
+    if let Some(f) = dump_freqs.iter().find(|&&f| f < band.start || f > band.stop) {
+        anyhow::bail!("--dump-fields {f} Hz lies outside the design's band ({} to {} Hz), where the excitation has little energy", band.start, band.stop);
+    }
+    let dumper = super::dump_fields::FieldDump::new(backend.as_ref(), dump_freqs.clone());
+    let backend: &dyn crate::engine::Backend = if dump_freqs.is_empty() { backend.as_ref() } else { &dumper };
     let drives: Vec<usize> = if a.goals_only { design.drives_needed() } else { (0..design.port_names().len()).collect() };
     let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(format!("{}-simulate", design.name())));
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
@@ -77,7 +100,7 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     let engine = a.engine.map(Into::into);
     // The batch runs on its own thread; this one redraws the display until it ends.
     let mut res = std::thread::scope(|s| {
-        let h = s.spawn(|| evaluate_designs_watched(&design, std::slice::from_ref(&values), &drives, engine, backend.as_ref(), &|_| {}, &watch));
+        let h = s.spawn(|| evaluate_designs_watched(&design, std::slice::from_ref(&values), &drives, engine, backend, &|_| {}, &watch));
         while !h.is_finished() {
             display.update(&watch);
             std::thread::sleep(std::time::Duration::from_millis(200));
@@ -101,6 +124,14 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     }
     print_fitness(&scored);
     print!("{}", write_design_files(&design, &values, &scored, &out_dir)?);
+    if let Some(dir) = &a.vtk {
+        let (job, out, m) = dumper.take().ok_or_else(|| anyhow::anyhow!("--dump-fields: the run returned no field monitor"))?;
+        let files = super::dump_fields::write(&design, &job, &out, &m, dir, slice)?;
+        println!("field dump of `{}` (open {}_fields.vtm in ParaView):", job.label, design.name());
+        for f in files {
+            println!("  {}", f.display());
+        }
+    }
     Ok(0)
 }
 

@@ -35,7 +35,7 @@ pub(crate) fn err<E: std::fmt::Debug>(path: &std::path::Path) -> impl Fn(E) -> a
 pub fn sig3(v: f64) -> String {
     let a = v.abs();
     if a == 0.0 || !(1e-3..1e5).contains(&a) {
-        return format!("{v:.2e}");
+        return if v == 0.0 { "0".into() } else { format!("{v:.2e}") };
     }
     let d = (2 - a.log10().floor() as i32).max(0) as usize;
     format!("{v:.d$}")
