@@ -72,6 +72,7 @@ mod tests {
         assert!(vmax > 0.0);
         components[0].values[0] += Complex64::new(0.0, 1e-3 * vmax);
         assert!((diff(&a, &b) - 1e-3).abs() < 1e-9);
+        let MonitorOutput::FieldDft { components, .. } = &mut b[1];
         components[0].count[0] += 1;
         assert_eq!(diff(&a, &b), f64::INFINITY);
         assert_eq!(diff(&a, &a[..2]), f64::INFINITY);
