@@ -140,3 +140,54 @@ fn patch_broadside_directivity_and_cuts_match_the_cavity_model() {
     let fw = ff.nearest(g.worst_freq_hz).unwrap();
     assert!((g.worst_db - dbp(ff.gain(fw, 0.0, 0.0))).abs() < 1e-9, "{g:?}");
 }
+
+/// A dipole whose arm length a GA sets for realised gain at the horizon.
+const DIPOLE_GA: &str = r#"Design(
+    name: "dipole_gain",
+    units: Millimetre,
+    parameters: { "arm": Real(min: 30.0, max: 80.0) },
+    geometry: [
+        Box(material: "Pec", min: (-5, -5, 10), max: (5, 5, "10 + arm")),
+        Box(material: "Pec", min: (-5, -5, "-10 - arm"), max: (5, 5, -10)),
+    ],
+    domain: (x: (-40, 40), y: (-40, 40), z: (-100, 100)),
+    boundaries: (x: Absorbing, y: Absorbing, z: Absorbing),
+    ports: [Lumped(name: "gap", from: (0, 0, -10), to: (0, 0, 10), r: 73.0)],
+    band: (start: 0.7e9, stop: 1.3e9, points: 13),
+    engine: Fdtd(cell: 5, pml: 8),
+    goals: [Goal(realized_gain: (theta: 90, phi: 0), band: (0.95e9, 1.05e9), above_dbi: 2.0)],
+    optimiser: Ga(population: 4, generations: 1, seed: 3),
+)"#;
+
+#[test]
+fn simulate_and_a_run_write_the_far_field_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let design = dir.path().join("dipole_gain.ron");
+    std::fs::write(&design, DIPOLE_GA).unwrap();
+    let emvolve = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_emvolve")).args(args).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let sim = dir.path().join("sim");
+    let text = emvolve(&["simulate", design.to_str().unwrap(), "--backend", "cpu", "--set", "arm=60", "--out", sim.to_str().unwrap()]);
+    assert!(text.contains("realized gain(theta 90, phi 0) > 2 dBi over 0.95-1.05 GHz"), "{text}");
+    let runs = dir.path().join("runs");
+    emvolve(&["run", design.to_str().unwrap(), "--backend", "cpu", "--quiet", "--runs-dir", runs.to_str().unwrap()]);
+    for d in [sim, runs.join("dipole_gain/best")] {
+        // Three far-field frequencies: the sweep's inside the goal's band.
+        for f in ["0.9500", "1.0000", "1.0500"] {
+            let png = std::fs::read(d.join(format!("pattern_{f}GHz.png"))).unwrap();
+            assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "{}", d.display());
+        }
+        let csv = std::fs::read_to_string(d.join("farfield.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 1 + 3 * 37 * 72, "{}", d.display());
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("farfield.json")).unwrap()).unwrap();
+        let p = &json["patterns"][1];
+        assert_eq!(p["freq_hz"], 1e9);
+        assert_eq!((p["beam_theta_deg"].as_f64(), p["beam_phi_deg"].as_f64()), (Some(90.0), Some(0.0)), "{p}");
+        let eff = p["radiation_efficiency"].as_f64().unwrap();
+        assert!((eff - 1.0).abs() < 0.02, "{p}");
+    }
+}

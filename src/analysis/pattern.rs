@@ -172,10 +172,13 @@ pub fn opposite(theta: f64, phi: f64) -> (f64, f64) {
 }
 
 impl Pattern {
-    /// The grid direction of the strongest radiation (theta, phi) in degrees.
+    /// The grid direction of the strongest radiation (theta, phi) in degrees:
+    /// the first in grid order within 0.01 dB of the peak, so that a round
+    /// pattern (a dipole's horizon) names phi = 0 rather than a rounding winner.
     pub fn beam(&self) -> (f64, f64) {
         let np = self.phis.len();
-        let n = (0..self.points.len()).max_by(|&a, &b| self.points[a].u.total_cmp(&self.points[b].u)).unwrap_or(0);
+        let umax = self.points.iter().map(|p| p.u).fold(0.0, f64::max);
+        let n = self.points.iter().position(|p| p.u >= umax * 10f64.powf(-0.001)).unwrap_or(0);
         (self.thetas[n / np], self.phis[n % np])
     }
 }
