@@ -167,3 +167,33 @@ pub fn parse_face(name: &str) -> Option<(Axis, usize)> {
     };
     c.next().is_none().then_some((a, s))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Boundary::{Absorbing, Pec, Pmc};
+
+    #[test]
+    fn face_names_round_trip_and_others_are_not_faces() {
+        for a in Axis::ALL {
+            for s in 0..2 {
+                assert_eq!(parse_face(&face_name(a, s)), Some((a, s)));
+            }
+        }
+        for bad in ["nf2ff", "nf2ff w-", "nf2ff x", "nf2ff x-y", "field x-"] {
+            assert_eq!(parse_face(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn open_problems_have_at_most_one_mirror_face() {
+        assert_eq!(open_problem(&[[Absorbing; 2]; 3]), Ok(None));
+        let ground = [[Absorbing; 2], [Absorbing; 2], [Pec, Absorbing]];
+        assert_eq!(open_problem(&ground), Ok(Some(Mirror { axis: Axis::Z, side: 0, boundary: Pec })));
+        let sym = [[Absorbing, Pmc], [Absorbing; 2], [Absorbing; 2]];
+        assert_eq!(open_problem(&sym), Ok(Some(Mirror { axis: Axis::X, side: 1, boundary: Pmc })));
+        let guide = [[Pec; 2], [Pec; 2], [Absorbing; 2]];
+        let e = open_problem(&guide).unwrap_err();
+        assert!(e.contains("x- is Pec, x+ is Pec, y- is Pec, y+ is Pec") && e.contains("radiates nowhere"), "{e}");
+    }
+}

@@ -86,15 +86,28 @@ fn draw_cut<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, 
             ("sans-serif", 13).into_font().color(&RGBColor(60, 60, 60)),
         )))?;
     }
-    let curve = |v: &[f64]| -> Vec<(f64, f64)> { cut.angle_deg.iter().zip(v).map(|(&a, &d)| point(a, d, top)).collect() };
+    // The curve in pieces: directions behind a mirror plane (nothing radiated,
+    // the level at the floor) are left out rather than drawn through the centre.
+    let curve = |v: &[f64]| -> Vec<Vec<(f64, f64)>> {
+        let mut pieces: Vec<Vec<(f64, f64)>> = vec![vec![]];
+        for (&a, &d) in cut.angle_deg.iter().zip(v) {
+            if d > -290.0 {
+                pieces.last_mut().map(|p| p.push(point(a, d, top)));
+            } else if pieces.last().is_some_and(|p| !p.is_empty()) {
+                pieces.push(vec![]);
+            }
+        }
+        pieces.retain(|p| p.len() > 1);
+        pieces
+    };
     let blue = RGBColor(20, 80, 200);
     let orange = RGBColor(230, 120, 20);
     chart
-        .draw_series(std::iter::once(PathElement::new(curve(&cut.directivity_dbi), orange.stroke_width(1))))?
+        .draw_series(curve(&cut.directivity_dbi).into_iter().map(|p| PathElement::new(p, orange.stroke_width(1))))?
         .label("directivity (dBi)")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], orange.stroke_width(2)));
     chart
-        .draw_series(std::iter::once(PathElement::new(curve(&cut.gain_dbi), blue.stroke_width(3))))?
+        .draw_series(curve(&cut.gain_dbi).into_iter().map(|p| PathElement::new(p, blue.stroke_width(3))))?
         .label("gain (dBi)")
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], blue.stroke_width(3)));
     chart
