@@ -201,7 +201,7 @@ impl Radiator {
         self.half_space.is_some_and(|(m, _)| r[m].abs() < 1e-9)
     }
 
-    /// The direction a mirror plane faces away from (for front-to-back), if any.
+    /// Whether a PEC/PMC mirror plane halves the sphere (front-to-back is then infinite).
     pub fn has_mirror(&self) -> bool {
         self.half_space.is_some()
     }
