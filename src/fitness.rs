@@ -173,6 +173,13 @@ pub struct GoalScore {
     pub worst_freq_hz: f64,
     /// The quantity (dB) there.
     pub worst_db: f64,
+    /// Its unit: "dB", or "dBi" for gain and directivity (absent in older checkpoints: dB).
+    #[serde(default = "db_unit")]
+    pub unit: String,
+}
+
+fn db_unit() -> String {
+    "dB".into()
 }
 
 impl GoalScore {
@@ -180,10 +187,11 @@ impl GoalScore {
     pub fn line(&self) -> String {
         let state = if self.violation == 0.0 { "met   " } else { "missed" };
         format!(
-            "{state} {:<44} violation {:>10.4} dB^2, worst {:.2} dB at {:.4} GHz",
+            "{state} {:<44} violation {:>10.4} dB^2, worst {:.2} {} at {:.4} GHz",
             self.label,
             self.violation,
             self.worst_db,
+            self.unit,
             self.worst_freq_hz / 1e9
         )
     }
@@ -244,7 +252,8 @@ pub fn evaluate(goals: &[Goal], sp: &SParams, ff: Option<&FarField>) -> Result<F
         let Some((_, worst_freq_hz, worst_db)) = worst else {
             return Err(FitnessError::NoPoints { label });
         };
-        per_goal.push(GoalScore { label, violation: g.weight * sum / count as f64, worst_freq_hz, worst_db });
+        let unit = g.kind.unit().to_string();
+        per_goal.push(GoalScore { label, violation: g.weight * sum / count as f64, worst_freq_hz, worst_db, unit });
     }
     let total = per_goal.iter().map(|g| g.violation).sum();
     Ok(Fitness { total, per_goal })

@@ -117,7 +117,7 @@ pub fn render(dir: &Path) -> anyhow::Result<String> {
             None => ("not simulated", ""),
         };
         let worst = r
-            .map(|r| format!("{:.2} dB at {:.4} GHz", r.worst_db, r.worst_freq_hz / 1e9))
+            .map(|r| format!("{:.2} {} at {:.4} GHz", r.worst_db, r.unit, r.worst_freq_hz / 1e9))
             .unwrap_or_default();
         let _ = writeln!(
             h,
