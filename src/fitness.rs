@@ -345,6 +345,17 @@ mod tests {
     }
 
     #[test]
+    fn pattern_goals_need_a_far_field_and_say_dbi() {
+        let sp = sparams(|_| -1.0, |_| -1.0, false);
+        let g = Goal { kind: GoalKind::Gain { theta: 0.0, phi: 0.0 }, band: (30e9, 31e9), limit: Limit::Above(5.0), weight: 1.0 };
+        assert_eq!(g.label(), "gain(theta 0, phi 0) > 5 dBi over 30.0-31.0 GHz");
+        assert!(matches!(evaluate(&[g], &sp, None), Err(FitnessError::NoFarField { .. })));
+        let fb = GoalKind::FrontToBack { theta: 90.0, phi: 45.0 };
+        assert_eq!((fb.quantity().as_str(), fb.unit()), ("front-to-back(theta 90, phi 45)", "dB"));
+        assert!(fb.is_pattern() && fb.drive().is_none());
+    }
+
+    #[test]
     fn labels_use_readable_units() {
         let g = goal((1, 1), (2.40e9, 2.48e9), Limit::Below(-10.0), 1.0);
         assert_eq!(g.label(), "|S11| < -10 dB over 2.40-2.48 GHz");
