@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use emvolve::analysis::pattern::{dbp, FarField};
+use emvolve::analysis::pattern::dbp;
 use emvolve::design::Design;
 use emvolve::engine::cpu::CpuBackend;
 use emvolve::evaluate::evaluate_one;
