@@ -7,6 +7,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use crate::analysis::pattern::FarField;
 use crate::analysis::SParams;
 use crate::design::{Design, DesignError};
 use crate::engine::{Backend, EngineError, StepWatch};
@@ -53,6 +54,8 @@ pub struct Simulated {
 pub struct Scored {
     pub sparams: SParams,
     pub fitness: Fitness,
+    /// The far field, where the design asks for one.
+    pub far_field: Option<FarField>,
     /// The jobs (one per driven port) and their outputs.
     pub jobs: Vec<SimJob>,
     pub outputs: Vec<SimOutput>,
@@ -206,10 +209,23 @@ pub fn simulate_batch_watched(
         .collect())
 }
 
-/// Score a simulated candidate against the design's goals.
+/// Score a simulated candidate against the design's goals (its far field
+/// first, where the design asks for one).
 pub fn score(design: &Design, sim: Simulated) -> Result<Scored, CandidateFailure> {
-    let fitness = crate::fitness::evaluate(design.goals(), &sim.sparams).map_err(CandidateFailure::Fitness)?;
-    Ok(Scored { sparams: sim.sparams, fitness, jobs: sim.jobs, outputs: sim.outputs })
+    let far_field = far_field(design, &sim)?;
+    let fitness = crate::fitness::evaluate(design.goals(), &sim.sparams, far_field.as_ref()).map_err(CandidateFailure::Fitness)?;
+    Ok(Scored { sparams: sim.sparams, fitness, far_field, jobs: sim.jobs, outputs: sim.outputs })
+}
+
+/// The far field of the simulation that recorded a Huygens box, if one did.
+pub fn far_field(design: &Design, sim: &Simulated) -> Result<Option<FarField>, CandidateFailure> {
+    let step = design.far_field().map_or(5.0, |f| f.step_deg);
+    for (job, out) in sim.jobs.iter().zip(&sim.outputs) {
+        if let Some(ff) = FarField::compute(job, out, step).map_err(|m| CandidateFailure::Simulation(SimFailure::Invalid(m)))? {
+            return Ok(Some(ff));
+        }
+    }
+    Ok(None)
 }
 
 /// Simulate and score `candidates` (parameter values) with port columns
@@ -260,13 +276,15 @@ pub fn masks(design: &Design) -> Vec<crate::plot::sparams::Mask> {
     design
         .goals()
         .iter()
-        .map(|g| {
+        .filter_map(|g| {
             let (level_db, above) = match g.limit {
                 Limit::Above(l) => (l, true),
                 Limit::Below(l) => (l, false),
             };
             match g.kind {
-                GoalKind::S { i, j } => crate::plot::sparams::Mask { s: (i, j), f1: g.band.0, f2: g.band.1, level_db, above },
+                GoalKind::S { i, j } => Some(crate::plot::sparams::Mask { s: (i, j), f1: g.band.0, f2: g.band.1, level_db, above }),
+                // Pattern goals are drawn on the pattern plots.
+                _ => None,
             }
         })
         .collect()

@@ -8,6 +8,7 @@
 use num_complex::Complex64;
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::pattern::FarField;
 use crate::analysis::sparams::SParams;
 use crate::numfmt::short;
 
@@ -20,33 +21,65 @@ pub enum Limit {
     Below(f64),
 }
 
-/// What a goal holds to a limit, in dB. Design files write `Goal(s: (2, 1), ...)`;
-/// other quantities (far-field gain, say) are further kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a goal holds to a limit, in dB. Design files write `Goal(s: (2, 1), ...)`,
+/// `Goal(gain: (theta: 0, phi: 0), ...)`; directions are in degrees.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub enum GoalKind {
     /// |S_ij| in dB; 1-based port numbers, port j driven.
     S { i: usize, j: usize },
+    /// Gain (on accepted power) towards (theta, phi), dBi.
+    Gain { theta: f64, phi: f64 },
+    /// Realised gain (on incident power: mismatch included), dBi.
+    RealizedGain { theta: f64, phi: f64 },
+    /// Directivity, dBi.
+    Directivity { theta: f64, phi: f64 },
+    /// Radiation intensity towards (theta, phi) over the opposite direction, dB.
+    FrontToBack { theta: f64, phi: f64 },
 }
 
 impl GoalKind {
-    /// The port (0-based) whose drive the goal needs, if any.
+    /// The port (0-based) whose drive the goal needs, if any (pattern goals:
+    /// the far field's port, which the design adds).
     pub fn drive(&self) -> Option<usize> {
         match *self {
             GoalKind::S { j, .. } => j.checked_sub(1),
+            _ => None,
         }
     }
 
-    /// "|S21|".
+    /// Whether the goal is on the far field.
+    pub fn is_pattern(&self) -> bool {
+        !matches!(self, GoalKind::S { .. })
+    }
+
+    /// "|S21|", "gain(theta 0, phi 0)".
     pub fn quantity(&self) -> String {
+        let dir = |name: &str, t: f64, p: f64| format!("{name}(theta {}, phi {})", short(t), short(p));
         match *self {
             GoalKind::S { i, j } => format!("|S{i}{j}|"),
+            GoalKind::Gain { theta, phi } => dir("gain", theta, phi),
+            GoalKind::RealizedGain { theta, phi } => dir("realized gain", theta, phi),
+            GoalKind::Directivity { theta, phi } => dir("directivity", theta, phi),
+            GoalKind::FrontToBack { theta, phi } => dir("front-to-back", theta, phi),
         }
     }
 
-    /// The unit of the limit: "dB".
+    /// The unit of the limit: "dB" or "dBi".
     pub fn unit(&self) -> &'static str {
         match self {
-            GoalKind::S { .. } => "dB",
+            GoalKind::S { .. } | GoalKind::FrontToBack { .. } => "dB",
+            _ => "dBi",
+        }
+    }
+
+    /// The goal's quantity as a power ratio from far field `ff` at its frequency index `fi`.
+    pub fn pattern_value(&self, ff: &FarField, fi: usize) -> Option<f64> {
+        match *self {
+            GoalKind::S { .. } => None,
+            GoalKind::Gain { theta, phi } => Some(ff.gain(fi, theta, phi)),
+            GoalKind::RealizedGain { theta, phi } => Some(ff.realized_gain(fi, theta, phi)),
+            GoalKind::Directivity { theta, phi } => Some(ff.directivity(fi, theta, phi)),
+            GoalKind::FrontToBack { theta, phi } => Some(ff.front_to_back(fi, theta, phi)),
         }
     }
 }
@@ -85,12 +118,21 @@ impl Goal {
         format!("{} {op} {} {} over {}", self.kind.quantity(), short(level), self.kind.unit(), band_text(self.band))
     }
 
-    /// The goal's quantity at every frequency of the sweep (linear magnitude).
-    fn magnitudes<'a>(&self, sp: &'a SParams, label: &str) -> Result<Box<dyn Iterator<Item = f64> + 'a>, FitnessError> {
+    /// The goal's quantity as (frequency, linear magnitude) pairs: the sweep's
+    /// for S, the far field's for pattern goals (a power ratio's square root,
+    /// so that 20 log10 gives its dB).
+    fn magnitudes(&self, sp: &SParams, ff: Option<&FarField>, label: &str) -> Result<Vec<(f64, f64)>, FitnessError> {
         match self.kind {
             GoalKind::S { i, j } => {
                 let s: &[Complex64] = sp.get(i, j).ok_or_else(|| FitnessError::Missing { label: label.to_string(), i, j })?;
-                Ok(Box::new(s.iter().map(|z| z.norm())))
+                Ok(sp.freqs.iter().zip(s).map(|(&f, z)| (f, z.norm())).collect())
+            }
+            kind => {
+                let ff = ff.ok_or_else(|| FitnessError::NoFarField { label: label.to_string() })?;
+                Ok((0..ff.patterns.len())
+                    .filter(|&fi| self.contains(ff.patterns[fi].freq))
+                    .map(|fi| (ff.patterns[fi].freq, kind.pattern_value(ff, fi).unwrap_or(f64::NAN).sqrt()))
+                    .collect())
             }
         }
     }
@@ -99,6 +141,7 @@ impl Goal {
     fn non_finite(&self, label: String, freq_hz: f64) -> FitnessError {
         match self.kind {
             GoalKind::S { i, j } => FitnessError::NonFinite { label, i, j, freq_hz },
+            _ => FitnessError::NonFinitePattern { label, freq_hz },
         }
     }
 }
@@ -130,6 +173,13 @@ pub struct GoalScore {
     pub worst_freq_hz: f64,
     /// The quantity (dB) there.
     pub worst_db: f64,
+    /// Its unit: "dB", or "dBi" for gain and directivity (absent in older checkpoints: dB).
+    #[serde(default = "db_unit")]
+    pub unit: String,
+}
+
+fn db_unit() -> String {
+    "dB".into()
 }
 
 impl GoalScore {
@@ -137,10 +187,11 @@ impl GoalScore {
     pub fn line(&self) -> String {
         let state = if self.violation == 0.0 { "met   " } else { "missed" };
         format!(
-            "{state} {:<44} violation {:>10.4} dB^2, worst {:.2} dB at {:.4} GHz",
+            "{state} {:<44} violation {:>10.4} dB^2, worst {:.2} {} at {:.4} GHz",
             self.label,
             self.violation,
             self.worst_db,
+            self.unit,
             self.worst_freq_hz / 1e9
         )
     }
@@ -163,19 +214,23 @@ pub enum FitnessError {
     NoPoints { label: String },
     #[error("goal {label}: S{i}{j} is not finite at {freq_hz} Hz")]
     NonFinite { label: String, i: usize, j: usize, freq_hz: f64 },
+    #[error("goal {label}: no far field was computed (the simulation recorded no Huygens box)")]
+    NoFarField { label: String },
+    #[error("goal {label}: the far field is not finite at {freq_hz} Hz")]
+    NonFinitePattern { label: String, freq_hz: f64 },
 }
 
-/// Score `sp` against `goals`.
-pub fn evaluate(goals: &[Goal], sp: &SParams) -> Result<Fitness, FitnessError> {
+/// Score `sp` (and the far field `ff`, for pattern goals) against `goals`.
+pub fn evaluate(goals: &[Goal], sp: &SParams, ff: Option<&FarField>) -> Result<Fitness, FitnessError> {
     let mut per_goal = Vec::with_capacity(goals.len());
     for g in goals {
         let label = g.label();
-        let mags = g.magnitudes(sp, &label)?;
+        let mags = g.magnitudes(sp, ff, &label)?;
         let mut sum = 0.0;
         let mut count = 0usize;
         // (violation, -margin) orders by the least margin also where every point is met.
         let mut worst: Option<(f64, f64, f64)> = None; // (badness, f, db)
-        for (&f, mag) in sp.freqs.iter().zip(mags) {
+        for (f, mag) in mags {
             if !g.contains(f) {
                 continue;
             }
@@ -197,7 +252,8 @@ pub fn evaluate(goals: &[Goal], sp: &SParams) -> Result<Fitness, FitnessError> {
         let Some((_, worst_freq_hz, worst_db)) = worst else {
             return Err(FitnessError::NoPoints { label });
         };
-        per_goal.push(GoalScore { label, violation: g.weight * sum / count as f64, worst_freq_hz, worst_db });
+        let unit = g.kind.unit().to_string();
+        per_goal.push(GoalScore { label, violation: g.weight * sum / count as f64, worst_freq_hz, worst_db, unit });
     }
     let total = per_goal.iter().map(|g| g.violation).sum();
     Ok(Fitness { total, per_goal })
@@ -234,7 +290,7 @@ mod tests {
         let sp = sparams(|_| -0.5, |_| -20.0, false);
         let goals =
             [goal((2, 1), (31e9, 32e9), Limit::Above(-1.0), 1.0), goal((1, 1), (31e9, 32e9), Limit::Below(-15.0), 1.0)];
-        let fit = evaluate(&goals, &sp).unwrap();
+        let fit = evaluate(&goals, &sp, None).unwrap();
         assert_eq!(fit.total, 0.0);
         assert_eq!(fit.per_goal[0].label, "|S21| > -1 dB over 31.0-32.0 GHz");
         assert_eq!(fit.per_goal[1].label, "|S11| < -15 dB over 31.0-32.0 GHz");
@@ -260,7 +316,7 @@ mod tests {
             // S11 = -10 dB everywhere, goal < -15 over 26-27 (two points): violation 5 dB each.
             goal((1, 1), (26e9, 27e9), Limit::Below(-15.0), 0.5),
         ];
-        let fit = evaluate(&goals, &sp).unwrap();
+        let fit = evaluate(&goals, &sp, None).unwrap();
         let g0 = 2.0 * (4.0 + 0.0 + 1.0) / 3.0;
         let g1 = 0.5 * 25.0;
         assert!((fit.per_goal[0].violation - g0).abs() < 1e-9, "{:?}", fit);
@@ -277,15 +333,26 @@ mod tests {
     fn missing_columns_empty_bands_and_nan_are_errors() {
         let sp = sparams(|_| -1.0, |_| -1.0, false);
         let g = [goal((1, 2), (30e9, 31e9), Limit::Below(-10.0), 1.0)];
-        assert!(matches!(evaluate(&g, &sp), Err(FitnessError::Missing { i: 1, j: 2, .. })));
+        assert!(matches!(evaluate(&g, &sp, None), Err(FitnessError::Missing { i: 1, j: 2, .. })));
         let g = [goal((2, 1), (30.2e9, 30.8e9), Limit::Below(-10.0), 1.0)];
-        assert!(matches!(evaluate(&g, &sp), Err(FitnessError::NoPoints { .. })));
+        assert!(matches!(evaluate(&g, &sp, None), Err(FitnessError::NoPoints { .. })));
         let sp = sparams(|f| if f == 30e9 { f64::NAN } else { -1.0 }, |_| -1.0, true);
         let g = [goal((2, 1), (29e9, 31e9), Limit::Below(-10.0), 1.0)];
-        assert!(matches!(evaluate(&g, &sp), Err(FitnessError::NonFinite { freq_hz, .. }) if freq_hz == 30e9));
+        assert!(matches!(evaluate(&g, &sp, None), Err(FitnessError::NonFinite { freq_hz, .. }) if freq_hz == 30e9));
         // The second column is there when port 2 was driven (and finite away from 30 GHz).
         let g = [goal((1, 2), (31e9, 32e9), Limit::Below(-10.0), 1.0)];
-        assert!(evaluate(&g, &sp).is_ok());
+        assert!(evaluate(&g, &sp, None).is_ok());
+    }
+
+    #[test]
+    fn pattern_goals_need_a_far_field_and_say_dbi() {
+        let sp = sparams(|_| -1.0, |_| -1.0, false);
+        let g = Goal { kind: GoalKind::Gain { theta: 0.0, phi: 0.0 }, band: (30e9, 31e9), limit: Limit::Above(5.0), weight: 1.0 };
+        assert_eq!(g.label(), "gain(theta 0, phi 0) > 5 dBi over 30.0-31.0 GHz");
+        assert!(matches!(evaluate(&[g], &sp, None), Err(FitnessError::NoFarField { .. })));
+        let fb = GoalKind::FrontToBack { theta: 90.0, phi: 45.0 };
+        assert_eq!((fb.quantity().as_str(), fb.unit()), ("front-to-back(theta 90, phi 45)", "dB"));
+        assert!(fb.is_pattern() && fb.drive().is_none());
     }
 
     #[test]

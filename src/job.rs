@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub mod huygens;
 pub mod mesh;
 pub use mesh::{Mesh, MeshError};
 

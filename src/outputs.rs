@@ -77,11 +77,36 @@ pub fn write_design_files(design: &Design, values: &BTreeMap<String, f64>, s: &S
         write_timeseries(&path, job, out)?;
         w.files.push(path);
     }
+    if let Some(ff) = &s.far_field {
+        w.files.extend(write_far_field(ff, dir, &format!("{} ({params})", design.name()))?);
+    }
     let summary = dir.join("fitness.json");
     let json = serde_json::json!({ "design": design.name(), "parameters": values, "fitness": s.fitness, "runs": s.run_summary(), "decay": s.decay() });
     std::fs::write(&summary, serde_json::to_string_pretty(&json)?).with_context(|| format!("writing {}", summary.display()))?;
     w.files.push(summary);
     Ok(w)
+}
+
+/// The far-field files into `dir`: `farfield.csv` (the theta/phi grid at
+/// every far-field frequency), `farfield.json` (directivity, gain, realised
+/// gain, efficiency, beam, front-to-back per frequency) and one polar plot of
+/// the E- and H-plane cuts per frequency, `pattern_2.4400GHz.png`.
+pub fn write_far_field(ff: &crate::analysis::pattern::FarField, dir: &Path, title: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files = vec![];
+    let csv = dir.join("farfield.csv");
+    std::fs::write(&csv, crate::analysis::pattern::render_csv(ff)).with_context(|| format!("writing {}", csv.display()))?;
+    files.push(csv);
+    let json = dir.join("farfield.json");
+    let summaries: Vec<_> = (0..ff.patterns.len()).map(|fi| ff.summary(fi)).collect();
+    std::fs::write(&json, serde_json::to_string_pretty(&serde_json::json!({ "grid_step_deg": ff.step_deg, "patterns": summaries }))?)
+        .with_context(|| format!("writing {}", json.display()))?;
+    files.push(json);
+    for (fi, p) in ff.patterns.iter().enumerate() {
+        let png = dir.join(format!("pattern_{:.4}GHz.png", p.freq / 1e9));
+        crate::plot::pattern::plot(&png, ff, fi, &format!("Radiation pattern: {title}"))?;
+        files.push(png);
+    }
+    Ok(files)
 }
 
 /// Port voltages and currents with their exact sample times, one row per step.

@@ -1,6 +1,7 @@
 //! The run report: one self-contained HTML page (inline CSS, PNGs as data:
 //! URIs, no script, nothing fetched) with the design, the goals and how the
-//! best design meets them, its parameters and RF plots, the fitness history and
+//! best design meets them, its parameters and RF plots (and radiation patterns),
+//! the fitness history and
 //! parameter trajectories, snapshots of the best design by generation, and the
 //! run's settings and timing. It reads only the run directory; where `best/`
 //! has a Touchstone file but no plots (an older run), the plots are drawn from it.
@@ -116,7 +117,7 @@ pub fn render(dir: &Path) -> anyhow::Result<String> {
             None => ("not simulated", ""),
         };
         let worst = r
-            .map(|r| format!("{:.2} dB at {:.4} GHz", r.worst_db, r.worst_freq_hz / 1e9))
+            .map(|r| format!("{:.2} {} at {:.4} GHz", r.worst_db, r.unit, r.worst_freq_hz / 1e9))
             .unwrap_or_default();
         let _ = writeln!(
             h,
@@ -147,6 +148,24 @@ pub fn render(dir: &Path) -> anyhow::Result<String> {
     h.push_str("<div class=\"grid\">\n");
     for (file, alt) in [("sparams.png", "|S| of the best design with the goal masks"), ("smith.png", "Smith chart"), ("impedance.png", "input impedance"), ("phase.png", "phase and group delay")] {
         if let Some(tag) = img(&dir.join("best").join(file), alt, "plot")? {
+            let _ = writeln!(h, "<figure>{tag}<figcaption>{}</figcaption></figure>", esc(alt));
+        }
+    }
+    // Radiation patterns (designs with a far field), in frequency order.
+    let mut patterns: Vec<PathBuf> = match std::fs::read_dir(dir.join("best")) {
+        Ok(rd) => rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("pattern_") && n.ends_with("GHz.png")))
+            .collect(),
+        Err(_) => vec![],
+    };
+    patterns.sort_by(|a, b| {
+        let f = |p: &Path| p.file_name().and_then(|n| n.to_str()).and_then(|n| n["pattern_".len()..n.len() - "GHz.png".len()].parse::<f64>().ok()).unwrap_or(0.0);
+        f(a).total_cmp(&f(b))
+    });
+    for p in patterns {
+        let alt = "radiation pattern (E- and H-plane)";
+        if let Some(tag) = img(&p, alt, "plot")? {
             let _ = writeln!(h, "<figure>{tag}<figcaption>{}</figcaption></figure>", esc(alt));
         }
     }

@@ -273,3 +273,42 @@ fn tlm2d_without_an_axis_to_collapse() {
     let e = err(MS, "ms.ron", "Fdtd(cell: 0.4)", "Tlm2d(cell: 0.4)");
     says(&e, &["ms.ron", "engine.invariant", "Tlm2d needs an invariant axis"]);
 }
+
+#[test]
+fn gain_goal_on_a_closed_or_waveguide_problem() {
+    let gain = r#"Goal(gain: (theta: 0, phi: 0), band: (31e9, 32e9), above_dbi: 5.0)"#;
+    let e = err(WG, "wg.ron", r#"Goal(s: (2, 1), band: (31e9, 32e9), above_db: -1.0)"#, gain);
+    says(&e, &["wg.ron", "goals[0] (gain)", "a far field needs an open problem", "x- is Pec", "radiates nowhere"]);
+    // A far_field section on it is refused the same way.
+    let e = err(WG, "wg.ron", "engine: Fdtd(", "far_field: (freqs: [31e9]),\n    engine: Fdtd(");
+    says(&e, &["wg.ron", "far_field", "open problem"]);
+}
+
+#[test]
+fn bad_pattern_goals_and_far_field_settings() {
+    let s_goal = r#"Goal(s: (2, 1), band: (1e9, 2e9), above_db: -1.0)"#;
+    // The level of a gain goal is in dBi.
+    let e = err(MS, "ms.ron", s_goal, r#"Goal(gain: (theta: 0, phi: 0), band: (1e9, 2e9), above_db: 3.0)"#);
+    says(&e, &["ms.ron", "goals[0] (gain)", "dBi", "above_dbi"]);
+    // One quantity per goal.
+    let e = err(MS, "ms.ron", s_goal, r#"Goal(s: (1, 1), directivity: (theta: 0, phi: 0), band: (1e9, 2e9), above_db: 3.0)"#);
+    says(&e, &["ms.ron", "goals[0]", "exactly one quantity", "s, directivity"]);
+    // Directions in range.
+    let e = err(MS, "ms.ron", s_goal, r#"Goal(realized_gain: (theta: 200, phi: 0), band: (1e9, 2e9), above_dbi: 3.0)"#);
+    says(&e, &["ms.ron", "goals[0].realized_gain.theta", "0..=180", "200"]);
+    // Front-to-back is infinite behind a ground plane (the z- face is PEC).
+    let e = err(MS, "ms.ron", s_goal, r#"Goal(front_to_back: (theta: 0, phi: 0), band: (1e9, 2e9), above_db: 10.0)"#);
+    says(&e, &["ms.ron", "goals[0] (front_to_back)", "Pec face z-", "infinite"]);
+    // The far-field section's settings.
+    let ff = |x: &str| err(MS, "ms.ron", "engine: Fdtd(", &format!("far_field: {x},\n    engine: Fdtd("));
+    says(&ff("(freqs: [9e9])"), &["ms.ron", "far_field.freqs[0]", "outside the simulated band"]);
+    says(&ff("(freqs: [2e9], step_deg: 7)"), &["ms.ron", "far_field.step_deg", "divide 90", "got 7"]);
+    says(&ff("(freqs: [2e9], port: 3)"), &["ms.ron", "far_field.port", "port 3 does not exist"]);
+    says(&ff("()"), &["ms.ron", "far_field.freqs", "at least one frequency"]);
+    says(&ff("(freqs: [2e9], gap: 40)"), &["ms.ron", "far_field", "no room along y", "lower far_field.gap"]);
+    // A valid far field loads, and its drive carries the six-face box minus the ground.
+    let d = Design::parse(&MS.replacen("engine: Fdtd(", "far_field: (freqs: [2e9, 3e9]),\n    engine: Fdtd(", 1), "ms.ron").unwrap();
+    let jobs = d.jobs(&d.midpoint_values(), &[0, 1], None).unwrap();
+    assert_eq!(jobs[0].monitors.len(), 5);
+    assert!(jobs[1].monitors.is_empty());
+}

@@ -4,6 +4,8 @@
 //! differ only in the signals they hand over.
 
 pub mod dft;
+pub mod nf2ff;
+pub mod pattern;
 pub mod sparams;
 pub mod sparams_csv;
 pub mod touchstone;

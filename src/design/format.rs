@@ -41,8 +41,52 @@ pub struct DesignFile {
     pub band: Band,
     pub engine: EngineSpec,
     pub goals: Vec<GoalSpec>,
+    /// Far fields (NF2FF) of an open problem; implied by pattern goals.
+    #[serde(default)]
+    pub far_field: Option<FarFieldSpec>,
     #[serde(default)]
     pub optimiser: GaSettings,
+}
+
+/// `far_field: (freqs: [2.44e9], step_deg: 5, gap: 3, port: 1)`: a Huygens
+/// box inside the absorbing layers records the fields of the driven `port`
+/// at `freqs` (and at the sweep frequencies of the pattern goals' bands).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FarFieldSpec {
+    /// Frequencies (Hz) of the patterns written out.
+    #[serde(default)]
+    pub freqs: Vec<f64>,
+    /// Grid step of the theta/phi pattern in degrees (a divisor of 90).
+    #[serde(default = "default_step_deg")]
+    pub step_deg: f64,
+    /// Cells between the absorbing layers and the box (default 3).
+    #[serde(default)]
+    pub gap: Option<usize>,
+    /// The driven port (1-based) whose pattern it is.
+    #[serde(default = "one")]
+    pub port: usize,
+}
+
+impl Default for FarFieldSpec {
+    fn default() -> Self {
+        FarFieldSpec { freqs: vec![], step_deg: default_step_deg(), gap: None, port: 1 }
+    }
+}
+
+fn default_step_deg() -> f64 {
+    5.0
+}
+fn one() -> usize {
+    1
+}
+
+/// A direction in degrees: `(theta: 0, phi: 0)` is +z, `(theta: 90, phi: 0)` +x.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Direction {
+    pub theta: f64,
+    pub phi: f64,
 }
 
 /// Length unit of every geometric number (not of frequencies, always Hz).
@@ -446,18 +490,35 @@ fn default_decay_db() -> f64 {
     -40.0
 }
 
-/// A goal on |S_ij| in dB over a sub-band: `Goal(s: (2, 1), band: (31e9, 32.1e9), above_db: -1.0)`.
+/// A goal over a sub-band, on exactly one quantity: |S_ij| in dB
+/// (`Goal(s: (2, 1), band: (31e9, 32.1e9), above_db: -1.0)`), or the far
+/// field towards a direction: gain, realised gain or directivity in dBi
+/// (`Goal(gain: (theta: 0, phi: 0), band: (2.42e9, 2.46e9), above_dbi: 5.0)`),
+/// front-to-back ratio in dB.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename = "Goal", deny_unknown_fields)]
 pub struct GoalSpec {
     /// (i, j), 1-based port numbers: S_ij, port j driven.
-    pub s: (usize, usize),
+    #[serde(default)]
+    pub s: Option<(usize, usize)>,
+    #[serde(default)]
+    pub gain: Option<Direction>,
+    #[serde(default)]
+    pub realized_gain: Option<Direction>,
+    #[serde(default)]
+    pub directivity: Option<Direction>,
+    #[serde(default)]
+    pub front_to_back: Option<Direction>,
     /// (f1, f2) in Hz.
     pub band: (f64, f64),
     #[serde(default)]
     pub above_db: Option<f64>,
     #[serde(default)]
     pub below_db: Option<f64>,
+    #[serde(default)]
+    pub above_dbi: Option<f64>,
+    #[serde(default)]
+    pub below_dbi: Option<f64>,
     #[serde(default = "unit_weight")]
     pub weight: f64,
 }

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 
 pub use budget::MemoryBudget;
 pub use error::DesignError;
-pub use format::DesignFile;
+pub use format::{DesignFile, FarFieldSpec};
 pub use crate::ga::GaSettings;
 pub use crate::ga::GeneSpec;
 pub use geometry::Geometry;
@@ -82,7 +82,9 @@ impl Design {
         };
         let mid = design.midpoint_values();
         if design.constraint_violation(&mid) == 0.0 {
-            design.job(&mid, None)?;
+            // jobs() rather than job(): it also places the far-field box.
+            let drive = design.far_field().map_or(0, |f| f.port - 1);
+            design.jobs(&mid, &[drive], None)?;
         }
         Ok(design)
     }
@@ -144,6 +146,8 @@ impl Design {
     /// The 0-based port indices that must be driven for the goals (S_ij needs port j driven).
     pub fn drives_needed(&self) -> Vec<usize> {
         let mut v: Vec<usize> = self.goals.iter().filter_map(|g| g.kind.drive()).collect();
+        // The far field is of its port's drive.
+        v.extend(self.far_field().map(|f| f.port - 1));
         v.sort_unstable();
         v.dedup();
         v
@@ -168,12 +172,26 @@ impl Design {
             ));
         }
         let job = self.job(values, engine_override)?;
+        // The Huygens box rides on the far-field port's drive only.
+        let far = match self.far_field() {
+            Some(f) => {
+                let hb = crate::job::huygens::HuygensBox::place(&job, f.gap.unwrap_or(crate::job::huygens::DEFAULT_GAP))
+                    .map_err(|m| DesignError::invalid(&self.origin, "far_field", m))?;
+                Some((f.port - 1, hb.monitors(&self.far_field_freqs())))
+            }
+            None => None,
+        };
         let values_text = values.iter().map(|(k, v)| format!("{k}={}", crate::numfmt::short(*v))).collect::<Vec<_>>().join(",");
         Ok(drives
             .iter()
             .map(|&j| {
                 let mut jb = job.clone();
                 jb.drive = j;
+                if let Some((port, monitors)) = &far {
+                    if *port == j {
+                        jb.monitors.extend(monitors.iter().cloned());
+                    }
+                }
                 jb.label = format!("{} [{values_text}] drive {}", self.file.name, job.ports[j].name);
                 jb
             })
@@ -214,9 +232,32 @@ impl Design {
         self.job_with(values, over, None)
     }
 
-    /// Score S-parameters against the goals.
+    /// Score S-parameters against the goals (S goals only; pattern goals
+    /// need the far field: [`crate::evaluate::score`]).
     pub fn fitness(&self, sp: &SParams) -> Result<Fitness, FitnessError> {
-        fitness::evaluate(&self.goals, sp)
+        fitness::evaluate(&self.goals, sp, None)
+    }
+
+    /// The far-field settings: the file's section, or its defaults where
+    /// only pattern goals ask for a far field; `None` without either.
+    pub fn far_field(&self) -> Option<FarFieldSpec> {
+        match &self.file.far_field {
+            Some(f) => Some(f.clone()),
+            None if self.goals.iter().any(|g| g.kind.is_pattern()) => Some(FarFieldSpec::default()),
+            None => None,
+        }
+    }
+
+    /// The frequencies (Hz) of the far field: the section's, and the sweep's
+    /// inside the bands of the pattern goals; sorted.
+    pub fn far_field_freqs(&self) -> Vec<f64> {
+        let mut v: Vec<f64> = self.file.far_field.as_ref().map_or(vec![], |f| f.freqs.clone());
+        for g in self.goals.iter().filter(|g| g.kind.is_pattern()) {
+            v.extend(self.freqs().into_iter().filter(|&f| g.contains(f)));
+        }
+        v.sort_by(f64::total_cmp);
+        v.dedup_by(|a, b| (*a - *b).abs() <= 1e-9 * b.abs().max(1.0));
+        v
     }
 }
 

@@ -157,6 +157,7 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
 
     let notes = check_engine(d, file)?;
     let goals = check_goals(d, file)?;
+    check_far_field(d, file)?;
 
     match d.optimiser.validate() {
         Ok(()) => {}
@@ -290,23 +291,75 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
     let n = d.ports.len();
     let freqs = d.band.freqs();
     let mut goals = Vec::with_capacity(d.goals.len());
+    let pattern_goal = d.goals.iter().any(|g| g.s.is_none());
+    let ff_problem = (pattern_goal || d.far_field.is_some()).then(|| far_field_problem(d)).flatten();
     for (k, g) in d.goals.iter().enumerate() {
         let at = format!("goals[{k}]");
-        let (i, j) = g.s;
-        for p in [i, j] {
-            if p < 1 || p > n {
-                let names: Vec<String> =
-                    d.ports.iter().enumerate().map(|(q, p)| format!("{} = `{}`", q + 1, p.name())).collect();
+        let quantities: Vec<(&str, Option<GoalKind>)> = vec![
+            ("s", g.s.map(|(i, j)| GoalKind::S { i, j })),
+            ("gain", g.gain.map(|x| GoalKind::Gain { theta: x.theta, phi: x.phi })),
+            ("realized_gain", g.realized_gain.map(|x| GoalKind::RealizedGain { theta: x.theta, phi: x.phi })),
+            ("directivity", g.directivity.map(|x| GoalKind::Directivity { theta: x.theta, phi: x.phi })),
+            ("front_to_back", g.front_to_back.map(|x| GoalKind::FrontToBack { theta: x.theta, phi: x.phi })),
+        ];
+        let given: Vec<(&str, GoalKind)> = quantities.into_iter().filter_map(|(n, q)| q.map(|q| (n, q))).collect();
+        let (what, kind) = match given.as_slice() {
+            [one] => *one,
+            _ => {
                 return bad(
-                    format!("{at}.s"),
-                    format!("S{i}{j} refers to port {p}, which does not exist (ports: {})", names.join(", ")),
-                );
+                    at,
+                    format!(
+                        "give exactly one quantity: s, gain, realized_gain, directivity or front_to_back (got {})",
+                        if given.is_empty() { "none".to_string() } else { given.iter().map(|g| g.0).collect::<Vec<_>>().join(", ") }
+                    ),
+                )
+            }
+        };
+        let at_q = format!("{at} ({what})");
+        if let GoalKind::S { i, j } = kind {
+            for p in [i, j] {
+                if p < 1 || p > n {
+                    let names: Vec<String> =
+                        d.ports.iter().enumerate().map(|(q, p)| format!("{} = `{}`", q + 1, p.name())).collect();
+                    return bad(
+                        format!("{at}.s"),
+                        format!("S{i}{j} refers to port {p}, which does not exist (ports: {})", names.join(", ")),
+                    );
+                }
+            }
+        } else {
+            if let Some(m) = &ff_problem {
+                return bad(at_q, m.clone());
+            }
+            let dir = g.gain.or(g.realized_gain).or(g.directivity).or(g.front_to_back).unwrap_or(super::format::Direction { theta: 0.0, phi: 0.0 });
+            if !(dir.theta.is_finite() && (0.0..=180.0).contains(&dir.theta)) {
+                return bad(format!("{at}.{what}.theta"), format!("must lie in 0..=180 degrees (got {})", dir.theta));
+            }
+            if !(dir.phi.is_finite() && (-360.0..=360.0).contains(&dir.phi)) {
+                return bad(format!("{at}.{what}.phi"), format!("must lie in -360..=360 degrees (got {})", dir.phi));
+            }
+            if matches!(kind, GoalKind::FrontToBack { .. }) {
+                if let Ok(Some(m)) = crate::job::huygens::open_problem(&boundary_faces(d)) {
+                    return bad(
+                        at_q,
+                        format!(
+                            "the {:?} face {}{} mirrors the fields: the back lies behind it, where nothing radiates, so front-to-back is infinite",
+                            m.boundary,
+                            m.axis.name(),
+                            if m.side == 0 { "-" } else { "+" }
+                        ),
+                    );
+                }
             }
         }
-        let limit = match (g.above_db, g.below_db) {
-            (Some(a), None) => Limit::Above(a),
-            (None, Some(b)) => Limit::Below(b),
-            _ => return bad(at, "give exactly one of above_db and below_db".into()),
+        let dbi = kind.unit() == "dBi";
+        let limit = match (g.above_db, g.below_db, g.above_dbi, g.below_dbi) {
+            (Some(a), None, None, None) if !dbi => Limit::Above(a),
+            (None, Some(b), None, None) if !dbi => Limit::Below(b),
+            (None, None, Some(a), None) if dbi => Limit::Above(a),
+            (None, None, None, Some(b)) if dbi => Limit::Below(b),
+            _ if dbi => return bad(at_q, format!("a {what} goal's level is in dBi: give exactly one of above_dbi and below_dbi")),
+            _ => return bad(at_q, "give exactly one of above_db and below_db".into()),
         };
         let (Limit::Above(level) | Limit::Below(level)) = limit;
         if !level.is_finite() {
@@ -319,7 +372,7 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
         if f1.is_nan() || f2.is_nan() || f1 >= f2 {
             return bad(format!("{at}.band"), format!("f2 ({f2}) must be above f1 ({f1})"));
         }
-        let goal = Goal { kind: GoalKind::S { i, j }, band: g.band, limit, weight: g.weight };
+        let goal = Goal { kind, band: g.band, limit, weight: g.weight };
         let tol = 1e-9 * d.band.stop;
         if f1 < d.band.start - tol || f2 > d.band.stop + tol {
             return bad(
@@ -333,6 +386,41 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
         goals.push(goal);
     }
     Ok(goals)
+}
+
+/// Why `d` can have no far field, if it cannot: a closed or waveguide
+/// problem, or an engine without field monitors.
+fn far_field_problem(d: &DesignFile) -> Option<String> {
+    if !matches!(d.engine, EngineSpec::Fdtd(_)) {
+        return Some("a far field needs the Fdtd engine (its field DFT monitors record the Huygens box)".into());
+    }
+    crate::job::huygens::open_problem(&boundary_faces(d)).err()
+}
+
+/// Checks of the `far_field` section (and of what pattern goals imply).
+fn check_far_field(d: &DesignFile, file: &str) -> Result<(), DesignError> {
+    let Some(ff) = &d.far_field else { return Ok(()) };
+    let bad = |at: &str, m: String| Err(DesignError::invalid(file, at, m));
+    if let Some(m) = far_field_problem(d) {
+        return bad("far_field", m);
+    }
+    for (k, &f) in ff.freqs.iter().enumerate() {
+        let tol = 1e-9 * d.band.stop;
+        if !(f.is_finite() && f >= d.band.start - tol && f <= d.band.stop + tol) {
+            return bad(&format!("far_field.freqs[{k}]"), format!("{f} Hz lies outside the simulated band {}-{} Hz", d.band.start, d.band.stop));
+        }
+    }
+    if ff.freqs.is_empty() && !d.goals.iter().any(|g| g.s.is_none()) {
+        return bad("far_field.freqs", "give at least one frequency (or a gain/directivity goal, whose band sets them)".into());
+    }
+    let steps = 90.0 / ff.step_deg;
+    if !(ff.step_deg > 0.0 && ff.step_deg <= 30.0 && (steps - steps.round()).abs() < 1e-9) {
+        return bad("far_field.step_deg", format!("must divide 90 degrees and be at most 30 (1, 2, 2.5, 5, 10, ...; got {})", ff.step_deg));
+    }
+    if ff.port < 1 || ff.port > d.ports.len() {
+        return bad("far_field.port", format!("port {} does not exist (there are {} ports, numbered from 1)", ff.port, d.ports.len()));
+    }
+    Ok(())
 }
 
 /// Every expression-valued field with its path, for the load-time name check.

@@ -1,5 +1,6 @@
 //! [`BestObserver`]: keeps `best/` (parameters, Touchstone with every port
-//! driven, S-parameter CSV, the RF plots) and `plots/best_sparams.png` in step
+//! driven, S-parameter CSV, the RF plots, the far-field files where the
+//! design asks for a far field) and `plots/best_sparams.png` in step
 //! with the best design of the run, and a snapshot of the best design's |S|
 //! plot per generation in `plots/generations/gen_NNNN.png`, so the run's
 //! history can be looked at.
@@ -69,6 +70,12 @@ impl BestObserver {
         let known = lock(&self.shared).sparams.get(&key).cloned();
         let best = dir.join("best");
         std::fs::create_dir_all(&best).with_context(|| format!("creating {}", best.display()))?;
+        // Its far field (evaluated in the last batch); an earlier best's files go.
+        remove_far_field_files(&best)?;
+        if let Some(ff) = lock(&self.shared).far_fields.get(&key).cloned() {
+            let title = format!("{} best, generation {}", self.sim.design.name(), state.generation);
+            crate::outputs::write_far_field(&ff, &best, &title)?;
+        }
         let e = state.cache.get(&key);
         let text = ron::ser::to_string_pretty(
             &serde_json::json!({
@@ -168,6 +175,18 @@ impl BestObserver {
             }
         }
     }
+}
+
+/// Remove the far-field files of `dir` (an earlier best's).
+fn remove_far_field_files(dir: &std::path::Path) -> anyhow::Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name == "farfield.csv" || name == "farfield.json" || (name.starts_with("pattern_") && name.ends_with("GHz.png")) {
+            std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether column `j` (0-based: port j driven) of `sp` was simulated.

@@ -110,6 +110,9 @@ pub(crate) struct Shared {
     pub wanted: Option<Wanted>,
     /// What that batch gave for it.
     pub answered: Option<(Wanted, Result<SParams, CandidateFailure>)>,
+    /// Far fields of the last batch's evaluations, by genome key (a new best
+    /// comes from the last batch; older ones are dropped, they are megabytes).
+    pub far_fields: BTreeMap<String, crate::analysis::pattern::FarField>,
 }
 
 /// The shared state behind its lock. A panic elsewhere while it was held

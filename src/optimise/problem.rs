@@ -120,6 +120,7 @@ impl Problem for DesignProblem {
         let n = self.n_objectives();
         let mut out = Vec::with_capacity(xs.len());
         let mut shared = lock(&self.shared);
+        shared.far_fields.clear();
         for ((x, v), r) in xs.iter().zip(&values).zip(scored) {
             // Every genome of the batch passed the constraint check (the GA asks
             // it first), so the violation stays 0: it is not evaluated again.
@@ -129,6 +130,9 @@ impl Problem for DesignProblem {
                 objectives.extend(extra_objectives);
                 let extra = Extra { runs: Some(s.run_summary()), goals: s.fitness.per_goal.clone(), ..Extra::default() };
                 let decay = s.decay();
+                if let Some(ff) = s.far_field {
+                    shared.far_fields.insert(genome_key(x), ff);
+                }
                 shared.sparams.insert(genome_key(x), s.sparams);
                 Ok(Evaluation { objectives, extra, cells_per_second: rate, decay: Some(decay), ..Evaluation::ok(vec![]) })
             });

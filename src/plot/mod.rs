@@ -6,6 +6,7 @@ pub mod impedance;
 pub mod phase;
 pub mod smith;
 pub mod mesh;
+pub mod pattern;
 pub mod sparams;
 pub mod sweep;
 

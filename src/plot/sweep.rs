@@ -118,8 +118,10 @@ pub fn plot_response(path: &Path, design: &Design, axes: &[SweepAxis], points: &
     let mut keys: Vec<(usize, usize)> = design
         .goals()
         .iter()
-        .map(|g| match g.kind {
-            crate::fitness::GoalKind::S { i, j } => (i, j),
+        .filter_map(|g| match g.kind {
+            crate::fitness::GoalKind::S { i, j } => Some((i, j)),
+            // Pattern goals have their numbers in the table, not a curve here.
+            _ => None,
         })
         .collect();
     keys.sort_unstable();

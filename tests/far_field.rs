@@ -1,0 +1,201 @@
+//! Far fields (NF2FF) against closed-form answers: a short dipole's
+//! directivity (1.5, 1.76 dBi) and sin^2(theta) pattern, a short monopole on
+//! a PEC ground plane (3, 4.77 dBi: the image currents), the radiation
+//! efficiency of a lossless half-wave dipole (1) and the power through the
+//! box against the integrated pattern; the FR-4 patch's broadside directivity
+//! and E/H-plane shapes against the cavity model (on a coarse fixture), with
+//! a gain goal scored from its far field.
+
+use std::collections::BTreeMap;
+
+use emvolve::analysis::pattern::dbp;
+use emvolve::design::Design;
+use emvolve::engine::cpu::CpuBackend;
+use emvolve::evaluate::evaluate_one;
+use emvolve::fitness::GoalKind;
+
+/// A dipole design: `geometry`, a lumped port from `from` to `to` (mm), 5 mm
+/// cells in vacuum, absorbing faces but for `z`, with a far field at `freqs`.
+fn dipole(geometry: &str, port: (&str, &str), z: &str, zface: &str, freqs: &str) -> Design {
+    let text = format!(
+        r#"Design(
+            name: "dipole",
+            units: Millimetre,
+            geometry: [{geometry}],
+            domain: (x: (-40, 40), y: (-40, 40), z: {z}),
+            boundaries: (x: Absorbing, y: Absorbing, z: {zface}),
+            ports: [Lumped(name: "gap", from: {}, to: {}, r: 73.0)],
+            band: (start: 0.7e9, stop: 1.3e9, points: 7),
+            engine: Fdtd(cell: 5, pml: 8),
+            goals: [Goal(s: (1, 1), band: (0.9e9, 1.1e9), below_db: 0.0)],
+            far_field: (freqs: {freqs}),
+        )"#,
+        port.0, port.1
+    );
+    Design::parse(&text, "dipole.ron").unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn far_field(d: &Design, values: &BTreeMap<String, f64>) -> emvolve::evaluate::Scored {
+    evaluate_one(d, values, &[0], None, &CpuBackend::default()).unwrap().unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn short_dipole_has_1_76_dbi_and_a_sin_squared_pattern() {
+    // 20 mm (lambda/15 at 1 GHz) of uniform current along z: a Hertzian dipole.
+    let d = dipole("", ("(0, 0, -10)", "(0, 0, 10)"), "(-40, 40)", "Absorbing", "[1e9]");
+    let s = far_field(&d, &BTreeMap::new());
+    let ff = s.far_field.as_ref().expect("a far field");
+    let sum = ff.summary(0);
+    eprintln!("short dipole: {sum:?}");
+    assert!((sum.directivity_dbi - 1.761).abs() < 0.2, "{sum:?}");
+    assert!((sum.beam_theta_deg - 90.0).abs() < 1e-9, "{sum:?}");
+    assert!((sum.flux_over_pattern - 1.0).abs() < 0.01, "{sum:?}");
+    // The pattern: 1.5 sin^2(theta) at every phi, within 0.2 dB down to -15 dB.
+    let mut worst: f64 = 0.0;
+    for theta in (15..=165).step_by(5) {
+        for phi in [0.0, 37.0, 90.0, 200.0] {
+            let th = f64::from(theta);
+            let got = dbp(ff.directivity(0, th, phi));
+            let want = dbp(1.5 * th.to_radians().sin().powi(2));
+            worst = worst.max((got - want).abs());
+            assert!((got - want).abs() < 0.2, "theta {th}, phi {phi}: {got:.3} dBi vs {want:.3}");
+        }
+    }
+    eprintln!("short dipole: pattern within {worst:.3} dB of 1.5 sin^2(theta) over theta 15-165 deg");
+    // The cuts: E-plane vertical (theta), H-plane horizontal and round.
+    let [e, h] = ff.cuts(0);
+    assert_eq!((e.name.as_str(), e.angle_name, h.angle_name), ("E-plane", "theta", "phi"));
+    let hmax = h.directivity_dbi.iter().copied().fold(f64::MIN, f64::max);
+    let hmin = h.directivity_dbi.iter().copied().fold(f64::MAX, f64::min);
+    assert!(hmax - hmin < 0.2, "H-plane not round: {hmin}..{hmax}");
+}
+
+#[test]
+fn short_monopole_on_a_ground_plane_has_twice_the_directivity() {
+    // 20 mm up from a PEC z- face: the image doubles the dipole and halves the sphere, D = 3.
+    let d = dipole("", ("(0, 0, 0)", "(0, 0, 20)"), "(0, 60)", "Faces(Pec, Absorbing)", "[1e9]");
+    let s = far_field(&d, &BTreeMap::new());
+    let ff = s.far_field.as_ref().unwrap();
+    let sum = ff.summary(0);
+    eprintln!("short monopole: {sum:?}");
+    assert!((sum.directivity_dbi - 4.771).abs() < 0.2, "{sum:?}");
+    assert_eq!(sum.front_to_back_db, None, "behind a ground plane there is no back lobe to compare");
+    for theta in [30.0, 60.0, 80.0] {
+        let got = dbp(ff.directivity(0, theta, 45.0));
+        let want = dbp(3.0 * f64::to_radians(theta).sin().powi(2));
+        assert!((got - want).abs() < 0.2, "theta {theta}: {got:.3} dBi vs {want:.3}");
+    }
+    assert_eq!(ff.directivity(0, 120.0, 0.0), 0.0, "nothing below the ground");
+    // The box's five faces carry what the pattern does.
+    assert!((sum.flux_over_pattern - 1.0).abs() < 0.02, "{sum:?}");
+}
+
+#[test]
+fn lossless_half_wave_dipole_radiates_what_it_accepts() {
+    // PEC arms of 10 x 10 mm from the 20 mm gap to +-70 mm: about lambda/2 at 1 GHz.
+    let arms = r#"Box(material: "Pec", min: (-5, -5, 10), max: (5, 5, 70)), Box(material: "Pec", min: (-5, -5, -70), max: (5, 5, -10))"#;
+    let d = dipole(arms, ("(0, 0, -10)", "(0, 0, 10)"), "(-100, 100)", "Absorbing", "[0.9e9, 1e9, 1.1e9]");
+    let s = far_field(&d, &BTreeMap::new());
+    let ff = s.far_field.as_ref().unwrap();
+    for fi in 0..3 {
+        let sum = ff.summary(fi);
+        eprintln!("half-wave dipole: {sum:?}");
+        assert!((sum.radiation_efficiency - 1.0).abs() < 0.02, "{sum:?}");
+        assert!((sum.flux_over_pattern - 1.0).abs() < 0.01, "{sum:?}");
+        // A thick half-wave dipole: 2.15 dBi near resonance, more when longer in wavelengths.
+        assert!((1.9..2.5).contains(&sum.directivity_dbi), "{sum:?}");
+        // Gain = efficiency x directivity; realised gain below it by the mismatch.
+        assert!((sum.gain_dbi - sum.directivity_dbi - dbp(sum.radiation_efficiency)).abs() < 1e-9);
+        assert!(sum.realized_gain_dbi <= sum.gain_dbi + 1e-9);
+    }
+}
+
+#[test]
+fn patch_broadside_directivity_and_cuts_match_the_cavity_model() {
+    // The coarse fixture of the FR-4 patch (resonance near 2.45 GHz at L = 27.6).
+    let d = Design::load(std::path::Path::new("tests/fixtures/patch_far_field.ron")).unwrap();
+    let values = BTreeMap::from([("L".to_string(), 27.6)]);
+    let s = far_field(&d, &values);
+    let ff = s.far_field.as_ref().unwrap();
+    // The far field at the frequency of best match (the TM10 resonance).
+    let s11 = s.sparams.db(1, 1).unwrap();
+    let (fi, _) = (0..ff.patterns.len())
+        .map(|fi| (fi, s11[s.sparams.freqs.iter().position(|&f| (f - ff.patterns[fi].freq).abs() < 1.0).unwrap()]))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap();
+    let sum = ff.summary(fi);
+    // Cavity model of a 28 x 38 mm patch on 1.6 mm FR-4 over an infinite ground: 6-8 dBi.
+    let d0 = dbp(ff.directivity(fi, 0.0, 0.0));
+    assert!((6.0..=8.0).contains(&d0), "broadside directivity {d0} dBi; {sum:?}");
+    assert!(sum.beam_theta_deg <= 10.0, "{sum:?}");
+    // Q model (design file): radiation Q ~64 against ~50 from tan delta 0.02: efficiency ~0.45.
+    assert!((0.3..0.6).contains(&sum.radiation_efficiency), "{sum:?}");
+    // E-plane (phi = 0, across the radiating edges): broad, two slots in phase,
+    // cos(k Le/2 sin theta) ~ -2 dB at 60 deg. H-plane (phi = 90): cos(theta)
+    // times the slot's sinc, ~ -7 dB at 60 deg, -inf at the ground.
+    let [e, h] = ff.cuts(fi);
+    assert_eq!((e.plane.as_str(), h.plane.as_str()), ("phi = 0 deg plane", "phi = 90 deg plane"));
+    let rel = |phi: f64, theta: f64| dbp(ff.directivity(fi, theta, phi)) - d0;
+    let (e60, h60, h85) = (rel(0.0, 60.0), rel(90.0, 60.0), rel(90.0, 85.0));
+    eprintln!("patch: broadside {d0:.2} dBi, E-plane 60 deg {e60:.2} dB, H-plane 60 deg {h60:.2} dB, H 85 deg {h85:.2} dB; {sum:?}");
+    assert!((-4.0..=-0.5).contains(&e60), "E-plane at 60 deg: {e60} dB");
+    assert!((-10.0..=-4.5).contains(&h60), "H-plane at 60 deg: {h60} dB");
+    assert!(h85 < -12.0 && rel(0.0, 85.0) > -8.0, "grazing: H {h85} dB, E {} dB", rel(0.0, 85.0));
+    // The gain goal is scored from the same far field.
+    let k = d.goals().iter().position(|g| matches!(g.kind, GoalKind::Gain { .. })).unwrap();
+    let g = &s.fitness.per_goal[k];
+    let fw = ff.nearest(g.worst_freq_hz).unwrap();
+    assert!((g.worst_db - dbp(ff.gain(fw, 0.0, 0.0))).abs() < 1e-9, "{g:?}");
+}
+
+/// A dipole whose arm length a GA sets for realised gain at the horizon.
+const DIPOLE_GA: &str = r#"Design(
+    name: "dipole_gain",
+    units: Millimetre,
+    parameters: { "arm": Real(min: 30.0, max: 80.0) },
+    geometry: [
+        Box(material: "Pec", min: (-5, -5, 10), max: (5, 5, "10 + arm")),
+        Box(material: "Pec", min: (-5, -5, "-10 - arm"), max: (5, 5, -10)),
+    ],
+    domain: (x: (-40, 40), y: (-40, 40), z: (-100, 100)),
+    boundaries: (x: Absorbing, y: Absorbing, z: Absorbing),
+    ports: [Lumped(name: "gap", from: (0, 0, -10), to: (0, 0, 10), r: 73.0)],
+    band: (start: 0.7e9, stop: 1.3e9, points: 13),
+    engine: Fdtd(cell: 5, pml: 8),
+    goals: [Goal(realized_gain: (theta: 90, phi: 0), band: (0.95e9, 1.05e9), above_dbi: 2.0)],
+    optimiser: Ga(population: 4, generations: 1, seed: 3),
+)"#;
+
+#[test]
+fn simulate_and_a_run_write_the_far_field_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let design = dir.path().join("dipole_gain.ron");
+    std::fs::write(&design, DIPOLE_GA).unwrap();
+    let emvolve = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_emvolve")).args(args).output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{text}");
+        text
+    };
+    let sim = dir.path().join("sim");
+    let text = emvolve(&["simulate", design.to_str().unwrap(), "--backend", "cpu", "--set", "arm=60", "--out", sim.to_str().unwrap()]);
+    assert!(text.contains("realized gain(theta 90, phi 0) > 2 dBi over 0.95-1.05 GHz"), "{text}");
+    assert!(text.contains(" dBi at 0.9500 GHz") || text.contains(" dBi at 1.0000 GHz") || text.contains(" dBi at 1.0500 GHz"), "{text}");
+    let runs = dir.path().join("runs");
+    emvolve(&["run", design.to_str().unwrap(), "--backend", "cpu", "--quiet", "--runs-dir", runs.to_str().unwrap()]);
+    for d in [sim, runs.join("dipole_gain/best")] {
+        // Three far-field frequencies: the sweep's inside the goal's band.
+        for f in ["0.9500", "1.0000", "1.0500"] {
+            let png = std::fs::read(d.join(format!("pattern_{f}GHz.png"))).unwrap();
+            assert!(png.starts_with(b"\x89PNG") && png.len() > 20_000, "{}", d.display());
+        }
+        let csv = std::fs::read_to_string(d.join("farfield.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 1 + 3 * 37 * 72, "{}", d.display());
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("farfield.json")).unwrap()).unwrap();
+        let p = &json["patterns"][1];
+        assert_eq!(p["freq_hz"], 1e9);
+        assert_eq!((p["beam_theta_deg"].as_f64(), p["beam_phi_deg"].as_f64()), (Some(90.0), Some(0.0)), "{p}");
+        let eff = p["radiation_efficiency"].as_f64().unwrap();
+        assert!((eff - 1.0).abs() < 0.02, "{p}");
+    }
+}
