@@ -57,15 +57,7 @@ impl Batch for CpuBatch<'_> {
         Ok(())
     }
     fn advance(&mut self, n: usize, k: usize) -> Result<(), EngineError> {
-        let (op, drive, pulse) = (self.op, self.job.drive, self.job.pulse);
-        for s in n..n + k {
-            fast::step(op, &self.plan, self.f);
-            cpu::fdtd_inject(op, self.f, drive, pulse.value((s as f64 + 0.5) * op.dt));
-            cpu::fdtd_sample_ports(op, self.f, &mut self.chunk);
-            for m in &mut self.dfts {
-                m.accumulate(self.f, s);
-            }
-        }
+        fast::advance(self.op, &self.plan, self.f, self.job.drive, &self.job.pulse, n, k, &mut self.chunk, &mut self.dfts);
         Ok(())
     }
     fn end_chunk(&mut self, due: &[bool]) -> Result<Vec<f64>, EngineError> {

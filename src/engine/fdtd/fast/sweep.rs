@@ -23,6 +23,8 @@ enum Pass {
     Slab { range: std::ops::Range<usize>, defer: bool },
     /// E of one plane (a deferred slab start).
     E(usize),
+    /// H, ghosts and E of one plane (a wavefront's step of it).
+    Plane(usize),
 }
 
 /// One Yee step of `f` (the same bits as `cpu::fdtd_step`).
@@ -36,6 +38,15 @@ pub fn step(op: &Operator, plan: &FastPlan, f: &mut Fields) {
     for r in &plan.slabs[1..] {
         dispatch(op, plan, raw, Pass::E(r.start));
     }
+}
+
+/// H, PMC ghosts and E of plane k (one step of it, for the wavefront).
+///
+/// # Safety
+/// As the sweep: planes k-1, k and k+1 hold the states the reference's step
+/// would see, and no other thread touches them meanwhile.
+pub unsafe fn plane_step(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+    dispatch(op, plan, raw, Pass::Plane(k))
 }
 
 fn dispatch(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
@@ -82,6 +93,15 @@ unsafe fn pass_any(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
             }
         }
         Pass::E(k) => {
+            for c in 0..3 {
+                e_plane(op, plan, raw, c, k);
+            }
+        }
+        Pass::Plane(k) => {
+            for c in 0..3 {
+                h_plane(op, plan, raw, c, k);
+            }
+            pmc_plane(op, raw, k);
             for c in 0..3 {
                 e_plane(op, plan, raw, c, k);
             }
