@@ -1,11 +1,11 @@
 //! The fast CPU stepper: the reference Yee step of `cpu.rs` (H, PMC ghosts,
 //! E, CPML inside both) computed bit for bit the same (every f32 operation
 //! in the same order, no fused multiply-add), but shaped for speed:
-//! - `lanes`: each row as straight loops over contiguous x runs with the
-//!   row's constants hoisted (one material per run, CPML taps as selects), compiled
+//! - `lanes`: the CPML-free part of each row as straight loops over contiguous
+//!   x runs with the row's constants hoisted (one material per run), compiled
 //!   for AVX-512 / AVX2 chosen at run time, so LLVM vectorises them;
-//! - `planes`: one z plane of one component, rows split into vector runs
-//!   where an x layer or the material changes, CPML taps inside the loops;
+//! - `planes`: one z plane of one component, rows split into CPML taps
+//!   (`cpml`, the reference's per-cell arithmetic) and vector runs;
 //! - `sweep`: H and E fused in one pass over the planes (E of plane k right
 //!   after H of plane k, which is all it reads), so each step streams the
 //!   fields once instead of twice; a large grid is cut into z slabs, one per
@@ -21,6 +21,7 @@
 //! DFT monitors and energy stay the reference code (they touch few cells).
 
 mod advance;
+mod cpml;
 mod lanes;
 mod plan;
 mod planes;

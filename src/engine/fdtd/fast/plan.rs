@@ -2,7 +2,7 @@
 //! span (H and E side), the runs of one material along each E row, the z
 //! slabs of the threads and the instruction set of the vector loops.
 
-use super::super::cpu::{e_range, h_range};
+use super::super::cpu::{e_range, h_range, plain_span};
 use super::super::operator::Operator;
 use super::lanes::Level;
 use super::wave::Wave;
@@ -30,10 +30,10 @@ pub struct Run {
 /// The fast stepper's tables for one operator.
 #[derive(Debug, Clone)]
 pub struct FastPlan {
-    /// Per component: the cells `lo..hi` of every row outside the x layers
-    /// (all of it where x is not a derivative axis or has no CPML).
-    pub x_span_h: [(u32, u32); 3],
-    pub x_span_e: [(u32, u32); 3],
+    /// Per component, per padded row (flat index / row stride): the span
+    /// `lo..hi` of the row where no derivative axis is in a CPML.
+    pub h_span: [Vec<(u32, u32)>; 3],
+    pub e_span: [Vec<(u32, u32)>; 3],
     /// Per E component: the material runs of every row, row r's at
     /// `runs[c][run_at[c][r]..run_at[c][r + 1]]`.
     pub runs: [Vec<Run>; 3],
@@ -49,7 +49,7 @@ impl FastPlan {
     /// The plan of `op`, with as many slabs as rayon has threads for large grids.
     pub fn new(op: &Operator) -> FastPlan {
         let threads = if op.len >= PAR_MIN_CELLS { rayon::current_num_threads() } else { 1 };
-        let wave = if op.len * 24 >= WAVE_MIN_BYTES { std::env::var("TMP_WAVE").ok().and_then(|v| v.parse().ok()).unwrap_or(WAVE_STEPS) } else { 0 };
+        let wave = if op.len * 24 >= WAVE_MIN_BYTES { WAVE_STEPS } else { 0 };
         FastPlan::with(op, threads, Level::detect(), wave)
     }
 
@@ -58,23 +58,20 @@ impl FastPlan {
     /// thread in a wavefront block (0: one sweep per step).
     pub fn with(op: &Operator, threads: usize, level: Level, wave: usize) -> FastPlan {
         let rows = op.dims[1] * op.dims[2];
-        // The x span free of CPML, as `cpu::plain_span` finds it on the x axis.
-        let x_span = |c: usize, e_side: bool| {
-            let len = if e_side { e_range(op, c)[0] } else { h_range(op, c)[0] };
-            let (mut lo, mut hi) = (0, len);
-            if let Some(cp) = op.pml[0].as_ref().filter(|_| c != 0) {
-                let b = if e_side { &cp.e_b } else { &cp.h_b };
-                while lo < len.min(b.len()) && b[lo] > 0.0 {
-                    lo += 1;
-                }
-                while hi > lo && hi <= b.len() && b[hi - 1] > 0.0 {
-                    hi -= 1;
+        let span = |c: usize, e_side: bool| {
+            let r = if e_side { e_range(op, c) } else { h_range(op, c) };
+            let axes = [(c + 1) % 3, (c + 2) % 3];
+            let mut v = vec![(0u32, 0u32); rows];
+            for k in 0..r[2] {
+                for j in 0..r[1] {
+                    let (lo, hi) = plain_span(op, axes, j, k, r[0], e_side);
+                    v[op.at(0, j as isize, k as isize) / op.stride[1]] = (lo as u32, hi as u32);
                 }
             }
-            (lo as u32, hi as u32)
+            v
         };
-        let x_span_h = [0, 1, 2].map(|c| x_span(c, false));
-        let x_span_e = [0, 1, 2].map(|c| x_span(c, true));
+        let h_span = [0, 1, 2].map(|c| span(c, false));
+        let e_span = [0, 1, 2].map(|c| span(c, true));
         let mut runs: [Vec<Run>; 3] = Default::default();
         let mut run_at: [Vec<u32>; 3] = Default::default();
         for c in 0..3 {
@@ -100,7 +97,7 @@ impl FastPlan {
         let t = threads.clamp(1, (planes / 2).max(1));
         let slabs = (0..t).map(|s| s * planes / t..(s + 1) * planes / t).collect();
         let wave = (wave > 0).then(|| Wave::new(op, wave, threads));
-        FastPlan { x_span_h, x_span_e, runs, run_at, slabs, level, wave }
+        FastPlan { h_span, e_span, runs, run_at, slabs, level, wave }
     }
 
     /// The material runs of E component `c` on padded row `row`.
