@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// CPML cells on each face of the box (default 10; 0: PEC walls, no CPML).
     #[arg(long)]
     pub box_pml: Option<usize>,
+    /// Also time the box on graded lines (the same cell count, cell sizes
+    /// 0.75-1.25 mm): what the non-uniform spacing arrays cost the update.
+    #[arg(long)]
+    pub graded: bool,
     /// Time steps of the first measurement.
     #[arg(long, default_value_t = 200)]
     pub steps: usize,
