@@ -70,12 +70,12 @@ where
     }
 }
 /// Logical ranges of component c: half-integer along c (0..n_c), nodes elsewhere (0..=n).
-fn e_range(op: &Operator, c: usize) -> [usize; 3] {
+pub(super) fn e_range(op: &Operator, c: usize) -> [usize; 3] {
     let mut r = [op.n[0] + 1, op.n[1] + 1, op.n[2] + 1];
     r[c] = op.n[c];
     r
 }
-fn h_range(op: &Operator, c: usize) -> [usize; 3] {
+pub(super) fn h_range(op: &Operator, c: usize) -> [usize; 3] {
     let mut r = [op.n[0], op.n[1], op.n[2]];
     r[c] = op.n[c] + 1;
     r
@@ -83,7 +83,7 @@ fn h_range(op: &Operator, c: usize) -> [usize; 3] {
 
 /// The span `ilo..ihi` of row (j, k) where neither derivative axis is inside
 /// a CPML, so the plain update applies; empty when the row itself is in one.
-fn plain_span(op: &Operator, axes: [usize; 2], j: usize, k: usize, len: usize, e_side: bool) -> (usize, usize) {
+pub(super) fn plain_span(op: &Operator, axes: [usize; 2], j: usize, k: usize, len: usize, e_side: bool) -> (usize, usize) {
     let inside = |cp: &Cpml1d, pos: usize| if e_side { cp.e_b[pos] > 0.0 } else { cp.h_b[pos] > 0.0 };
     let (mut lo, mut hi) = (0, len);
     for ax in axes {
@@ -111,7 +111,7 @@ fn plain_span(op: &Operator, axes: [usize; 2], j: usize, k: usize, len: usize, e
 /// and the result is `t * kinv + psi`; elsewhere `t`. `psi` is the memory at
 /// this position (present whenever `cp` is).
 #[inline(always)]
-fn stretch(t: f32, pos: usize, cp: Option<&Cpml1d>, e_side: bool, psi: Option<&mut f32>) -> f32 {
+pub(super) fn stretch(t: f32, pos: usize, cp: Option<&Cpml1d>, e_side: bool, psi: Option<&mut f32>) -> f32 {
     match (cp, psi) {
         (Some(cp), Some(s)) => {
             let (b, c, kinv) = if e_side { (cp.e_b[pos], cp.e_c[pos], cp.e_kinv[pos]) } else { (cp.h_b[pos], cp.h_c[pos], cp.h_kinv[pos]) };

@@ -3,10 +3,16 @@
 //! extensions, in the order of the CUDA launches: the fused step (H, PMC
 //! ghosts, E; the CPML terms inside both updates), the driven port's source
 //! (`fdtd_inject`), the port monitor (`fdtd_sample_ports`) and the field DFT
+<<<<<<< HEAD
 //! monitors (`fdtd_dft`, [`FieldDftMonitor`]).
+=======
+//! monitors ([`FieldDftMonitor`], CPU only). The step itself is the fast
+//! stepper ([`fast`](super::fast), the same bits as `cpu::fdtd_step`); the
+//! source, the port samples and the DFT monitors are the reference code.
 
 use super::cpu::{self, Fields};
 use super::dft::FieldDftMonitor;
+use super::fast::{self, FastPlan};
 use super::operator::Operator;
 use crate::engine::stepping::{self, Batch};
 use crate::engine::{EngineError, StepWatch};
@@ -21,6 +27,7 @@ pub struct CpuBatch<'a> {
     /// The port monitor's samples of the current chunk.
     chunk: Vec<PortTrace>,
     dfts: Vec<FieldDftMonitor>,
+    plan: FastPlan,
 }
 
 impl<'a> CpuBatch<'a> {
@@ -29,7 +36,7 @@ impl<'a> CpuBatch<'a> {
     pub fn new(job: &'a SimJob, op: &'a Operator, f: &'a mut Fields) -> Result<CpuBatch<'a>, SimFailure> {
         op.check_drive(job)?;
         let dfts = job.monitors.iter().map(|m| FieldDftMonitor::new(m, op)).collect::<Result<_, _>>()?;
-        Ok(CpuBatch { job, op, f, chunk: vec![PortTrace::default(); job.ports.len()], dfts })
+        Ok(CpuBatch { job, op, f, chunk: vec![PortTrace::default(); job.ports.len()], dfts, plan: FastPlan::new(op) })
     }
 }
 
@@ -53,13 +60,7 @@ impl Batch for CpuBatch<'_> {
         Ok(())
     }
     fn advance(&mut self, n: usize, k: usize) -> Result<(), EngineError> {
-        let (op, drive, pulse) = (self.op, self.job.drive, self.job.pulse);
-        for s in n..n + k {
-            cpu::fdtd_step(op, self.f);
-            cpu::fdtd_inject(op, self.f, drive, pulse.value((s as f64 + 0.5) * op.dt));
-            cpu::fdtd_sample_ports(op, self.f, &mut self.chunk);
-            cpu::fdtd_dft(self.f, &mut self.dfts, s);
-        }
+        fast::advance(self.op, &self.plan, self.f, self.job.drive, &self.job.pulse, n, k, &mut self.chunk, &mut self.dfts);
         Ok(())
     }
     fn end_chunk(&mut self, due: &[bool]) -> Result<Vec<f64>, EngineError> {

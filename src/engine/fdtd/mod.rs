@@ -4,6 +4,7 @@
 pub mod cpu;
 pub mod cpu_batch;
 pub mod dft;
+pub mod fast;
 pub mod operator;
 
 #[cfg(test)]
