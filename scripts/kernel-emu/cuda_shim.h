@@ -19,6 +19,14 @@ inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 inline std::barrier<>* emu_barrier = nullptr;
 
+// Dynamic shared memory (extern __shared__ on the device): one buffer per
+// block, sized by emu_set_shared before the launch and filled with a
+// pattern (0xCD bytes: a large negative float) so that a read of a position
+// never written shows in the results.
+inline std::vector<unsigned char> emu_smem;
+inline size_t emu_smem_bytes = 0;
+inline unsigned char* emu_dyn_smem() { return emu_smem.data(); }
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -68,6 +76,7 @@ void emu_launch(F f, dim3 grid, dim3 block, Args... args) {
     blockDim = block;
     const unsigned nt = block.x * block.y;
     for (unsigned b = 0; b < grid.x; ++b) {
+        emu_smem.assign(emu_smem_bytes + 16, 0xCD);
         std::barrier<> bar(nt);
         emu_barrier = &bar;
         std::vector<std::thread> ts;

@@ -13,6 +13,7 @@
 pub mod abi;
 pub mod batch;
 pub mod fdtd;
+pub mod onchip;
 pub mod options;
 pub mod tlm;
 
@@ -23,7 +24,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 pub use self::fdtd::JobRun;
-pub use self::options::{CudaOptions, RunStats, Scheme, SPLIT_ZCHUNK};
+pub use self::options::{CudaOptions, PathChoice, RunStats, Scheme, SPLIT_ZCHUNK};
 use self::batch::Tile;
 use self::tlm::TlmConfig;
 use super::device::cuda::CudaDevice;
@@ -97,6 +98,9 @@ impl CudaBackend {
             opts.tile = Tile { tx: tx as usize, ty: ty as usize, ns: ns as usize, minb: 0 };
         }
         opts.adapt = false;
+        if let Some(t) = dev.define("fdtd_onchip", "EMV_OC_NT") {
+            opts.onchip_threads = t as usize;
+        }
         let mut cfg = TlmConfig::DEFAULT;
         let mut port_threads = tlm::abi::PORT_THREADS;
         if let (Some(t), Some(n), Some(s)) = (dev.define("tlm", "TLM_THREADS"), dev.define("tlm", "TLM_NPT"), dev.define("tlm", "TLM_SPLIT")) {
@@ -270,6 +274,11 @@ impl CudaBackend {
             st.sub_batches += s.sub_batches;
             st.zchunk = s.zchunk;
             st.gpus_used += 1;
+            st.onchip_designs += s.onchip_designs;
+            st.streaming_designs += s.streaming_designs;
+            st.onchip_kernel_s = st.onchip_kernel_s.max(s.onchip_kernel_s);
+            st.onchip_cell_updates += s.onchip_cell_updates;
+            st.smem_bytes += s.smem_bytes;
             for (i, r) in res {
                 results[i] = Some(r);
             }
