@@ -39,6 +39,12 @@ pub struct BenchArgs {
     /// CPML cells on each face of the box (default 10; 0: PEC walls, no CPML).
     #[arg(long)]
     pub box_pml: Option<usize>,
+    /// With --generation on CUDA: FDTD paths to time (onchip, streaming, auto; comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "streaming")]
+    pub paths: Vec<String>,
+    /// Print the on-chip planner's choice per design (stderr).
+    #[arg(long)]
+    pub verbose: bool,
     /// Time steps of the first measurement.
     #[arg(long, default_value_t = 200)]
     pub steps: usize,
@@ -136,7 +142,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.design {
         design::midpoint(path, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs)?;
+            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

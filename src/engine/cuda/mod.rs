@@ -158,6 +158,10 @@ impl CudaBackend {
                 let threads = if *n == "fdtd_inject" || *n == "fdtd_sample_ports" { 128 } else { tile.threads() as u32 };
                 out += &report_line(n, d.attrs(m, k, threads));
             }
+            let t = self.opts.onchip_threads;
+            let m = d.load(&onchip::module(t))?;
+            out += &format!("  on-chip, {t} threads a block, up to {} B of shared memory a block:\n", d.max_shared());
+            out += &report_line(onchip::KERNELS[0], d.attrs(m, 0, t as u32));
         }
         Ok(out)
     }
@@ -178,6 +182,11 @@ impl CudaBackend {
             }
         }
         Ok(out)
+    }
+
+    /// Shared-memory bandwidth of device `idx` (all SMs, bytes/s), when known.
+    pub fn shared_bandwidth(&self, idx: usize) -> Option<f64> {
+        self.devices.get(idx).and_then(|d| lock(d).shared_bandwidth())
     }
 
     /// Device-to-device copy bandwidth of device `idx` (bytes read + written per second), median of `reps`.
