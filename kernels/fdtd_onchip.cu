@@ -11,12 +11,16 @@
 // arithmetic is fdtd_cell.cuh, shared with fdtd.cu, so the fields are bit
 // for bit the CPU engine's.
 //
-// Storage: each component over the padded positions q = 1..dims-1 of every
-// axis (the ghost layer q = 0 is left out: E there is never read by the H
-// update, H there is a PMC mirror, taken as -H at q = 1, or a ghost never
-// written, read from the global pool). Index (q0-1) + m0 ((q1-1) + m1 (q2-1)),
-// m = dims - 1. The host (src/engine/cuda/onchip.rs, onchip_bytes) computes
-// the same layout to size the dynamic shared memory.
+// Storage: each component over what the updates read of it, padded
+// positions from q = 1: E_c up to its own update range (n along c, n + 1
+// across); H_c up to n + 1 along c and, across, n, one more on a PMC face
+// (its mirror ghost). The ghost layer q = 0 is left out (H there is the PMC
+// mirror of q = 1, or a ghost never written, read from the pool), and so are
+// the other never-written H ghosts at n + 1 (zero when the launch says so,
+// else read from the pool). Index (q0-1) + M0 ((q1-1) + M1 (q2-1)) with the
+// component's extents M. The CPML memories use the same extents across their
+// axis and the slab positions along it. The host (src/engine/cuda/onchip.rs,
+// onchip_bytes) computes the same layout to size the dynamic shared memory.
 //
 // Work: warps 0..W-2 update rows (a row = the x positions of one (y, z) of
 // the storage, lanes along x); the last warp is the port warp: it injects
@@ -35,6 +39,8 @@
 #define EMV_OC_UW (EMV_OC_WARPS - 1)
 // Coefficient table entries reserved (FdtdDesign::ncoef <= 256).
 #define EMV_OC_NCOEF 256
+// Launch flag: the never-written H ghosts are zero (the run started from zero fields).
+#define EMV_OC_GHOSTS_ZERO 2
 
 #ifdef EMV_EMU
 #define EMV_OC_SMEM unsigned char* smem = emu_dyn_smem();
@@ -47,157 +53,279 @@
 // One design as the block sees it.
 struct Oc {
     long long off;
-    long long psi_base;
     int n[3];
     int dims[3];
-    int m[3];
-    int sa[3];
-    int ls;
-    int npsi;
+    int pmc;
     int coef;
     int ncoef;
-    int pmc;
+    float db;
     int prof[3];
     int slab_n[3];
     int line[3];
-    float db;
-    const long long* psi_off;
+    // Extents of E_c and H_c per axis, their offsets in the field area (floats).
+    int me[3][3];
+    int mh[3][3];
+    int eo[3];
+    int ho[3];
+    // Offsets of the per-line tables of each axis in sL (words), CPML memory regions
+    // (floats from the start of sP, -1 none) per (component, axis).
+    int lt[3];
+    int pe[9];
+    int ph[9];
+    int flags;
 };
 
-// Stored positions (a multiple of 4) and CPML memory elements of a design.
-__device__ __forceinline__ void oc_sizes(const FdtdDesign* D, int& ls, int& npsi, long long& psi_base) {
-    ls = ((D->dims[0] - 1) * (D->dims[1] - 1) * (D->dims[2] - 1) + 3) & ~3;
-    npsi = 0;
-    psi_base = -1;
-    for (int c = 0; c < 3; ++c)
-        for (int a = 0; a < 3; ++a)
-            if (D->psi_off[c * 3 + a] >= 0) {
-                if (psi_base < 0) psi_base = D->psi_off[c * 3 + a];
-                npsi += D->slab_n[a] * D->dims[(a + 1) % 3] * D->dims[(a + 2) % 3];
-            }
-    if (psi_base < 0) psi_base = 0;
+__device__ __forceinline__ int oc_r4(int x) { return (x + 3) & ~3; }
+
+// Extent along axis a of E_c (h = 0) or H_c (h = 1).
+__device__ __forceinline__ int oc_ext(const FdtdDesign* D, int h, int c, int a) {
+    if (h) return a == c ? D->n[a] + 1 : D->n[a] + ((D->pmc >> (2 * a + 1)) & 1);
+    return a == c ? D->n[a] : D->n[a] + 1;
 }
 
-// Storage index of padded position p (relative to the design).
-__device__ __forceinline__ int oc_store(const Oc& K, int p) {
+// The layout of design D (onchip.rs onchip_bytes: the same order and sizes).
+// Returns the floats of the field area; psi: floats of the CPML memories
+// (E then H regions); tab: words of the per-line tables.
+__device__ __forceinline__ int oc_layout(const FdtdDesign* D, Oc& K, int& psi, int& tab) {
+    int f = 0;
+    for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 3; ++c) {
+            int sz = 1;
+            for (int a = 0; a < 3; ++a) {
+                const int m = oc_ext(D, h, c, a);
+                if (h) K.mh[c][a] = m; else K.me[c][a] = m;
+                sz *= m;
+            }
+            if (h) K.ho[c] = f; else K.eo[c] = f;
+            f += oc_r4(sz);
+        }
+    psi = 0;
+    for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 3; ++c)
+            for (int a = 0; a < 3; ++a) {
+                int o = -1;
+                if (D->psi_off[c * 3 + a] >= 0) {
+                    int sz = D->slab_n[a];
+                    for (int b = 0; b < 3; ++b)
+                        if (b != a) sz *= oc_ext(D, h, c, b);
+                    o = psi;
+                    psi += oc_r4(sz);
+                }
+                if (h) K.ph[c * 3 + a] = o; else K.pe[c * 3 + a] = o;
+            }
+    tab = 0;
+    for (int a = 0; a < 3; ++a) {
+        K.lt[a] = tab;
+        tab += oc_r4(D->dims[a]) * (D->prof_off[a] >= 0 ? 10 : 2);
+    }
+    return f;
+}
+
+// Per-line tables of axis a at padded q (words from K.lt[a], dims rounded to 4 = w):
+// [0, w) 1/dual spacing (E side), [w, 2w) 1/primal (H side); with PML on the
+// axis: slab number E, H (ints), b, c, 1/kappa of the E side, of the H side.
+struct OcLine {
+    float inv;
+    int sl;
+    float b;
+    float c;
+    float k;
+};
+
+template <int A>
+__device__ __forceinline__ OcLine oc_line(const Oc& K, const float* sL, int q, bool e_side) {
+    const int w = oc_r4(K.dims[A]);
+    const float* t = sL + K.lt[A];
+    OcLine r;
+    r.inv = t[(e_side ? 0 : w) + q];
+    r.sl = -1;
+    r.b = 0.f;
+    r.c = 0.f;
+    r.k = 1.f;
+    if (K.prof[A] >= 0) {
+        r.sl = __float_as_int(t[(e_side ? 2 : 3) * w + q]);
+        if (r.sl >= 0) {
+            const int o = e_side ? 4 : 7;
+            r.b = t[o * w + q];
+            r.c = t[(o + 1) * w + q];
+            r.k = t[(o + 2) * w + q];
+        }
+    }
+    return r;
+}
+
+// Storage index of padded q in extents m (q >= 1 on every axis).
+__device__ __forceinline__ int oc_idx(const int m[3], int q0, int q1, int q2) { return (q0 - 1) + m[0] * ((q1 - 1) + m[1] * (q2 - 1)); }
+
+// Absolute index in the field area of padded position p (relative to the
+// design) of E_c (h = 0) or H_c (h = 1); the host checked it is stored.
+__device__ __forceinline__ int oc_store(const Oc& K, int h, int c, int p) {
     const int qx = p % K.dims[0];
     const int r = p / K.dims[0];
     const int qy = r % K.dims[1];
     const int qz = r / K.dims[1];
-    return (qx - 1) + K.m[0] * ((qy - 1) + K.m[1] * (qz - 1));
+    int m[3] = {1, 1, 1}, o = 0;
+    for (int cc = 0; cc < 3; ++cc)
+        if (cc == c) {
+            for (int a = 0; a < 3; ++a) m[a] = h ? K.mh[cc][a] : K.me[cc][a];
+            o = h ? K.ho[cc] : K.eo[cc];
+        }
+    return o + oc_idx(m, qx, qy, qz);
 }
 
-// The CPML stretching of the derivative t along axis A of component C at
-// padded position q (cpu.rs stretch(); fdtd.cu prof_at + stretch): the
-// profile of the E (node) or H (half-node) side, the memory in psi.
+// The CPML stretching of the derivative t along axis A of component C
+// (cpu.rs stretch()); ln: the line data of q[A]; psi: the region of (C, A).
 template <int C, int A>
-__device__ __forceinline__ float oc_stretch(const Oc& K, const FdtdPtrs& P, float t, const int q[3], bool e_side, float* psi) {
-    if (K.prof[A] < 0) return t;
-    const int qa = q[A];
-    if (qa < 1 || qa > K.n[A] + (e_side ? 1 : 0)) return t;
-    const int i = K.prof[A] + qa - 1;
-    const int sl = (e_side ? P.slab_e : P.slab_h)[i];
-    if (sl < 0) return t;
-    const float b = (e_side ? P.pe_b : P.ph_b)[i];
-    const float c = (e_side ? P.pe_c : P.ph_c)[i];
-    const float k = (e_side ? P.pe_k : P.ph_k)[i];
-    int qq[3] = {q[0], q[1], q[2]};
-    int cd[3] = {K.dims[0], K.dims[1], K.dims[2]};
-    qq[A] = sl;
-    cd[A] = K.slab_n[A];
-    const long long x = K.psi_off[C * 3 + A] - K.psi_base + qq[0] + (long long)cd[0] * (qq[1] + (long long)cd[1] * qq[2]);
-    float s = psi[x];
-    const float r = emv_stretch(t, b, c, k, s);
-    psi[x] = s;
+__device__ __forceinline__ float oc_stretch(const int m[3], float t, const OcLine& ln, const int q[3], float* psi, int sn) {
+    if (ln.sl < 0) return t;
+    int x[3] = {q[0] - 1, q[1] - 1, q[2] - 1};
+    int e[3] = {m[0], m[1], m[2]};
+    x[A] = ln.sl;
+    e[A] = sn;
+    float* ps = psi + x[0] + e[0] * (x[1] + e[1] * x[2]);
+    float s = *ps;
+    const float r = emv_stretch(t, ln.b, ln.c, ln.k, s);
+    *ps = s;
     return r;
 }
 
-// H_c at storage s, padded q (cpu.rs fdtd_update_h), in place; on a PMC
-// face the ghost beyond it mirrors the new value (cpu.rs fdtd_pmc_ghosts).
+// H_c at padded q (cpu.rs fdtd_update_h), in place; on a PMC face the ghost
+// beyond it mirrors the new value (cpu.rs fdtd_pmc_ghosts).
 template <int C>
-__device__ __forceinline__ void oc_h(const Oc& K, const FdtdPtrs& P, float* const* sE, float* const* sH, float* psiH, const int q[3], int s, const float ih[3]) {
+__device__ __forceinline__ void oc_h(const Oc& K, float* F, float* psiH, const float* sL, const int q[3], const OcLine* lh) {
     constexpr int A = (C + 1) % 3;
     constexpr int B = (C + 2) % 3;
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
         const int hi = a == C ? K.n[a] + 1 : K.n[a];
-        if (q[a] < 1 || q[a] > hi) return;
+        if (q[a] > hi) return;
     }
-    float t1 = (sE[B][s + K.sa[A]] - sE[B][s]) * ih[A];
-    float t2 = (sE[A][s + K.sa[B]] - sE[A][s]) * ih[B];
-    t1 = oc_stretch<C, A>(K, P, t1, q, false, psiH);
-    t2 = oc_stretch<C, B>(K, P, t2, q, false, psiH);
-    const float h = emv_h_new(sH[C][s], K.db, t1, t2);
-    sH[C][s] = h;
+    const int meA[3] = {K.me[A][0], K.me[A][1], K.me[A][2]};
+    const int meB[3] = {K.me[B][0], K.me[B][1], K.me[B][2]};
+    const int sB = K.eo[B] + oc_idx(meB, q[0], q[1], q[2]);
+    const int sA = K.eo[A] + oc_idx(meA, q[0], q[1], q[2]);
+    const int stB = A == 0 ? 1 : (A == 1 ? meB[0] : meB[0] * meB[1]);  // E_B along A
+    const int stA = B == 0 ? 1 : (B == 1 ? meA[0] : meA[0] * meA[1]);  // E_A along B
+    float t1 = (F[sB + stB] - F[sB]) * lh[A].inv;
+    float t2 = (F[sA + stA] - F[sA]) * lh[B].inv;
+    if (K.ph[C * 3 + A] >= 0) t1 = oc_stretch<C, A>(K.mh[C], t1, lh[A], q, psiH + K.ph[C * 3 + A], K.slab_n[A]);
+    if (K.ph[C * 3 + B] >= 0) t2 = oc_stretch<C, B>(K.mh[C], t2, lh[B], q, psiH + K.ph[C * 3 + B], K.slab_n[B]);
+    const int mh[3] = {K.mh[C][0], K.mh[C][1], K.mh[C][2]};
+    const int s = K.ho[C] + oc_idx(mh, q[0], q[1], q[2]);
+    const float h = emv_h_new(F[s], K.db, t1, t2);
+    F[s] = h;
 #pragma unroll
     for (int a = 0; a < 3; ++a)
-        if (a != C && q[a] == K.n[a] && ((K.pmc >> (2 * a + 1)) & 1)) sH[C][s + K.sa[a]] = -h;
+        if (a != C && q[a] == K.n[a] && ((K.pmc >> (2 * a + 1)) & 1)) F[s + (a == 0 ? 1 : (a == 1 ? mh[0] : mh[0] * mh[1]))] = -h;
 }
 
-// H_X one position below s along axis a: the ghost q[a] = 0 is the PMC
-// mirror of q[a] = 1 or, elsewhere, the never-written value in the pool.
-__device__ __forceinline__ float oc_h_below(const Oc& K, const FdtdPtrs& P, float* const* sH, int X, int a, const int q[3], int s) {
-    if (q[a] > 1) return sH[X][s - K.sa[a]];
-    if ((K.pmc >> (2 * a)) & 1) return -sH[X][s];
+// H_X at padded q read by an E update whose derivative runs along a: the
+// position itself (below = false; at q[a] = n+1 a ghost: the stored PMC mirror,
+// or a never-written ghost) or one below along a (below = true; at q[a] = 1
+// the ghost q[a] = 0: -H at q[a] = 1 on a PMC face, else never written).
+template <int X, int Ax>
+__device__ __forceinline__ float oc_hread(const Oc& K, const FdtdPtrs& P, const float* F, const int q[3], bool below) {
+    const int mh[3] = {K.mh[X][0], K.mh[X][1], K.mh[X][2]};
     int qq[3] = {q[0], q[1], q[2]};
-    qq[a] = 0;
-    return P.h[X][K.off + qq[0] + (long long)K.dims[0] * (qq[1] + (long long)K.dims[1] * qq[2])];
+    if (below) {
+        if (q[Ax] == 1) {
+            if ((K.pmc >> (2 * Ax)) & 1) return -F[K.ho[X] + oc_idx(mh, q[0], q[1], q[2])];
+            if (K.flags & EMV_OC_GHOSTS_ZERO) return 0.f;
+            qq[Ax] = 0;
+            return P.h[X][K.off + qq[0] + (long long)K.dims[0] * (qq[1] + (long long)K.dims[1] * qq[2])];
+        }
+        qq[Ax] -= 1;
+    } else if (q[Ax] == K.n[Ax] + 1 && !((K.pmc >> (2 * Ax + 1)) & 1)) {
+        if (K.flags & EMV_OC_GHOSTS_ZERO) return 0.f;
+        return P.h[X][K.off + qq[0] + (long long)K.dims[0] * (qq[1] + (long long)K.dims[1] * qq[2])];
+    }
+    return F[K.ho[X] + oc_idx(mh, qq[0], qq[1], qq[2])];
 }
 
-// E_c at storage s, padded q (cpu.rs fdtd_update_e), in place.
+// E_c at padded q (cpu.rs fdtd_update_e), in place.
 template <int C>
-__device__ __forceinline__ void oc_e(const Oc& K, const FdtdPtrs& P, float* const* sE, float* const* sH, const unsigned char* sM, const float* sCa, const float* sCb, float* psiE, const int q[3], int s, const float ie[3]) {
+__device__ __forceinline__ void oc_e(const Oc& K, const FdtdPtrs& P, float* F, const unsigned char* sM, const float* sCa, const float* sCb, float* psiE, const int q[3], const OcLine* le) {
     constexpr int A = (C + 1) % 3;
     constexpr int B = (C + 2) % 3;
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
         const int hi = a == C ? K.n[a] : K.n[a] + 1;
-        if (q[a] < 1 || q[a] > hi) return;
+        if (q[a] > hi) return;
     }
-    float t1 = (sH[B][s] - oc_h_below(K, P, sH, B, A, q, s)) * ie[A];
-    float t2 = (sH[A][s] - oc_h_below(K, P, sH, A, B, q, s)) * ie[B];
-    t1 = oc_stretch<C, A>(K, P, t1, q, true, psiE);
-    t2 = oc_stretch<C, B>(K, P, t2, q, true, psiE);
-    const int m = sM[C * K.ls + s];
-    sE[C][s] = emv_e_new(sE[C][s], sCa[m], sCb[m], t1, t2);
+    float t1 = (oc_hread<B, A>(K, P, F, q, false) - oc_hread<B, A>(K, P, F, q, true)) * le[A].inv;
+    float t2 = (oc_hread<A, B>(K, P, F, q, false) - oc_hread<A, B>(K, P, F, q, true)) * le[B].inv;
+    if (K.pe[C * 3 + A] >= 0) t1 = oc_stretch<C, A>(K.me[C], t1, le[A], q, psiE + K.pe[C * 3 + A], K.slab_n[A]);
+    if (K.pe[C * 3 + B] >= 0) t2 = oc_stretch<C, B>(K.me[C], t2, le[B], q, psiE + K.pe[C * 3 + B], K.slab_n[B]);
+    const int i = oc_idx(K.me[C], q[0], q[1], q[2]);
+    const int s = K.eo[C] + i;
+    const int m = sM[K.eo[C] + i];
+    F[s] = emv_e_new(F[s], sCa[m], sCb[m], t1, t2);
 }
 
 // The port warp's samples (cpu.rs fdtd_sample_ports, the same order of
-// terms): voltages from E, currents from H, of port p at step s.
-__device__ __forceinline__ void oc_sample_v(const PortPtrs& Q, float* const* sE, const int* sT, int term0, int p, int s) {
+// terms), from absolute field-area indices: voltages from E, currents from H.
+__device__ __forceinline__ void oc_sample_v(const PortPtrs& Q, const float* F, const int* sT, int term0, int p, int s) {
     const FdtdPort* port = Q.ports + p;
-    const float* e = sE[port->comp_e];
     const int t0 = port->term_off;
     double v = 0.0;
-    for (int m = 0; m < port->n_terms; ++m) v += Q.t_w[t0 + m] * (double)e[sT[t0 - term0 + m]];
+    for (int m = 0; m < port->n_terms; ++m) v += Q.t_w[t0 + m] * (double)F[sT[t0 - term0 + m]];
     Q.tv[(long long)p * Q.tstride + s] = port->kind == 0 ? -v * port->dl : v;
 }
 
-__device__ __forceinline__ void oc_sample_i(const Oc& K, const PortPtrs& Q, float* const* sH, const int* sT, int nterm, const int* sMid, int term0, int p, int pb, int s) {
+__device__ __forceinline__ void oc_sample_i(const PortPtrs& Q, const float* F, const int* sT, int nterm, const int* sMid, int term0, int p, int pb, int s) {
     const FdtdPort* port = Q.ports + p;
     double I;
     if (port->kind == 0) {
-        const int c = port->comp_e;
-        const int a = (c + 1) % 3, b = (c + 2) % 3;
-        const float* ha = sH[a];
-        const float* hb = sH[b];
-        const int mid = sMid[p - pb];
-        I = ((double)hb[mid] - (double)hb[mid - K.sa[a]]) * port->d_b - ((double)ha[mid] - (double)ha[mid - K.sa[b]]) * port->d_a;
+        const int* mi = sMid + 4 * (p - pb);  // H_b at mid, below along a; H_a at mid, below along b
+        I = ((double)F[mi[0]] - (double)F[mi[1]]) * port->d_b - ((double)F[mi[2]] - (double)F[mi[3]]) * port->d_a;
     } else {
-        const float* h = sH[port->comp_h];
         const int t0 = port->term_off - term0;
         double i = 0.0;
-        for (int m = 0; m < port->n_terms; ++m) i += Q.t_w[port->term_off + m] * 0.5 * ((double)h[sT[nterm + t0 + m]] + (double)h[sT[2 * nterm + t0 + m]]);
+        for (int m = 0; m < port->n_terms; ++m) i += Q.t_w[port->term_off + m] * 0.5 * ((double)F[sT[nterm + t0 + m]] + (double)F[sT[2 * nterm + t0 + m]]);
         I = port->i_sign * i;
     }
     Q.ti[(long long)p * Q.tstride + s] = I;
 }
 
+// Pool index of the CPML memory element x (in the shared region's extents)
+// of (component c, axis a), side h.
+__device__ __forceinline__ long long oc_psi_pool(const Oc& K, const FdtdDesign* D, int h, int c, int a, int x) {
+    int e[3], q[3];
+    for (int b = 0; b < 3; ++b) e[b] = b == a ? K.slab_n[a] : (h ? K.mh[c][b] : K.me[c][b]);
+    q[0] = x % e[0];
+    q[1] = (x / e[0]) % e[1];
+    q[2] = x / (e[0] * e[1]);
+    for (int b = 0; b < 3; ++b)
+        if (b != a) q[b] += 1;
+    int cd[3] = {K.dims[0], K.dims[1], K.dims[2]};
+    cd[a] = K.slab_n[a];
+    return D->psi_off[c * 3 + a] + q[0] + (long long)cd[0] * (q[1] + (long long)cd[1] * q[2]);
+}
+
+// Copy the CPML memories between the pool and shared memory (to_pool: back).
+__device__ __forceinline__ void oc_psi_copy(const Oc& K, const FdtdDesign* D, const FdtdPtrs& P, float* sPsi, bool to_pool, int tid) {
+    for (int h = 0; h < 2; ++h)
+        for (int c = 0; c < 3; ++c)
+            for (int a = 0; a < 3; ++a) {
+                const int o = h ? K.ph[c * 3 + a] : K.pe[c * 3 + a];
+                if (o < 0) continue;
+                int sz = K.slab_n[a];
+                for (int b = 0; b < 3; ++b)
+                    if (b != a) sz *= h ? K.mh[c][b] : K.me[c][b];
+                float* sp = sPsi + o;
+                float* gp = h ? P.psi_h : P.psi_e;
+                for (int x = tid; x < sz; x += EMV_OC_NT) {
+                    const long long g = oc_psi_pool(K, D, h, c, a, x);
+                    if (to_pool) gp[g] = sp[x];
+                    else sp[x] = gp[g];
+                }
+            }
+}
+
 // k steps of the designs P.blocks[2b] (one block each), from the field set
 // of P (updated in place, psi_e and psi_h too). idx[4d..4d+4]: the design's
-// ports [pb, pe) and sources [sb, se) in Q's tables. flags bit 0: the CPML
-// memories live in shared memory (else in the pools). energy[2d], [2d+1]:
-// sum eps E^2, sum H^2 (weighted as fdtd_energy) after the k steps.
+// ports [pb, pe) and sources [sb, se) in Q's tables. flags: EMV_OC_*.
+// energy[2d], [2d+1]: sum eps E^2, sum H^2 (weighted as fdtd_energy) after the k steps.
 extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs P, PortPtrs Q, const int* idx, int k, int flags, double* energy) {
     EMV_OC_SMEM
     const int tid = threadIdx.x;
@@ -205,60 +333,61 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
     const int lane = tid & 31;
     const int d = P.blocks[2 * blockIdx.x];
     const FdtdDesign* D = P.designs + d;
-    Oc K;
-    K.off = D->off;
-    oc_sizes(D, K.ls, K.npsi, K.psi_base);
-    for (int a = 0; a < 3; ++a) {
-        K.n[a] = D->n[a];
-        K.dims[a] = D->dims[a];
-        K.m[a] = D->dims[a] - 1;
-        K.prof[a] = D->prof_off[a];
-        K.slab_n[a] = D->slab_n[a];
-        K.line[a] = D->line_off[a];
+    // The design's layout, computed once into shared memory (read by all).
+    __shared__ Oc K;
+    __shared__ int sNf, sNpsi, sNtab;
+    if (tid == 0) {
+        K.off = D->off;
+        for (int a = 0; a < 3; ++a) {
+            K.n[a] = D->n[a];
+            K.dims[a] = D->dims[a];
+            K.prof[a] = D->prof_off[a];
+            K.slab_n[a] = D->slab_n[a];
+            K.line[a] = D->line_off[a];
+        }
+        K.coef = D->coef_off;
+        K.ncoef = D->ncoef;
+        K.pmc = D->pmc;
+        K.db = D->db;
+        K.flags = flags;
+        sNf = oc_layout(D, K, sNpsi, sNtab);
     }
-    K.sa[0] = 1;
-    K.sa[1] = K.m[0];
-    K.sa[2] = K.m[0] * K.m[1];
-    K.coef = D->coef_off;
-    K.ncoef = D->ncoef;
-    K.pmc = D->pmc;
-    K.db = D->db;
-    K.psi_off = D->psi_off;
+    __syncthreads();
+    const int nf = sNf, npsi = sNpsi, ntab = sNtab;
     const int pb = idx[4 * d], pe = idx[4 * d + 1], sb = idx[4 * d + 2], se = idx[4 * d + 3];
     const int term0 = pe > pb ? Q.ports[pb].term_off : 0;
     const int nterm = pe > pb ? Q.ports[pe - 1].term_off + Q.ports[pe - 1].n_terms - term0 : 0;
     const int nsrc = se - sb;
-    const bool psi_sh = flags & 1;
-    const int ls = K.ls;
 
     // Carve the shared memory (onchip.rs onchip_bytes: the same order and sizes).
-    float* base = (float*)smem;
-    float* const sE[3] = {base, base + ls, base + 2 * ls};
-    float* const sH[3] = {base + 3 * ls, base + 4 * ls, base + 5 * ls};
-    float* sCa = base + 6 * ls;
+    float* F = (float*)smem;
+    float* sCa = F + nf;
     float* sCb = sCa + EMV_OC_NCOEF;
     float* sG = sCb + EMV_OC_NCOEF;
-    float* sPsi = sG + Q.gstride;
-    int* sT = (int*)(sPsi + (psi_sh ? 2 * K.npsi : 0));
+    float* sL = sG + oc_r4(Q.gstride);
+    float* sPsi = sL + ntab;
+    int* sT = (int*)(sPsi + npsi);
     int* sSrc = sT + 3 * nterm;
     int* sMid = sSrc + nsrc;
-    unsigned char* sM = (unsigned char*)(sMid + (pe - pb));
-    float* psiE = psi_sh ? sPsi : P.psi_e + K.psi_base;
-    float* psiH = psi_sh ? sPsi + K.npsi : P.psi_h + K.psi_base;
+    unsigned char* sM = (unsigned char*)(sMid + 4 * (pe - pb));
+    // The CPML regions' offsets (K.pe, K.ph) count from sPsi.
+    float* psiE = sPsi;
+    float* psiH = sPsi;
 
-    // Load: fields and materials of the stored positions, tables.
-    const int nst = K.m[0] * K.m[1] * K.m[2];
-    for (int s = tid; s < nst; s += EMV_OC_NT) {
-        const int x = s % K.m[0];
-        const int r = s / K.m[0];
-        const int y = r % K.m[1];
-        const int z = r / K.m[1];
-        const long long p = K.off + (x + 1) + (long long)K.dims[0] * ((y + 1) + (long long)K.dims[1] * (z + 1));
+    // Load: fields (their stored extents), materials (E extents), tables.
+    const int mx = K.n[0] + 1, my = K.n[1] + 1, mz = K.n[2] + 1;
+    const int nall = mx * my * mz;
+    for (int s = tid; s < nall; s += EMV_OC_NT) {
+        const int q[3] = {s % mx + 1, (s / mx) % my + 1, s / (mx * my) + 1};
+        const long long p = K.off + q[0] + (long long)K.dims[0] * (q[1] + (long long)K.dims[1] * q[2]);
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
-            sE[c][s] = P.e[c][p];
-            sH[c][s] = P.h[c][p];
-            sM[c * ls + s] = P.mat[c][p];
+            if (q[0] <= K.me[c][0] && q[1] <= K.me[c][1] && q[2] <= K.me[c][2]) {
+                const int i = K.eo[c] + oc_idx(K.me[c], q[0], q[1], q[2]);
+                F[i] = P.e[c][p];
+                sM[i] = P.mat[c][p];
+            }
+            if (q[0] <= K.mh[c][0] && q[1] <= K.mh[c][1] && q[2] <= K.mh[c][2]) F[K.ho[c] + oc_idx(K.mh[c], q[0], q[1], q[2])] = P.h[c][p];
         }
     }
     for (int i = tid; i < K.ncoef; i += EMV_OC_NT) {
@@ -266,109 +395,129 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
         sCb[i] = P.cb[K.coef + i];
     }
     for (int i = tid; i < k; i += EMV_OC_NT) sG[i] = Q.gval[(long long)d * Q.gstride + i];
-    if (psi_sh) {
-        for (int i = tid; i < K.npsi; i += EMV_OC_NT) {
-            sPsi[i] = P.psi_e[K.psi_base + i];
-            sPsi[K.npsi + i] = P.psi_h[K.psi_base + i];
+    for (int a = 0; a < 3; ++a) {
+        const int w = oc_r4(K.dims[a]);
+        float* t = sL + K.lt[a];
+        for (int q = tid; q < K.dims[a]; q += EMV_OC_NT) {
+            t[q] = P.inv_e[K.line[a] + q];
+            t[w + q] = P.inv_h[K.line[a] + q];
+            if (K.prof[a] >= 0) {
+                // E side: nodes q = 1..n+1; H side: half nodes q = 1..n (fdtd.cu prof_index).
+                const bool ie = q >= 1 && q <= K.n[a] + 1, ih = q >= 1 && q <= K.n[a];
+                const int i = K.prof[a] + q - 1;
+                t[2 * w + q] = __int_as_float(ie ? P.slab_e[i] : -1);
+                t[3 * w + q] = __int_as_float(ih ? P.slab_h[i] : -1);
+                t[4 * w + q] = ie ? P.pe_b[i] : 0.f;
+                t[5 * w + q] = ie ? P.pe_c[i] : 0.f;
+                t[6 * w + q] = ie ? P.pe_k[i] : 1.f;
+                t[7 * w + q] = ih ? P.ph_b[i] : 0.f;
+                t[8 * w + q] = ih ? P.ph_c[i] : 0.f;
+                t[9 * w + q] = ih ? P.ph_k[i] : 1.f;
+            }
         }
     }
+    oc_psi_copy(K, D, P, sPsi, false, tid);
     for (int i = tid; i < nterm; i += EMV_OC_NT) {
-        sT[i] = oc_store(K, Q.t_idx0[term0 + i]);
-        sT[nterm + i] = oc_store(K, Q.t_idx1[term0 + i]);
-        sT[2 * nterm + i] = oc_store(K, Q.t_idx2[term0 + i]);
+        // Port terms: E of the port's component (t_idx0), H below/above (guides).
+        int pi = pb;
+        while (pi + 1 < pe && Q.ports[pi + 1].term_off <= term0 + i) ++pi;
+        const FdtdPort* port = Q.ports + pi;
+        sT[i] = oc_store(K, 0, port->comp_e, Q.t_idx0[term0 + i]);
+        sT[nterm + i] = port->kind == 1 ? oc_store(K, 1, port->comp_h, Q.t_idx1[term0 + i]) : 0;
+        sT[2 * nterm + i] = port->kind == 1 ? oc_store(K, 1, port->comp_h, Q.t_idx2[term0 + i]) : 0;
     }
-    for (int i = tid; i < nsrc; i += EMV_OC_NT) sSrc[i] = oc_store(K, Q.src_idx[sb + i]);
-    for (int i = tid; i < pe - pb; i += EMV_OC_NT) sMid[i] = oc_store(K, Q.ports[pb + i].mid);
+    for (int i = tid; i < nsrc; i += EMV_OC_NT) sSrc[i] = oc_store(K, 0, Q.src_comp[sb + i], Q.src_idx[sb + i]);
+    for (int i = tid; i < pe - pb; i += EMV_OC_NT) {
+        const FdtdPort* port = Q.ports + pb + i;
+        if (port->kind == 0) {
+            const int c = port->comp_e, a = (c + 1) % 3, b = (c + 2) % 3;
+            sMid[4 * i] = oc_store(K, 1, b, port->mid);
+            sMid[4 * i + 1] = oc_store(K, 1, b, port->mid - port->s_a);
+            sMid[4 * i + 2] = oc_store(K, 1, a, port->mid);
+            sMid[4 * i + 3] = oc_store(K, 1, a, port->mid - port->s_b);
+        }
+    }
     __syncthreads();
 
-    const int rows = K.m[1] * K.m[2];
+    const int rows = my * mz;
     for (int st = 0; st < k; ++st) {
         // H half step (and the PMC ghosts above); the port warp samples the
         // voltages of the previous step (E is not written in this phase).
         if (warp < EMV_OC_UW) {
             for (int r = warp; r < rows; r += EMV_OC_UW) {
-                const int qy = r % K.m[1] + 1;
-                const int qz = r / K.m[1] + 1;
-                const float ihy = P.inv_h[K.line[1] + qy];
-                const float ihz = P.inv_h[K.line[2] + qz];
-                for (int x = lane; x < K.m[0]; x += 32) {
-                    const int q[3] = {x + 1, qy, qz};
-                    const float ih[3] = {P.inv_h[K.line[0] + x + 1], ihy, ihz};
-                    const int s = x + K.m[0] * r;
-                    oc_h<0>(K, P, sE, sH, psiH, q, s, ih);
-                    oc_h<1>(K, P, sE, sH, psiH, q, s, ih);
-                    oc_h<2>(K, P, sE, sH, psiH, q, s, ih);
+                const int qy = r % my + 1;
+                const int qz = r / my + 1;
+                OcLine lh[3];
+                lh[1] = oc_line<1>(K, sL, qy, false);
+                lh[2] = oc_line<2>(K, sL, qz, false);
+                for (int x = lane + 1; x <= mx; x += 32) {
+                    const int q[3] = {x, qy, qz};
+                    lh[0] = oc_line<0>(K, sL, x, false);
+                    oc_h<0>(K, F, psiH, sL, q, lh);
+                    oc_h<1>(K, F, psiH, sL, q, lh);
+                    oc_h<2>(K, F, psiH, sL, q, lh);
                 }
             }
         } else if (st > 0) {
-            for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, sE, sT, term0, p, st - 1);
+            for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, term0, p, st - 1);
         }
         __syncthreads();
         // E full step; the port warp samples the currents of this step.
         if (warp < EMV_OC_UW) {
             for (int r = warp; r < rows; r += EMV_OC_UW) {
-                const int qy = r % K.m[1] + 1;
-                const int qz = r / K.m[1] + 1;
-                const float iey = P.inv_e[K.line[1] + qy];
-                const float iez = P.inv_e[K.line[2] + qz];
-                for (int x = lane; x < K.m[0]; x += 32) {
-                    const int q[3] = {x + 1, qy, qz};
-                    const float ie[3] = {P.inv_e[K.line[0] + x + 1], iey, iez};
-                    const int s = x + K.m[0] * r;
-                    oc_e<0>(K, P, sE, sH, sM, sCa, sCb, psiE, q, s, ie);
-                    oc_e<1>(K, P, sE, sH, sM, sCa, sCb, psiE, q, s, ie);
-                    oc_e<2>(K, P, sE, sH, sM, sCa, sCb, psiE, q, s, ie);
+                const int qy = r % my + 1;
+                const int qz = r / my + 1;
+                OcLine le[3];
+                le[1] = oc_line<1>(K, sL, qy, true);
+                le[2] = oc_line<2>(K, sL, qz, true);
+                for (int x = lane + 1; x <= mx; x += 32) {
+                    const int q[3] = {x, qy, qz};
+                    le[0] = oc_line<0>(K, sL, x, true);
+                    oc_e<0>(K, P, F, sM, sCa, sCb, psiE, q, le);
+                    oc_e<1>(K, P, F, sM, sCa, sCb, psiE, q, le);
+                    oc_e<2>(K, P, F, sM, sCa, sCb, psiE, q, le);
                 }
             }
         } else {
-            for (int p = pb + lane; p < pe; p += 32) oc_sample_i(K, Q, sH, sT, nterm, sMid, term0, p, pb, st);
+            for (int p = pb + lane; p < pe; p += 32) oc_sample_i(Q, F, sT, nterm, sMid, term0, p, pb, st);
         }
         __syncthreads();
         // The driven port's source (cpu.rs fdtd_inject; distinct points, checked by the host).
         if (warp == EMV_OC_UW) {
             const float g = sG[st];
             for (int i = lane; i < nsrc; i += 32) {
-                float* e = sE[Q.src_comp[sb + i]] + sSrc[i];
+                float* e = F + sSrc[i];
                 *e = *e + Q.src_coef[sb + i] * g;
             }
         }
         __syncthreads();
     }
     if (warp == EMV_OC_UW && k > 0) {
-        for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, sE, sT, term0, p, k - 1);
+        for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, term0, p, k - 1);
     }
 
     // Write back: fields, CPML memories, PMC ghosts of the low faces.
-    for (int s = tid; s < nst; s += EMV_OC_NT) {
-        const int x = s % K.m[0];
-        const int r = s / K.m[0];
-        const int y = r % K.m[1];
-        const int z = r / K.m[1];
-        const int q[3] = {x + 1, y + 1, z + 1};
+    for (int s = tid; s < nall; s += EMV_OC_NT) {
+        const int q[3] = {s % mx + 1, (s / mx) % my + 1, s / (mx * my) + 1};
         const long long p = K.off + q[0] + (long long)K.dims[0] * (q[1] + (long long)K.dims[1] * q[2]);
 #pragma unroll
         for (int c = 0; c < 3; ++c) {
-            P.e[c][p] = sE[c][s];
-            P.h[c][p] = sH[c][s];
-        }
-        // cpu.rs fdtd_pmc_ghosts: H_c (c != a) in range, q[a] = 1, face a low a PMC.
-        for (int a = 0; a < 3; ++a) {
-            if (q[a] != 1 || !((K.pmc >> (2 * a)) & 1)) continue;
-            const long long sa = a == 0 ? 1 : (a == 1 ? (long long)K.dims[0] : (long long)K.dims[0] * K.dims[1]);
-            for (int c = 0; c < 3; ++c) {
-                if (c == a) continue;
+            if (q[0] <= K.me[c][0] && q[1] <= K.me[c][1] && q[2] <= K.me[c][2]) P.e[c][p] = F[K.eo[c] + oc_idx(K.me[c], q[0], q[1], q[2])];
+            if (q[0] <= K.mh[c][0] && q[1] <= K.mh[c][1] && q[2] <= K.mh[c][2]) {
+                const float hv = F[K.ho[c] + oc_idx(K.mh[c], q[0], q[1], q[2])];
+                P.h[c][p] = hv;
+                // cpu.rs fdtd_pmc_ghosts: H_c (c != a) in range, q[a] = 1, face a low a PMC.
                 bool in = true;
-                for (int b = 0; b < 3; ++b) in = in && q[b] >= 1 && q[b] <= (b == c ? K.n[b] + 1 : K.n[b]);
-                if (in) P.h[c][p - sa] = -sH[c][s];
+                for (int b = 0; b < 3; ++b) in = in && q[b] <= (b == c ? K.n[b] + 1 : K.n[b]);
+                for (int a = 0; a < 3; ++a) {
+                    if (a == c || q[a] != 1 || !((K.pmc >> (2 * a)) & 1) || !in) continue;
+                    const long long sa = a == 0 ? 1 : (a == 1 ? (long long)K.dims[0] : (long long)K.dims[0] * K.dims[1]);
+                    P.h[c][p - sa] = -hv;
+                }
             }
         }
     }
-    if (psi_sh) {
-        for (int i = tid; i < K.npsi; i += EMV_OC_NT) {
-            P.psi_e[K.psi_base + i] = sPsi[i];
-            P.psi_h[K.psi_base + i] = sPsi[K.npsi + i];
-        }
-    }
+    oc_psi_copy(K, D, P, sPsi, true, tid);
     __syncthreads();  // the pool holds the fields (global writes of the block visible)
 
     // Energy (fdtd.cu fdtd_energy, over every padded position of the pool).

@@ -36,6 +36,18 @@ inline unsigned char* emu_dyn_smem() { return emu_smem.data(); }
 
 inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
 
+#include <cstring>
+inline int __float_as_int(float x) {
+    int i;
+    std::memcpy(&i, &x, 4);
+    return i;
+}
+inline float __int_as_float(int i) {
+    float x;
+    std::memcpy(&x, &i, 4);
+    return x;
+}
+
 // cp.async model: a thread's copies are queued per commit group and land
 // only at cp_wait, the latest moment the hardware may complete them, so a
 // read of a stage before its wait (or a refill that lands under a reader)

@@ -55,7 +55,7 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], onchip_threads: &[usize], verbose: bool) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
@@ -102,14 +102,19 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
     let smem_bw = be.shared_bandwidth(0).unwrap_or(f64::NAN);
     let mut rows = vec![];
     for &p in &paths {
-        // The on-chip kernel has no tile: one variant.
-        let tl: Vec<String> = if p == PathChoice::Onchip { vec!["auto".into()] } else { tiles.to_vec() };
-        for t in &tl {
+        // The on-chip kernel has no tile: its variants are its block sizes.
+        let variants: Vec<(String, usize)> = if p == PathChoice::Onchip {
+            onchip_threads.iter().map(|&n| ("auto".to_string(), n)).collect()
+        } else {
+            tiles.iter().map(|t| (t.clone(), onchip_threads.first().copied().unwrap_or(1024))).collect()
+        };
+        for (t, threads) in &variants {
+            let (t, threads) = (t, *threads);
             // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
             let auto = t == "auto";
             let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
             for g in graphs.values() {
-                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, ..Default::default() })?;
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, ..Default::default() })?;
                 time(&be)?; // warm-up: compiles the variant, grows the pool
                 let (secs, upd, lo, hi) = time(&be)?;
                 let st = be.last_stats();
@@ -124,8 +129,8 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
                     st.onchip_designs,
                     st.streaming_designs
                 );
-                let what = if auto { "auto".to_string() } else { tile.to_string() };
-                line(&format!("cuda [path {}, fused {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
+                let what = if p == PathChoice::Onchip { format!("{threads} threads") } else if auto { "auto".to_string() } else { tile.to_string() };
+                line(&format!("cuda [path {}, {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
                 // Per path of the planner: device time, rate, modelled bytes per cell update and ceiling fraction.
                 let (on_s, on_u) = (st.onchip_kernel_s, st.onchip_cell_updates);
                 let (st_s, st_u) = (st.kernel_s - on_s, st.cell_updates - on_u);

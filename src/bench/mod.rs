@@ -42,6 +42,9 @@ pub struct BenchArgs {
     /// With --generation on CUDA: FDTD paths to time (onchip, streaming, auto; comma separated).
     #[arg(long, value_delimiter = ',', default_value = "streaming")]
     pub paths: Vec<String>,
+    /// With --generation: threads per block of the on-chip kernel to time (comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "1024")]
+    pub onchip_threads: Vec<usize>,
     /// Print the on-chip planner's choice per design (stderr).
     #[arg(long)]
     pub verbose: bool,
@@ -142,7 +145,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.design {
         design::midpoint(path, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, a.verbose)?;
+            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, &a.onchip_threads, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

@@ -77,7 +77,7 @@ struct OcRun {
     idx: Buf,
     /// Dynamic shared memory per block (the largest design's).
     smem: u32,
-    /// Bit 0: CPML memories in shared memory.
+    /// fdtd_onchip.cu EMV_OC_GHOSTS_ZERO (2) when the run starts from zero fields.
     flags: i32,
     threads: u32,
 }
@@ -267,7 +267,7 @@ impl<'a> FdtdDevBatch<'a> {
         };
         let pptrs = [pp(&mut p, 0), pp(&mut p, 1)];
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
-        let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts)?) } else { None };
+        let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts, init.is_none())?) } else { None };
         // On-chip: the global traffic per step is the port samples (16 B a port); the
         // shared-memory traffic is modelled separately (stats.smem_bytes).
         let step_bytes = if onchip {
@@ -307,7 +307,7 @@ impl<'a> FdtdDevBatch<'a> {
 
     /// Load the on-chip kernel and size its launch for these designs (each
     /// planned on-chip by the caller: `onchip::plan_design`).
-    fn onchip_setup(dev: &mut dyn Device, ops: &[&Operator], drives: &[usize], plan: &Plan, kcap: usize, opts: &CudaOptions) -> Result<OcRun, EngineError> {
+    fn onchip_setup(dev: &mut dyn Device, ops: &[&Operator], drives: &[usize], plan: &Plan, kcap: usize, opts: &CudaOptions, zero_start: bool) -> Result<OcRun, EngineError> {
         onchip::validate_threads(opts.onchip_threads).map_err(EngineError::Cuda)?;
         let threads = opts.onchip_threads;
         let m = dev.load(&onchip::module(threads))?;
@@ -316,9 +316,7 @@ impl<'a> FdtdDevBatch<'a> {
         for (d, op) in ops.iter().enumerate() {
             fits.push(onchip::plan_design(op, drives[d], max, kcap, threads).map_err(|e| EngineError::Cuda(format!("design {d} cannot run on-chip: {e}")))?);
         }
-        // One launch: the CPML memories are shared only if every design's fit there.
-        let psi_shared = fits.iter().all(|f| f.psi_shared);
-        let smem = ops.iter().enumerate().map(|(d, op)| onchip::onchip_bytes(op, drives[d], kcap, psi_shared, threads)).max().unwrap_or(0);
+        let smem = fits.iter().map(|f| f.bytes).max().unwrap_or(0);
         // Ports of a design are contiguous in the plan, its sources too.
         let mut idx = vec![];
         for d in 0..ops.len() {
@@ -332,7 +330,8 @@ impl<'a> FdtdDevBatch<'a> {
             idx.extend([pb as i32, pe as i32, sb as i32, se as i32]);
         }
         let idx = alloc_with(dev, &idx, 4)?;
-        Ok(OcRun { m, idx, smem: smem as u32, flags: psi_shared as i32, threads: threads as u32 })
+        // From zero fields the ghosts no update writes stay zero (else the kernel reads them from the pool).
+        Ok(OcRun { m, idx, smem: smem as u32, flags: if zero_start { 2 } else { 0 }, threads: threads as u32 })
     }
 
     /// One launch of the on-chip kernel: `k` steps of every running design,
@@ -593,7 +592,7 @@ pub fn run_share(
         match fit {
             Ok(f) => {
                 if opts.verbose {
-                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory{}", jobs[i].label, jobs[i].mesh.cells(), f.bytes, if f.psi_shared { "" } else { ", CPML memories in the pool" });
+                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory", jobs[i].label, jobs[i].mesh.cells(), f.bytes);
                 }
                 on.push(i);
             }

@@ -8,7 +8,6 @@
 //! Pure Rust, tested without a GPU.
 
 use super::abi;
-use super::batch::psi_elems;
 use crate::engine::device::ModuleSpec;
 use crate::engine::fdtd::Operator;
 
@@ -37,9 +36,10 @@ pub fn validate_threads(t: usize) -> Result<(), String> {
 pub struct OnchipFit {
     /// Dynamic shared memory of its block (bytes).
     pub bytes: usize,
-    /// The CPML memories live in shared memory (else in the global pool).
-    pub psi_shared: bool,
 }
+
+/// Shared memory the kernel keeps for its static variables (the layout).
+const STATIC_RESERVE: usize = 512;
 
 /// Port terms, sources and ports of design `op` driving port `drive`, as
 /// `batch::Plan` packs them (the kernel maps each to its storage index).
@@ -66,25 +66,68 @@ fn port_counts(op: &Operator, drive: usize) -> (usize, usize, usize) {
     (nterm, nsrc, nport)
 }
 
+fn r4(x: usize) -> usize {
+    x.div_ceil(4) * 4
+}
+
+/// Stored extent along axis `a` of E_c (`h` false) or H_c (fdtd_onchip.cu
+/// oc_ext): E_c its update range (n along c, n + 1 across); H_c n + 1 along
+/// c and, across, n, one more where that face is a PMC (its mirror ghost).
+pub fn extent(op: &Operator, h: bool, c: usize, a: usize) -> usize {
+    match (h, a == c) {
+        (false, true) => op.n[a],
+        (false, false) => op.n[a] + 1,
+        (true, true) => op.n[a] + 1,
+        (true, false) => op.n[a] + op.pmc[a][1] as usize,
+    }
+}
+
 /// Shared memory of a design's block, in the kernel's order (fdtd_onchip.cu
-/// "Carve the shared memory"): six field arrays over the stored positions
-/// (padded positions 1..dims-1 of every axis, rounded up to 4), the
-/// coefficient tables, `gstride` source values, the CPML memories (E and H,
-/// when shared), three index tables of the port terms, the sources, one
-/// index per port, the three material arrays; at least the energy
-/// reduction's two doubles per thread.
-pub fn onchip_bytes(op: &Operator, drive: usize, gstride: usize, psi_shared: bool, threads: usize) -> usize {
-    let stored: usize = op.dims.iter().map(|d| d - 1).product();
-    let ls = stored.div_ceil(4) * 4;
+/// oc_layout and "Carve the shared memory"): E_0..2 and H_0..2 over their
+/// extents (each rounded up to 4 floats), the coefficient tables, `gstride`
+/// source values, the per-line tables (2 words a padded position, 10 on an
+/// axis with PML), the CPML memories (slab positions along their axis, the
+/// component's extents across), three index tables of the port terms, the
+/// sources, four indices per port, one material byte per E position; at
+/// least the energy reduction's two doubles per thread.
+pub fn onchip_bytes(op: &Operator, drive: usize, gstride: usize, threads: usize) -> usize {
+    let mut fields = 0;
+    let mut e_area = 0;
+    for h in [false, true] {
+        for c in 0..3 {
+            fields += r4((0..3).map(|a| extent(op, h, c, a)).product());
+        }
+        if !h {
+            e_area = fields;
+        }
+    }
+    let mut psi = 0;
+    for h in [false, true] {
+        for c in 0..3 {
+            for a in 0..3 {
+                if a != c && op.pml[a].is_some() {
+                    if let Some(sn) = super::batch::slab_count(op, a) {
+                        psi += r4(sn * (0..3).filter(|&b| b != a).map(|b| extent(op, h, c, b)).product::<usize>());
+                    }
+                }
+            }
+        }
+    }
+    let tab: usize = (0..3).map(|a| r4(op.dims[a]) * if super::batch::slab_count(op, a).is_some() { 10 } else { 2 }).sum();
     let (nterm, nsrc, nport) = port_counts(op, drive);
-    let psi = if psi_shared { 2 * psi_elems(op) } else { 0 };
-    let words = 6 * ls + 2 * NCOEF + gstride + psi + 3 * nterm + nsrc + nport;
-    (4 * words + 3 * ls).max(16 * threads)
+    let words = fields + 2 * NCOEF + r4(gstride) + tab + psi + 3 * nterm + nsrc + 4 * nport;
+    (4 * words + e_area).max(16 * threads)
 }
 
 /// Padded coordinates of element `p` of a design's arrays.
 fn coords(op: &Operator, p: usize) -> [usize; 3] {
     [p % op.dims[0], (p / op.dims[0]) % op.dims[1], p / op.stride[2]]
+}
+
+/// Whether padded position `p` is stored for E_c / H_c (q from 1 to the extent).
+fn stored(op: &Operator, h: bool, c: usize, p: usize) -> bool {
+    let q = coords(op, p);
+    (0..3).all(|a| q[a] >= 1 && q[a] <= extent(op, h, c, a))
 }
 
 /// Whether design `op` (driving port `drive`) runs on-chip within `max_shared`
@@ -96,24 +139,26 @@ pub fn plan_design(op: &Operator, drive: usize, max_shared: usize, gstride: usiz
     if op.ca.len() > NCOEF {
         return Err(format!("{} material coefficients (at most {NCOEF})", op.ca.len()));
     }
-    // Every position the ports and sources touch lies off the ghost layer
-    // (the kernel does not store it); the lumped current loop also reaches one
-    // position below its middle along the two other axes.
-    let inner = |p: usize, need: [usize; 3]| coords(op, p).iter().zip(need).all(|(q, n)| *q >= n);
+    // Every position the ports and sources touch is stored for its component
+    // (the lumped current loop reaches one position below its middle along the
+    // two other axes).
     let mut srcs = vec![];
     for pi in 0..op.lumped.len() {
         if let Some(l) = &op.lumped[pi] {
             let c = l.comp;
-            let mut need = [2; 3];
-            need[c] = 1;
-            if !l.edges.iter().all(|&p| inner(p, [1; 3])) || !inner(l.mid, need) {
+            let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+            let (sa, sb) = (op.stride[a], op.stride[b]);
+            let mid_ok = l.mid >= sa.max(sb) && stored(op, true, b, l.mid) && stored(op, true, b, l.mid - sa) && stored(op, true, a, l.mid) && stored(op, true, a, l.mid - sb);
+            if !l.edges.iter().all(|&p| stored(op, false, c, p)) || !mid_ok {
                 return Err(format!("lumped port {pi} touches the boundary layer"));
             }
             if pi == drive {
                 srcs.extend(l.edges.iter().map(|&p| (c, p)));
             }
         } else if let Some(w) = &op.guides[pi] {
-            if !w.v_idx.iter().chain(&w.h_lo).chain(&w.h_hi).chain(&w.src_idx).all(|&p| inner(p, [1; 3])) {
+            let e_ok = w.v_idx.iter().chain(&w.src_idx).all(|&p| stored(op, false, w.comp_e, p));
+            let h_ok = w.h_lo.iter().chain(&w.h_hi).all(|&p| stored(op, true, w.comp_h, p));
+            if !e_ok || !h_ok {
                 return Err(format!("waveguide port {pi} touches the boundary layer"));
             }
             if pi == drive {
@@ -128,14 +173,12 @@ pub fn plan_design(op: &Operator, drive: usize, max_shared: usize, gstride: usiz
     if srcs.len() != n {
         return Err("the driven port's source points repeat".into());
     }
-    let fields = onchip_bytes(op, drive, gstride, false, threads);
-    let with_psi = onchip_bytes(op, drive, gstride, true, threads);
-    if with_psi <= max_shared {
-        Ok(OnchipFit { bytes: with_psi, psi_shared: true })
-    } else if fields <= max_shared {
-        Ok(OnchipFit { bytes: fields, psi_shared: false })
+    let bytes = onchip_bytes(op, drive, gstride, threads);
+    let room = max_shared.saturating_sub(STATIC_RESERVE);
+    if bytes <= room {
+        Ok(OnchipFit { bytes })
     } else {
-        Err(format!("needs {:.0} KiB of shared memory per block, the device gives {:.0} KiB", fields as f64 / 1024.0, max_shared as f64 / 1024.0))
+        Err(format!("needs {:.0} KiB of shared memory per block, the device gives {:.0} KiB", bytes as f64 / 1024.0, room as f64 / 1024.0))
     }
 }
 
@@ -158,18 +201,19 @@ mod tests {
         let big = crate::bench::box_job(40, 10);
         let (os, ob) = (Operator::new(&small).unwrap(), Operator::new(&big).unwrap());
         let fit = plan_design(&os, 0, 232_448, 256, 1024).unwrap();
-        assert!(fit.bytes <= 232_448 && fit.bytes >= 27 * os.n.iter().product::<usize>());
-        // Without room for the CPML memories they stay in the pool.
-        let tight = onchip_bytes(&os, 0, 256, false, 1024);
-        if os.pml.iter().any(|p| p.is_some()) {
-            assert_eq!(plan_design(&os, 0, tight, 256, 1024).unwrap(), OnchipFit { bytes: tight, psi_shared: false });
-        }
+        assert!(fit.bytes <= 232_448 && fit.bytes >= 25 * os.n.iter().product::<usize>());
+        // Exactly the room it needs (and the kernel's static reserve) is enough.
+        assert!(plan_design(&os, 0, fit.bytes + STATIC_RESERVE, 256, 1024).is_ok());
+        assert!(plan_design(&os, 0, fit.bytes + STATIC_RESERVE - 4, 256, 1024).is_err());
         let e = plan_design(&ob, 0, 232_448, 256, 1024).unwrap_err();
         assert!(e.contains("KiB"), "{e}");
         assert!(plan_design(&os, 0, 0, 256, 1024).is_err());
-        // The layout counts every stored position: dims - 1 per axis.
-        let stored: usize = os.dims.iter().map(|d| d - 1).product();
-        assert!(onchip_bytes(&os, 0, 0, false, 64) >= stored * 27);
+        // E_c stores n along its own axis, H_c n + 1 (and n across without PMC).
+        assert_eq!(extent(&os, false, 0, 0), os.n[0]);
+        assert_eq!(extent(&os, true, 0, 0), os.n[0] + 1);
+        assert_eq!(extent(&os, true, 0, 1), os.n[1] + os.pmc[1][1] as usize);
+        // The energy reduction's scratch is the floor.
+        assert!(onchip_bytes(&os, 0, 0, 1024) >= 16 * 1024);
         assert!(validate_threads(1024).is_ok() && validate_threads(96).is_err() && validate_threads(32).is_err());
     }
 
