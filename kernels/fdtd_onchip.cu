@@ -39,8 +39,11 @@
 #define EMV_OC_UW (EMV_OC_WARPS - 1)
 // Coefficient table entries reserved (FdtdDesign::ncoef <= 256).
 #define EMV_OC_NCOEF 256
-// Launch flag: the never-written H ghosts are zero (the run started from zero fields).
+// Flags: the never-written H ghosts are zero (the run started from zero
+// fields; per launch); the material indices stay in the pool (per design,
+// when the shared memory has no room for them).
 #define EMV_OC_GHOSTS_ZERO 2
+#define EMV_OC_MAT_POOL 4
 
 #ifdef EMV_EMU
 #define EMV_OC_SMEM unsigned char* smem = emu_dyn_smem();
@@ -258,31 +261,33 @@ __device__ __forceinline__ void oc_e(const Oc& K, const FdtdPtrs& P, float* F, c
     if (K.pe[C * 3 + B] >= 0) t2 = oc_stretch<C, B>(K.me[C], t2, le[B], q, psiE + K.pe[C * 3 + B], K.slab_n[B]);
     const int i = oc_idx(K.me[C], q[0], q[1], q[2]);
     const int s = K.eo[C] + i;
-    const int m = sM[K.eo[C] + i];
+    const int m = (K.flags & EMV_OC_MAT_POOL) ? P.mat[C][K.off + q[0] + (long long)K.dims[0] * (q[1] + (long long)K.dims[1] * q[2])] : sM[s];
     F[s] = emv_e_new(F[s], sCa[m], sCb[m], t1, t2);
 }
 
 // The port warp's samples (cpu.rs fdtd_sample_ports, the same order of
-// terms), from absolute field-area indices: voltages from E, currents from H.
-__device__ __forceinline__ void oc_sample_v(const PortPtrs& Q, const float* F, const int* sT, int term0, int p, int s) {
-    const FdtdPort* port = Q.ports + p;
-    const int t0 = port->term_off;
+// terms), from shared memory only: absolute field-area indices of the terms
+// (sT), their weights (sW), per port sPd = (dl, d_a, d_b, i_sign) and
+// sPi = (kind, n_terms, first term relative to the design's first).
+__device__ __forceinline__ void oc_sample_v(const PortPtrs& Q, const float* F, const int* sT, const double* sW, const double* sPd, const int* sPi, int i, int p, int s) {
+    const int kind = sPi[3 * i], n = sPi[3 * i + 1], t0 = sPi[3 * i + 2];
     double v = 0.0;
-    for (int m = 0; m < port->n_terms; ++m) v += Q.t_w[t0 + m] * (double)F[sT[t0 - term0 + m]];
-    Q.tv[(long long)p * Q.tstride + s] = port->kind == 0 ? -v * port->dl : v;
+#pragma unroll 4
+    for (int m = 0; m < n; ++m) v += sW[t0 + m] * (double)F[sT[t0 + m]];
+    Q.tv[(long long)p * Q.tstride + s] = kind == 0 ? -v * sPd[4 * i] : v;
 }
 
-__device__ __forceinline__ void oc_sample_i(const PortPtrs& Q, const float* F, const int* sT, int nterm, const int* sMid, int term0, int p, int pb, int s) {
-    const FdtdPort* port = Q.ports + p;
+__device__ __forceinline__ void oc_sample_i(const PortPtrs& Q, const float* F, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, const int* sMid, int i, int p, int s) {
+    const int kind = sPi[3 * i], n = sPi[3 * i + 1], t0 = sPi[3 * i + 2];
     double I;
-    if (port->kind == 0) {
-        const int* mi = sMid + 4 * (p - pb);  // H_b at mid, below along a; H_a at mid, below along b
-        I = ((double)F[mi[0]] - (double)F[mi[1]]) * port->d_b - ((double)F[mi[2]] - (double)F[mi[3]]) * port->d_a;
+    if (kind == 0) {
+        const int* mi = sMid + 4 * i;  // H_b at mid, below along a; H_a at mid, below along b
+        I = ((double)F[mi[0]] - (double)F[mi[1]]) * sPd[4 * i + 2] - ((double)F[mi[2]] - (double)F[mi[3]]) * sPd[4 * i + 1];
     } else {
-        const int t0 = port->term_off - term0;
-        double i = 0.0;
-        for (int m = 0; m < port->n_terms; ++m) i += Q.t_w[port->term_off + m] * 0.5 * ((double)F[sT[nterm + t0 + m]] + (double)F[sT[2 * nterm + t0 + m]]);
-        I = port->i_sign * i;
+        double a = 0.0;
+#pragma unroll 4
+        for (int m = 0; m < n; ++m) a += sW[t0 + m] * 0.5 * ((double)F[sT[nterm + t0 + m]] + (double)F[sT[2 * nterm + t0 + m]]);
+        I = sPd[4 * i + 3] * a;
     }
     Q.ti[(long long)p * Q.tstride + s] = I;
 }
@@ -323,8 +328,8 @@ __device__ __forceinline__ void oc_psi_copy(const Oc& K, const FdtdDesign* D, co
 }
 
 // k steps of the designs P.blocks[2b] (one block each), from the field set
-// of P (updated in place, psi_e and psi_h too). idx[4d..4d+4]: the design's
-// ports [pb, pe) and sources [sb, se) in Q's tables. flags: EMV_OC_*.
+// of P (updated in place, psi_e and psi_h too). idx[5d..5d+5]: the design's
+// ports [pb, pe) and sources [sb, se) in Q's tables, its flags. flags: EMV_OC_*.
 // energy[2d], [2d+1]: sum eps E^2, sum H^2 (weighted as fdtd_energy) after the k steps.
 extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs P, PortPtrs Q, const int* idx, int k, int flags, double* energy) {
     EMV_OC_SMEM
@@ -349,19 +354,22 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
         K.ncoef = D->ncoef;
         K.pmc = D->pmc;
         K.db = D->db;
-        K.flags = flags;
+        K.flags = flags | idx[5 * d + 4];
         sNf = oc_layout(D, K, sNpsi, sNtab);
     }
     __syncthreads();
     const int nf = sNf, npsi = sNpsi, ntab = sNtab;
-    const int pb = idx[4 * d], pe = idx[4 * d + 1], sb = idx[4 * d + 2], se = idx[4 * d + 3];
+    const int pb = idx[5 * d], pe = idx[5 * d + 1], sb = idx[5 * d + 2], se = idx[5 * d + 3];
+    const bool mat_sh = !(idx[5 * d + 4] & EMV_OC_MAT_POOL);
     const int term0 = pe > pb ? Q.ports[pb].term_off : 0;
     const int nterm = pe > pb ? Q.ports[pe - 1].term_off + Q.ports[pe - 1].n_terms - term0 : 0;
     const int nsrc = se - sb;
 
     // Carve the shared memory (onchip.rs onchip_bytes: the same order and sizes).
     float* F = (float*)smem;
-    float* sCa = F + nf;
+    double* sW = (double*)(F + nf);
+    double* sPd = sW + nterm;
+    float* sCa = (float*)(sPd + 4 * (pe - pb));
     float* sCb = sCa + EMV_OC_NCOEF;
     float* sG = sCb + EMV_OC_NCOEF;
     float* sL = sG + oc_r4(Q.gstride);
@@ -369,7 +377,9 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
     int* sT = (int*)(sPsi + npsi);
     int* sSrc = sT + 3 * nterm;
     int* sMid = sSrc + nsrc;
-    unsigned char* sM = (unsigned char*)(sMid + 4 * (pe - pb));
+    int* sPi = sMid + 4 * (pe - pb);
+    float* sSc = (float*)(sPi + 3 * (pe - pb));
+    unsigned char* sM = (unsigned char*)(sSc + nsrc);
     // The CPML regions' offsets (K.pe, K.ph) count from sPsi.
     float* psiE = sPsi;
     float* psiH = sPsi;
@@ -385,7 +395,7 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
             if (q[0] <= K.me[c][0] && q[1] <= K.me[c][1] && q[2] <= K.me[c][2]) {
                 const int i = K.eo[c] + oc_idx(K.me[c], q[0], q[1], q[2]);
                 F[i] = P.e[c][p];
-                sM[i] = P.mat[c][p];
+                if (mat_sh) sM[i] = P.mat[c][p];
             }
             if (q[0] <= K.mh[c][0] && q[1] <= K.mh[c][1] && q[2] <= K.mh[c][2]) F[K.ho[c] + oc_idx(K.mh[c], q[0], q[1], q[2])] = P.h[c][p];
         }
@@ -426,9 +436,20 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
         sT[nterm + i] = port->kind == 1 ? oc_store(K, 1, port->comp_h, Q.t_idx1[term0 + i]) : 0;
         sT[2 * nterm + i] = port->kind == 1 ? oc_store(K, 1, port->comp_h, Q.t_idx2[term0 + i]) : 0;
     }
-    for (int i = tid; i < nsrc; i += EMV_OC_NT) sSrc[i] = oc_store(K, 0, Q.src_comp[sb + i], Q.src_idx[sb + i]);
+    for (int i = tid; i < nsrc; i += EMV_OC_NT) {
+        sSrc[i] = oc_store(K, 0, Q.src_comp[sb + i], Q.src_idx[sb + i]);
+        sSc[i] = Q.src_coef[sb + i];
+    }
+    for (int i = tid; i < nterm; i += EMV_OC_NT) sW[i] = Q.t_w[term0 + i];
     for (int i = tid; i < pe - pb; i += EMV_OC_NT) {
         const FdtdPort* port = Q.ports + pb + i;
+        sPd[4 * i] = port->dl;
+        sPd[4 * i + 1] = port->d_a;
+        sPd[4 * i + 2] = port->d_b;
+        sPd[4 * i + 3] = port->i_sign;
+        sPi[3 * i] = port->kind;
+        sPi[3 * i + 1] = port->n_terms;
+        sPi[3 * i + 2] = port->term_off - term0;
         if (port->kind == 0) {
             const int c = port->comp_e, a = (c + 1) % 3, b = (c + 2) % 3;
             sMid[4 * i] = oc_store(K, 1, b, port->mid);
@@ -459,7 +480,7 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
                 }
             }
         } else if (st > 0) {
-            for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, term0, p, st - 1);
+            for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, sW, sPd, sPi, p - pb, p, st - 1);
         }
         __syncthreads();
         // E full step; the port warp samples the currents of this step.
@@ -479,7 +500,7 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
                 }
             }
         } else {
-            for (int p = pb + lane; p < pe; p += 32) oc_sample_i(Q, F, sT, nterm, sMid, term0, p, pb, st);
+            for (int p = pb + lane; p < pe; p += 32) oc_sample_i(Q, F, sT, nterm, sW, sPd, sPi, sMid, p - pb, p, st);
         }
         __syncthreads();
         // The driven port's source (cpu.rs fdtd_inject; distinct points, checked by the host).
@@ -487,13 +508,13 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
             const float g = sG[st];
             for (int i = lane; i < nsrc; i += 32) {
                 float* e = F + sSrc[i];
-                *e = *e + Q.src_coef[sb + i] * g;
+                *e = *e + sSc[i] * g;
             }
         }
         __syncthreads();
     }
     if (warp == EMV_OC_UW && k > 0) {
-        for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, term0, p, k - 1);
+        for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, sW, sPd, sPi, p - pb, p, k - 1);
     }
 
     // Write back: fields, CPML memories, PMC ghosts of the low faces.

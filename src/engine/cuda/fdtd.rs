@@ -188,7 +188,8 @@ impl<'a> FdtdDevBatch<'a> {
         let t_w = alloc_with(dev, &plan.t_w, 1)?;
         let (src_design, src_comp, src_idx) = (ti32(dev, &plan.src_design)?, ti32(dev, &plan.src_comp)?, ti32(dev, &plan.src_idx)?);
         let src_coef = t(dev, &plan.src_coef)?;
-        let kcap = opts.trace_chunk.max(1);
+        // On-chip, every chunk ends at the next energy check: no longer sample buffers than that.
+        let kcap = if onchip { opts.trace_chunk.min(jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1)).max(1) } else { opts.trace_chunk.max(1) };
         let np = plan.ports.len();
         let live = Live {
             designs,
@@ -327,9 +328,10 @@ impl<'a> FdtdDevBatch<'a> {
             if pe - pb != ports.len() || se - sb != srcs.len() {
                 return Err(EngineError::Cuda(format!("design {d}: ports or sources not contiguous in the plan")));
             }
-            idx.extend([pb as i32, pe as i32, sb as i32, se as i32]);
+            // fdtd_onchip.cu EMV_OC_MAT_POOL (4): the material indices stay in the pool.
+            idx.extend([pb as i32, pe as i32, sb as i32, se as i32, if fits[d].mat_shared { 0 } else { 4 }]);
         }
-        let idx = alloc_with(dev, &idx, 4)?;
+        let idx = alloc_with(dev, &idx, 5)?;
         // From zero fields the ghosts no update writes stay zero (else the kernel reads them from the pool).
         Ok(OcRun { m, idx, smem: smem as u32, flags: if zero_start { 2 } else { 0 }, threads: threads as u32 })
     }
@@ -592,7 +594,7 @@ pub fn run_share(
         match fit {
             Ok(f) => {
                 if opts.verbose {
-                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory", jobs[i].label, jobs[i].mesh.cells(), f.bytes);
+                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory{}", jobs[i].label, jobs[i].mesh.cells(), f.bytes, if f.mat_shared { "" } else { ", materials in the pool" });
                 }
                 on.push(i);
             }

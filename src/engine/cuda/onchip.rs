@@ -36,6 +36,8 @@ pub fn validate_threads(t: usize) -> Result<(), String> {
 pub struct OnchipFit {
     /// Dynamic shared memory of its block (bytes).
     pub bytes: usize,
+    /// The material indices live in shared memory (else the E update reads them from the pool).
+    pub mat_shared: bool,
 }
 
 /// Shared memory the kernel keeps for its static variables (the layout).
@@ -84,13 +86,15 @@ pub fn extent(op: &Operator, h: bool, c: usize, a: usize) -> usize {
 
 /// Shared memory of a design's block, in the kernel's order (fdtd_onchip.cu
 /// oc_layout and "Carve the shared memory"): E_0..2 and H_0..2 over their
-/// extents (each rounded up to 4 floats), the coefficient tables, `gstride`
+/// extents (each rounded up to 4 floats), the port terms' weights and four
+/// constants a port (doubles), the coefficient tables, `gstride`
 /// source values, the per-line tables (2 words a padded position, 10 on an
 /// axis with PML), the CPML memories (slab positions along their axis, the
 /// component's extents across), three index tables of the port terms, the
-/// sources, four indices per port, one material byte per E position; at
+/// sources, four indices and three numbers per port, the sources'
+/// coefficients, one material byte per E position; at
 /// least the energy reduction's two doubles per thread.
-pub fn onchip_bytes(op: &Operator, drive: usize, gstride: usize, threads: usize) -> usize {
+pub fn onchip_bytes(op: &Operator, drive: usize, gstride: usize, mat_shared: bool, threads: usize) -> usize {
     let mut fields = 0;
     let mut e_area = 0;
     for h in [false, true] {
@@ -115,8 +119,10 @@ pub fn onchip_bytes(op: &Operator, drive: usize, gstride: usize, threads: usize)
     }
     let tab: usize = (0..3).map(|a| r4(op.dims[a]) * if super::batch::slab_count(op, a).is_some() { 10 } else { 2 }).sum();
     let (nterm, nsrc, nport) = port_counts(op, drive);
-    let words = fields + 2 * NCOEF + r4(gstride) + tab + psi + 3 * nterm + nsrc + 4 * nport;
-    (4 * words + e_area).max(16 * threads)
+    // Doubles after the fields: the terms' weights, four port constants a port.
+    let doubles = nterm + 4 * nport;
+    let words = fields + 2 * doubles + 2 * NCOEF + r4(gstride) + tab + psi + 3 * nterm + nsrc + 4 * nport + 3 * nport + nsrc;
+    (4 * words + if mat_shared { e_area } else { 0 }).max(16 * threads)
 }
 
 /// Padded coordinates of element `p` of a design's arrays.
@@ -173,12 +179,15 @@ pub fn plan_design(op: &Operator, drive: usize, max_shared: usize, gstride: usiz
     if srcs.len() != n {
         return Err("the driven port's source points repeat".into());
     }
-    let bytes = onchip_bytes(op, drive, gstride, threads);
     let room = max_shared.saturating_sub(STATIC_RESERVE);
-    if bytes <= room {
-        Ok(OnchipFit { bytes })
+    let all = onchip_bytes(op, drive, gstride, true, threads);
+    let no_mat = onchip_bytes(op, drive, gstride, false, threads);
+    if all <= room {
+        Ok(OnchipFit { bytes: all, mat_shared: true })
+    } else if no_mat <= room {
+        Ok(OnchipFit { bytes: no_mat, mat_shared: false })
     } else {
-        Err(format!("needs {:.0} KiB of shared memory per block, the device gives {:.0} KiB", bytes as f64 / 1024.0, room as f64 / 1024.0))
+        Err(format!("needs {:.0} KiB of shared memory per block, the device gives {:.0} KiB", no_mat as f64 / 1024.0, room as f64 / 1024.0))
     }
 }
 
@@ -202,9 +211,13 @@ mod tests {
         let (os, ob) = (Operator::new(&small).unwrap(), Operator::new(&big).unwrap());
         let fit = plan_design(&os, 0, 232_448, 256, 1024).unwrap();
         assert!(fit.bytes <= 232_448 && fit.bytes >= 25 * os.n.iter().product::<usize>());
-        // Exactly the room it needs (and the kernel's static reserve) is enough.
-        assert!(plan_design(&os, 0, fit.bytes + STATIC_RESERVE, 256, 1024).is_ok());
-        assert!(plan_design(&os, 0, fit.bytes + STATIC_RESERVE - 4, 256, 1024).is_err());
+        assert!(fit.mat_shared);
+        // Exactly the room it needs (and the kernel's static reserve) is enough; with a
+        // little less the material indices stay in the pool, with less still it does not fit.
+        assert!(plan_design(&os, 0, fit.bytes + STATIC_RESERVE, 256, 1024).unwrap().mat_shared);
+        let lean = plan_design(&os, 0, fit.bytes + STATIC_RESERVE - 4, 256, 1024).unwrap();
+        assert!(!lean.mat_shared && lean.bytes < fit.bytes);
+        assert!(plan_design(&os, 0, lean.bytes + STATIC_RESERVE - 4, 256, 1024).is_err());
         let e = plan_design(&ob, 0, 232_448, 256, 1024).unwrap_err();
         assert!(e.contains("KiB"), "{e}");
         assert!(plan_design(&os, 0, 0, 256, 1024).is_err());
@@ -213,7 +226,7 @@ mod tests {
         assert_eq!(extent(&os, true, 0, 0), os.n[0] + 1);
         assert_eq!(extent(&os, true, 0, 1), os.n[1] + os.pmc[1][1] as usize);
         // The energy reduction's scratch is the floor.
-        assert!(onchip_bytes(&os, 0, 0, 1024) >= 16 * 1024);
+        assert!(onchip_bytes(&os, 0, 0, true, 1024) >= 16 * 1024);
         assert!(validate_threads(1024).is_ok() && validate_threads(96).is_err() && validate_threads(32).is_err());
     }
 
