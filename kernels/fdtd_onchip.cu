@@ -124,7 +124,45 @@ __device__ __forceinline__ int oc_layout(const FdtdDesign* D, Oc& K, int& psi, i
     return f;
 }
 
-// Per-line tables of axis a at padded q (words from K.lt[a], dims rounded to 4 = w):
+// What the step loop reads of the layout, in registers (the shared copy K
+// costs a shared-memory load per use: the loop would be bound by those).
+// The extents follow from n and the PMC faces (oc_ext).
+struct Hot {
+    int n[3];
+    int pmc;
+    int flags;
+    float db;
+    int eo[3];
+    int ho[3];
+    int lt[3];
+    int w[3];
+    int prof[3];
+    long long off;
+    int dims[3];
+};
+
+template <int C, int A>
+__device__ __forceinline__ int me(const Hot& R) { return A == C ? R.n[A] : R.n[A] + 1; }
+template <int C, int A>
+__device__ __forceinline__ int mh(const Hot& R) { return A == C ? R.n[A] + 1 : R.n[A] + ((R.pmc >> (2 * A + 1)) & 1); }
+
+// Storage index of padded q in E_C's (h = false) or H_C's extents.
+template <int C, bool H>
+__device__ __forceinline__ int oc_at(const Hot& R, int q0, int q1, int q2) {
+    const int m0 = H ? mh<C, 0>(R) : me<C, 0>(R);
+    const int m1 = H ? mh<C, 1>(R) : me<C, 1>(R);
+    return (q0 - 1) + m0 * ((q1 - 1) + m1 * (q2 - 1));
+}
+// Stride along axis A in E_C's / H_C's storage.
+template <int C, bool H, int A>
+__device__ __forceinline__ int oc_st(const Hot& R) {
+    if (A == 0) return 1;
+    const int m0 = H ? mh<C, 0>(R) : me<C, 0>(R);
+    if (A == 1) return m0;
+    return m0 * (H ? mh<C, 1>(R) : me<C, 1>(R));
+}
+
+// Per-line tables of axis a at padded q (words from lt[a], dims rounded to 4 = w):
 // [0, w) 1/dual spacing (E side), [w, 2w) 1/primal (H side); with PML on the
 // axis: slab number E, H (ints), b, c, 1/kappa of the E side, of the H side.
 struct OcLine {
@@ -136,16 +174,16 @@ struct OcLine {
 };
 
 template <int A>
-__device__ __forceinline__ OcLine oc_line(const Oc& K, const float* sL, int q, bool e_side) {
-    const int w = oc_r4(K.dims[A]);
-    const float* t = sL + K.lt[A];
+__device__ __forceinline__ OcLine oc_line(const Hot& R, const float* sL, int q, bool e_side) {
+    const int w = R.w[A];
+    const float* t = sL + R.lt[A];
     OcLine r;
     r.inv = t[(e_side ? 0 : w) + q];
     r.sl = -1;
     r.b = 0.f;
     r.c = 0.f;
     r.k = 1.f;
-    if (K.prof[A] >= 0) {
+    if (R.prof[A] >= 0) {
         r.sl = __float_as_int(t[(e_side ? 2 : 3) * w + q]);
         if (r.sl >= 0) {
             const int o = e_side ? 4 : 7;
@@ -177,15 +215,17 @@ __device__ __forceinline__ int oc_store(const Oc& K, int h, int c, int p) {
 }
 
 // The CPML stretching of the derivative t along axis A of component C
-// (cpu.rs stretch()); ln: the line data of q[A]; psi: the region of (C, A).
-template <int C, int A>
-__device__ __forceinline__ float oc_stretch(const int m[3], float t, const OcLine& ln, const int q[3], float* psi, int sn) {
+// (cpu.rs stretch()); ln: the line data of q[A] (sl >= 0: inside the slab);
+// the memory region of (C, A) from K (pe / ph), extents of the component.
+template <int C, int A, bool H>
+__device__ __forceinline__ float oc_stretch(const Hot& R, const Oc& K, float t, const OcLine& ln, const int q[3], float* psi) {
     if (ln.sl < 0) return t;
-    int x[3] = {q[0] - 1, q[1] - 1, q[2] - 1};
-    int e[3] = {m[0], m[1], m[2]};
-    x[A] = ln.sl;
-    e[A] = sn;
-    float* ps = psi + x[0] + e[0] * (x[1] + e[1] * x[2]);
+    const int e0 = A == 0 ? K.slab_n[0] : (H ? mh<C, 0>(R) : me<C, 0>(R));
+    const int e1 = A == 1 ? K.slab_n[1] : (H ? mh<C, 1>(R) : me<C, 1>(R));
+    const int x0 = A == 0 ? ln.sl : q[0] - 1;
+    const int x1 = A == 1 ? ln.sl : q[1] - 1;
+    const int x2 = A == 2 ? ln.sl : q[2] - 1;
+    float* ps = psi + (H ? K.ph[C * 3 + A] : K.pe[C * 3 + A]) + x0 + e0 * (x1 + e1 * x2);
     float s = *ps;
     const float r = emv_stretch(t, ln.b, ln.c, ln.k, s);
     *ps = s;
@@ -195,73 +235,67 @@ __device__ __forceinline__ float oc_stretch(const int m[3], float t, const OcLin
 // H_c at padded q (cpu.rs fdtd_update_h), in place; on a PMC face the ghost
 // beyond it mirrors the new value (cpu.rs fdtd_pmc_ghosts).
 template <int C>
-__device__ __forceinline__ void oc_h(const Oc& K, float* F, float* psiH, const float* sL, const int q[3], const OcLine* lh) {
+__device__ __forceinline__ void oc_h(const Hot& R, const Oc& K, float* F, float* psi, const int q[3], const OcLine* lh) {
     constexpr int A = (C + 1) % 3;
     constexpr int B = (C + 2) % 3;
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
-        const int hi = a == C ? K.n[a] + 1 : K.n[a];
+        const int hi = a == C ? R.n[a] + 1 : R.n[a];
         if (q[a] > hi) return;
     }
-    const int meA[3] = {K.me[A][0], K.me[A][1], K.me[A][2]};
-    const int meB[3] = {K.me[B][0], K.me[B][1], K.me[B][2]};
-    const int sB = K.eo[B] + oc_idx(meB, q[0], q[1], q[2]);
-    const int sA = K.eo[A] + oc_idx(meA, q[0], q[1], q[2]);
-    const int stB = A == 0 ? 1 : (A == 1 ? meB[0] : meB[0] * meB[1]);  // E_B along A
-    const int stA = B == 0 ? 1 : (B == 1 ? meA[0] : meA[0] * meA[1]);  // E_A along B
-    float t1 = (F[sB + stB] - F[sB]) * lh[A].inv;
-    float t2 = (F[sA + stA] - F[sA]) * lh[B].inv;
-    if (K.ph[C * 3 + A] >= 0) t1 = oc_stretch<C, A>(K.mh[C], t1, lh[A], q, psiH + K.ph[C * 3 + A], K.slab_n[A]);
-    if (K.ph[C * 3 + B] >= 0) t2 = oc_stretch<C, B>(K.mh[C], t2, lh[B], q, psiH + K.ph[C * 3 + B], K.slab_n[B]);
-    const int mh[3] = {K.mh[C][0], K.mh[C][1], K.mh[C][2]};
-    const int s = K.ho[C] + oc_idx(mh, q[0], q[1], q[2]);
-    const float h = emv_h_new(F[s], K.db, t1, t2);
+    const int sB = R.eo[B] + oc_at<B, false>(R, q[0], q[1], q[2]);
+    const int sA = R.eo[A] + oc_at<A, false>(R, q[0], q[1], q[2]);
+    float t1 = (F[sB + oc_st<B, false, A>(R)] - F[sB]) * lh[A].inv;
+    float t2 = (F[sA + oc_st<A, false, B>(R)] - F[sA]) * lh[B].inv;
+    t1 = oc_stretch<C, A, true>(R, K, t1, lh[A], q, psi);
+    t2 = oc_stretch<C, B, true>(R, K, t2, lh[B], q, psi);
+    const int s = R.ho[C] + oc_at<C, true>(R, q[0], q[1], q[2]);
+    const float h = emv_h_new(F[s], R.db, t1, t2);
     F[s] = h;
-#pragma unroll
-    for (int a = 0; a < 3; ++a)
-        if (a != C && q[a] == K.n[a] && ((K.pmc >> (2 * a + 1)) & 1)) F[s + (a == 0 ? 1 : (a == 1 ? mh[0] : mh[0] * mh[1]))] = -h;
+    if (R.pmc) {
+        if (A != C && q[A] == R.n[A] && ((R.pmc >> (2 * A + 1)) & 1)) F[s + oc_st<C, true, A>(R)] = -h;
+        if (B != C && q[B] == R.n[B] && ((R.pmc >> (2 * B + 1)) & 1)) F[s + oc_st<C, true, B>(R)] = -h;
+    }
 }
 
-// H_X at padded q read by an E update whose derivative runs along a: the
-// position itself (below = false; at q[a] = n+1 a ghost: the stored PMC mirror,
-// or a never-written ghost) or one below along a (below = true; at q[a] = 1
-// the ghost q[a] = 0: -H at q[a] = 1 on a PMC face, else never written).
+// H_X at padded q read by an E update whose derivative runs along Ax: the
+// position itself (below = false; at q[Ax] = n+1 a ghost: the stored PMC mirror,
+// or a never-written ghost) or one below along Ax (below = true; at q[Ax] = 1
+// the ghost q[Ax] = 0: -H at q[Ax] = 1 on a PMC face, else never written).
 template <int X, int Ax>
-__device__ __forceinline__ float oc_hread(const Oc& K, const FdtdPtrs& P, const float* F, const int q[3], bool below) {
-    const int mh[3] = {K.mh[X][0], K.mh[X][1], K.mh[X][2]};
+__device__ __forceinline__ float oc_hread(const Hot& R, const FdtdPtrs& P, const float* F, const int q[3], bool below) {
+    const int s = R.ho[X] + oc_at<X, true>(R, q[0], q[1], q[2]);
     int qq[3] = {q[0], q[1], q[2]};
     if (below) {
-        if (q[Ax] == 1) {
-            if ((K.pmc >> (2 * Ax)) & 1) return -F[K.ho[X] + oc_idx(mh, q[0], q[1], q[2])];
-            if (K.flags & EMV_OC_GHOSTS_ZERO) return 0.f;
-            qq[Ax] = 0;
-            return P.h[X][K.off + qq[0] + (long long)K.dims[0] * (qq[1] + (long long)K.dims[1] * qq[2])];
-        }
-        qq[Ax] -= 1;
-    } else if (q[Ax] == K.n[Ax] + 1 && !((K.pmc >> (2 * Ax + 1)) & 1)) {
-        if (K.flags & EMV_OC_GHOSTS_ZERO) return 0.f;
-        return P.h[X][K.off + qq[0] + (long long)K.dims[0] * (qq[1] + (long long)K.dims[1] * qq[2])];
+        if (q[Ax] > 1) return F[s - oc_st<X, true, Ax>(R)];
+        if ((R.pmc >> (2 * Ax)) & 1) return -F[s];
+        if (R.flags & EMV_OC_GHOSTS_ZERO) return 0.f;
+        qq[Ax] = 0;
+        return P.h[X][R.off + qq[0] + (long long)R.dims[0] * (qq[1] + (long long)R.dims[1] * qq[2])];
     }
-    return F[K.ho[X] + oc_idx(mh, qq[0], qq[1], qq[2])];
+    if (q[Ax] == R.n[Ax] + 1 && !((R.pmc >> (2 * Ax + 1)) & 1)) {
+        if (R.flags & EMV_OC_GHOSTS_ZERO) return 0.f;
+        return P.h[X][R.off + qq[0] + (long long)R.dims[0] * (qq[1] + (long long)R.dims[1] * qq[2])];
+    }
+    return F[s];
 }
 
 // E_c at padded q (cpu.rs fdtd_update_e), in place.
 template <int C>
-__device__ __forceinline__ void oc_e(const Oc& K, const FdtdPtrs& P, float* F, const unsigned char* sM, const float* sCa, const float* sCb, float* psiE, const int q[3], const OcLine* le) {
+__device__ __forceinline__ void oc_e(const Hot& R, const Oc& K, const FdtdPtrs& P, float* F, const unsigned char* sM, const float* sCa, const float* sCb, float* psi, const int q[3], const OcLine* le) {
     constexpr int A = (C + 1) % 3;
     constexpr int B = (C + 2) % 3;
 #pragma unroll
     for (int a = 0; a < 3; ++a) {
-        const int hi = a == C ? K.n[a] : K.n[a] + 1;
+        const int hi = a == C ? R.n[a] : R.n[a] + 1;
         if (q[a] > hi) return;
     }
-    float t1 = (oc_hread<B, A>(K, P, F, q, false) - oc_hread<B, A>(K, P, F, q, true)) * le[A].inv;
-    float t2 = (oc_hread<A, B>(K, P, F, q, false) - oc_hread<A, B>(K, P, F, q, true)) * le[B].inv;
-    if (K.pe[C * 3 + A] >= 0) t1 = oc_stretch<C, A>(K.me[C], t1, le[A], q, psiE + K.pe[C * 3 + A], K.slab_n[A]);
-    if (K.pe[C * 3 + B] >= 0) t2 = oc_stretch<C, B>(K.me[C], t2, le[B], q, psiE + K.pe[C * 3 + B], K.slab_n[B]);
-    const int i = oc_idx(K.me[C], q[0], q[1], q[2]);
-    const int s = K.eo[C] + i;
-    const int m = (K.flags & EMV_OC_MAT_POOL) ? P.mat[C][K.off + q[0] + (long long)K.dims[0] * (q[1] + (long long)K.dims[1] * q[2])] : sM[s];
+    float t1 = (oc_hread<B, A>(R, P, F, q, false) - oc_hread<B, A>(R, P, F, q, true)) * le[A].inv;
+    float t2 = (oc_hread<A, B>(R, P, F, q, false) - oc_hread<A, B>(R, P, F, q, true)) * le[B].inv;
+    t1 = oc_stretch<C, A, false>(R, K, t1, le[A], q, psi);
+    t2 = oc_stretch<C, B, false>(R, K, t2, le[B], q, psi);
+    const int s = R.eo[C] + oc_at<C, false>(R, q[0], q[1], q[2]);
+    const int m = (R.flags & EMV_OC_MAT_POOL) ? P.mat[C][R.off + q[0] + (long long)R.dims[0] * (q[1] + (long long)R.dims[1] * q[2])] : sM[s];
     F[s] = emv_e_new(F[s], sCa[m], sCb[m], t1, t2);
 }
 
@@ -359,6 +393,21 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
     }
     __syncthreads();
     const int nf = sNf, npsi = sNpsi, ntab = sNtab;
+    Hot R;
+#pragma unroll
+    for (int a = 0; a < 3; ++a) {
+        R.n[a] = K.n[a];
+        R.eo[a] = K.eo[a];
+        R.ho[a] = K.ho[a];
+        R.lt[a] = K.lt[a];
+        R.w[a] = oc_r4(K.dims[a]);
+        R.prof[a] = K.prof[a];
+        R.dims[a] = K.dims[a];
+    }
+    R.pmc = K.pmc;
+    R.flags = K.flags;
+    R.db = K.db;
+    R.off = K.off;
     const int pb = idx[5 * d], pe = idx[5 * d + 1], sb = idx[5 * d + 2], se = idx[5 * d + 3];
     const bool mat_sh = !(idx[5 * d + 4] & EMV_OC_MAT_POOL);
     const int term0 = pe > pb ? Q.ports[pb].term_off : 0;
@@ -469,14 +518,14 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
                 const int qy = r % my + 1;
                 const int qz = r / my + 1;
                 OcLine lh[3];
-                lh[1] = oc_line<1>(K, sL, qy, false);
-                lh[2] = oc_line<2>(K, sL, qz, false);
+                lh[1] = oc_line<1>(R, sL, qy, false);
+                lh[2] = oc_line<2>(R, sL, qz, false);
                 for (int x = lane + 1; x <= mx; x += 32) {
                     const int q[3] = {x, qy, qz};
-                    lh[0] = oc_line<0>(K, sL, x, false);
-                    oc_h<0>(K, F, psiH, sL, q, lh);
-                    oc_h<1>(K, F, psiH, sL, q, lh);
-                    oc_h<2>(K, F, psiH, sL, q, lh);
+                    lh[0] = oc_line<0>(R, sL, x, false);
+                    oc_h<0>(R, K, F, psiH, q, lh);
+                    oc_h<1>(R, K, F, psiH, q, lh);
+                    oc_h<2>(R, K, F, psiH, q, lh);
                 }
             }
         } else if (st > 0) {
@@ -489,14 +538,14 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
                 const int qy = r % my + 1;
                 const int qz = r / my + 1;
                 OcLine le[3];
-                le[1] = oc_line<1>(K, sL, qy, true);
-                le[2] = oc_line<2>(K, sL, qz, true);
+                le[1] = oc_line<1>(R, sL, qy, true);
+                le[2] = oc_line<2>(R, sL, qz, true);
                 for (int x = lane + 1; x <= mx; x += 32) {
                     const int q[3] = {x, qy, qz};
-                    le[0] = oc_line<0>(K, sL, x, true);
-                    oc_e<0>(K, P, F, sM, sCa, sCb, psiE, q, le);
-                    oc_e<1>(K, P, F, sM, sCa, sCb, psiE, q, le);
-                    oc_e<2>(K, P, F, sM, sCa, sCb, psiE, q, le);
+                    le[0] = oc_line<0>(R, sL, x, true);
+                    oc_e<0>(R, K, P, F, sM, sCa, sCb, psiE, q, le);
+                    oc_e<1>(R, K, P, F, sM, sCa, sCb, psiE, q, le);
+                    oc_e<2>(R, K, P, F, sM, sCa, sCb, psiE, q, le);
                 }
             }
         } else {
