@@ -115,8 +115,15 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
             let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
             for g in graphs.values() {
                 be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, ..Default::default() })?;
-                time(&be)?; // warm-up: compiles the variant, grows the pool
-                let (secs, upd, lo, hi) = time(&be)?;
+                // Warm-up (compiles the variant, grows the pool), then timed; a path that
+                // cannot run this generation (--paths onchip with a design too large) says why.
+                let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        println!("generation of {} {} candidates on cuda [path {}]: not run: {e}", cands.len(), design.name(), p.name());
+                        continue;
+                    }
+                };
                 let st = be.last_stats();
                 let extra = format!(
                     "; backend {:.2} s = setup {:.2} + stepping loop {:.2} (device busy {:.3} s = {:.2} Gcells/s, host waiting {:.2} s); {} on-chip, {} streaming",
