@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device machine: the CUDA backend against the CPU engine, then the benchmark
-# table (printed last). Needs only the release binary next to this script
+# table (printed last). Needs only the release binary and sweep-resonance.py next to this script
 # (the .device/ folder carried by the device tool):
 #   bash .device/device-check.sh 2>&1 | tee $OUT/log
 # Logs go to $OUT (or .device/out). Environment knobs:
@@ -83,8 +83,14 @@ echo "GPU run -> CPU resume exit code $?"
 echo "CPU run -> GPU resume exit code $?"
 grep -E "^backend|^gen [0-9]+/|stopped after generation" "$OUT/resume.log" | cut -c1-150
 
+echo "== 2d. smoothness of the patch at its default mesh: L 28.5-29.5 mm in 41 steps (issue 9; needs python3 with numpy)"
+"$BIN" sweep designs/patch_2g4.ron --param L=28.5:29.5:41 --set W=38 --set feed=5 --backend cuda --gpus "$GPUS" --touchstone --quiet \
+    --out "$RUNS/patch-sweep" > "$OUT/patch-sweep.log" 2>&1
+echo "patch sweep exit code $?"
+python3 "$HERE/sweep-resonance.py" "$RUNS/patch-sweep/points" --check 2>&1 | grep -v "^every step"
+
 echo "== 3. benchmark"
-"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
+"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
 # Diagnostic: the same box with PEC walls instead of CPML (what the CPML costs the fused kernel).
 "$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml 0 \

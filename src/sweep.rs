@@ -110,16 +110,20 @@ pub fn grid(design: &Design, base: &BTreeMap<String, f64>, axes: &[SweepAxis]) -
 }
 
 /// Simulate the points in batches of `batch`, calling `progress(done, total)`
-/// as designs finish. An `Err` is fatal (the engine failed).
+/// as designs finish; `all_ports`: drive every port (the full matrix, for
+/// Touchstone files) instead of only those the goals need. An `Err` is fatal
+/// (the engine failed).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     design: &Design,
     points: Vec<(Vec<f64>, BTreeMap<String, f64>)>,
     engine: Option<EngineKind>,
     backend: &dyn Backend,
     batch: usize,
+    all_ports: bool,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Vec<Point>, EngineError> {
-    let drives = design.drives_needed();
+    let drives = if all_ports { (0..design.port_names().len()).collect() } else { design.drives_needed() };
     let total = points.len();
     let mut out: Vec<Point> = Vec::with_capacity(total);
     let mut todo: Vec<usize> = vec![];

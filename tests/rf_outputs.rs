@@ -88,10 +88,16 @@ fn sweep_points_agree_with_single_simulations_and_bad_grids_are_refused() {
     let out = tmp.path().join("sweep");
     let (ok, text) = emvolve(&[
         "sweep", FILTER, "--backend", "cpu", "--param", "w1=3.0:4.0:3", "--set", "w2=2.5", "--set", "l1=5.3", "--set", "l2=5.9", "--batch", "2",
-        "--quiet", "--out", out.to_str().unwrap(),
+        "--quiet", "--touchstone", "--out", out.to_str().unwrap(),
     ]);
     assert!(ok, "{text}");
     assert!(text.contains("3 points simulated") && text.contains("3/3 points"), "{text}");
+    // --touchstone: every point's full 2-port matrix, named after its (dotted) value.
+    let mut points: Vec<String> = std::fs::read_dir(out.join("points")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    points.sort();
+    assert_eq!(points, ["0000_w1=3.s2p", "0001_w1=3.5.s2p", "0002_w1=4.s2p"]);
+    let mid_ts = std::fs::read_to_string(out.join("points").join(&points[1])).unwrap();
+    assert!(mid_ts.contains("Port[2] = out") && mid_ts.contains("w1=3.5"), "{mid_ts}");
     assert!(out.join("sweep.png").is_file() && out.join("response.png").is_file());
     let body = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
     let lines: Vec<&str> = body.lines().collect();

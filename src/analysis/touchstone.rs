@@ -137,9 +137,13 @@ fn fmt_num(x: f64) -> String {
     format!("{x:e}")
 }
 
-/// `<stem>.sNp`: where the file of an `n_ports`-port matrix goes.
+/// `<stem>.sNp`: where the file of an `n_ports`-port matrix goes. The suffix
+/// is appended, not swapped for an extension: a stem such as `L=28.5` or a
+/// design named `patch_2.4g` keeps its dot.
 pub fn path(stem: &Path, n_ports: usize) -> std::path::PathBuf {
-    stem.with_extension(format!("s{n_ports}p"))
+    let mut s = stem.as_os_str().to_owned();
+    s.push(format!(".s{n_ports}p"));
+    std::path::PathBuf::from(s)
 }
 
 /// Write `<stem>.sNp` next to `stem`; returns the path written.
@@ -154,6 +158,12 @@ pub fn write(sp: &SParams, stem: &Path, comment: &str) -> anyhow::Result<std::pa
 mod tests {
     use super::super::touchstone_read::parse;
     use super::*;
+
+    #[test]
+    fn path_appends_the_suffix_after_a_dotted_stem() {
+        assert_eq!(path(Path::new("points/0001_L=28.525"), 1), Path::new("points/0001_L=28.525.s1p"));
+        assert_eq!(path(Path::new("best/patch_2.4g"), 2), Path::new("best/patch_2.4g.s2p"));
+    }
 
     /// A network with `n` ports and distinct, exactly known entries.
     fn network(n: usize, zref: impl Fn(usize, f64) -> Complex64) -> SParams {

@@ -26,6 +26,8 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         None => format!("box {n}^3, CPML all faces, dielectric"),
     };
     let pop_jobs = move |s: usize| super::population_jobs(pop, cells, s);
+    let graded_jobs = move |s: usize| box_jobs(s).into_iter().map(super::workloads::graded).collect::<Vec<_>>();
+    let graded_name = format!("{box_name}, graded lines");
     let mut rows = vec![];
     let header;
     if !use_cuda {
@@ -33,6 +35,10 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         header = format!("backend: {}", cpu.name());
         let (w1, w2, u) = measure(&cpu, &box_jobs, s1, s2)?;
         rows.push(row(format!("{box_name} block"), &box_jobs(1), s1, s2, w1, w2, u));
+        if a.graded {
+            let (w1, w2, u) = measure(&cpu, &graded_jobs, s1, s2)?;
+            rows.push(row(format!("{graded_name} block"), &graded_jobs(1), s1, s2, w1, w2, u));
+        }
         if pop > 0 {
             let (w1, w2, u) = measure(&cpu, &pop_jobs, s1, s2)?;
             rows.push(row(format!("population {pop} x {cells} cells, 2 TE10 ports"), &pop_jobs(1), s1, s2, w1, w2, u));
@@ -74,6 +80,9 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         }
     }
     let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>)> = vec![(box_name, Box::new(box_jobs))];
+    if a.graded {
+        workloads.push((graded_name, Box::new(graded_jobs)));
+    }
     if pop > 0 {
         workloads.push((format!("population {pop} x {cells} cells, TE10 ports"), Box::new(pop_jobs)));
     }

@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// Print the on-chip planner's choice per design (stderr).
     #[arg(long)]
     pub verbose: bool,
+    /// Also time the box on graded lines (the same cell count, cell sizes
+    /// 0.75-1.25 mm): what the non-uniform spacing arrays cost the update.
+    #[arg(long)]
+    pub graded: bool,
     /// Time steps of the first measurement.
     #[arg(long, default_value_t = 200)]
     pub steps: usize,

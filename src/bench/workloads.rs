@@ -45,6 +45,33 @@ pub fn box_job_pml(n: usize, steps: usize, pml: usize) -> SimJob {
     }
 }
 
+/// `job` with the same cell counts on graded lines: cell sizes follow
+/// 1 + 0.25 sin(2 pi t) of the uniform size across the interior of every
+/// axis (0.75-1.25, neighbours within 1 %; CPML cells unchanged), so the per-line spacing arrays of the
+/// non-uniform update are exercised at the uniform workload's cost.
+pub fn graded(mut job: SimJob) -> SimJob {
+    let lines = std::array::from_fn(|a| {
+        let (n, x0) = (job.mesh.n()[a], job.mesh.lines(a)[0]);
+        let len = job.mesh.lines(a)[n] - x0;
+        // The CPML cells stay equal (as the engine requires); the interior is graded.
+        let [p0, p1] = job.pml[a];
+        let inner = (n - p0 - p1) as f64;
+        let w: Vec<f64> = (0..n)
+            .map(|i| if i < p0 || i >= n - p1 { 1.0 } else { 1.0 + 0.25 * (std::f64::consts::TAU * ((i - p0) as f64 + 0.5) / inner).sin() })
+            .collect();
+        let tot: f64 = w.iter().sum();
+        let mut x = vec![x0];
+        for wi in &w {
+            x.push(x.last().unwrap() + wi * len / tot);
+        }
+        x[n] = x0 + len;
+        x
+    });
+    job.mesh = Mesh::from_lines(lines).expect("graded lines of a valid uniform mesh");
+    job.label = format!("{} graded", job.label);
+    job
+}
+
 /// `count` WR-28 iris sections of about `cells` cells each (3D, CPML at both
 /// ends, two TE10 ports), with the iris aperture varied across the batch as
 /// a GA generation would.

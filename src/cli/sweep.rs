@@ -1,7 +1,8 @@
 //! `emvolve sweep`: simulate a grid of parameter values around a base point
 //! and write `sweep.csv` (each goal's margin, worst level and where), `sweep.png`
 //! (margins and fitness against the swept parameter) and `response.png` (the
-//! goals' |S| at every point), with a progress bar while the batches run.
+//! goals' |S| at every point), with a progress bar while the batches run;
+//! `--touchstone` keeps every point's S-parameters under `points/`.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -48,6 +49,11 @@ pub struct SweepArgs {
     /// Plain log lines instead of a progress bar.
     #[arg(long)]
     pub quiet: bool,
+    /// Also write every simulated point's Touchstone file under `points/`
+    /// (named after its swept values), for a closer look in other tools; every
+    /// port is driven (the full matrix), not only those the goals need.
+    #[arg(long)]
+    pub touchstone: bool,
 }
 
 pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
@@ -101,7 +107,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         }
     };
     let t = Instant::now();
-    let results = sweep::run(&design, points, a.engine.map(Into::into), backend.as_ref(), a.batch, &progress)?;
+    let results = sweep::run(&design, points, a.engine.map(Into::into), backend.as_ref(), a.batch, a.touchstone, &progress)?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -122,6 +128,19 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
     let csv = out_dir.join("sweep.csv");
     std::fs::write(&csv, sweep::csv(&design, &axes, &results)).with_context(|| format!("writing {}", csv.display()))?;
     let mut written = vec![csv];
+    if a.touchstone && ok > 0 {
+        let dir = out_dir.join("points");
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        for (n, p) in results.iter().enumerate() {
+            if let PointResult::Scored { sparams, .. } = &p.result {
+                let at: Vec<String> = axes.iter().zip(&p.swept).map(|(ax, v)| format!("{}={}", ax.name, crate::numfmt::short(*v))).collect();
+                let stem = dir.join(format!("{n:04}_{}", at.join("_")));
+                let comment = format!("{} sweep point {n}: {}", design.name(), crate::outputs::parameter_list(&p.values));
+                crate::outputs::write_touchstone(sparams, &stem, &comment)?;
+            }
+        }
+        written.push(dir);
+    }
     if ok > 0 {
         let p = out_dir.join("sweep.png");
         crate::plot::sweep::plot_goals(&p, &design, &axes, &results)?;

@@ -365,51 +365,11 @@ fn place(a: f64, b: f64, ha: f64, hb: f64, cap: f64, n: usize, o: &AxisOptions, 
     }
 }
 
-const SHRINK_PAIRS: bool = false;
-
-/// Anchors and their solved counts, caps and cells. An edge's line pair is
-/// one edge cell wide by construction, so when the solve shrinks the cells
-/// around a pair (a narrow gap next to it) the pair is rebuilt with the smaller
-/// cell, until it agrees with its neighbours.
-#[allow(clippy::type_complexity)]
-fn settle(
-    lo: f64,
-    hi: f64,
-    features: &[Feature],
-    slabs: &[MinCells],
-    o: &AxisOptions,
-) -> Result<(Vec<Anchor>, Vec<usize>, Vec<f64>, Vec<f64>), MeshProblem> {
-    let mut fs = features.to_vec();
-    let mut round = 0;
-    loop {
-        let an = anchors(lo, hi, &fs, o)?;
-        let (n, cap, h) = solve(&an, o, slabs);
-        round += 1;
-        let mut shrunk = false;
-        if round < 8 && SHRINK_PAIRS {
-            for i in 0..an.len().saturating_sub(1) {
-                let pair = an[i].id / 4 == an[i + 1].id / 4 && an[i].id % 4 != 0 && an[i + 1].id % 4 != 0;
-                let want = h[i].min(h[i + 1]);
-                if pair && want < cap[i] * (1.0 - 1e-9) {
-                    for f in fs.iter_mut().filter(|f| f.key == an[i].id / 4) {
-                        if let Kind::Metal { h: fh, .. } = &mut f.kind {
-                            *fh = want.max(o.min_cell);
-                            shrunk = true;
-                        }
-                    }
-                }
-            }
-        }
-        if !shrunk {
-            return Ok((an, n, cap, h));
-        }
-    }
-}
-
 /// The mesh lines of `[lo, hi]`: anchors, and graded lines between them.
 pub fn lines(lo: f64, hi: f64, features: &[Feature], slabs: &[MinCells], o: &AxisOptions) -> Result<Vec<f64>, MeshProblem> {
     o.check()?;
-    let (an, n, cap, h) = settle(lo, hi, features, slabs, o)?;
+    let an = anchors(lo, hi, features, o)?;
+    let (n, cap, h) = solve(&an, o, slabs);
     let mut out = Vec::new();
     for i in 0..an.len() - 1 {
         out.push(an[i].pos);

@@ -267,14 +267,8 @@ fn non_finite_fields_are_an_error_value_not_a_panic() {
 /// Lines over `0..len` in `n` cells growing linearly from `d0` to 1.3 `d0`
 /// (scaled to fit): a hand-made graded axis.
 fn graded_lines(len: f64, n: usize) -> Vec<f64> {
-    let w: Vec<f64> = (0..n).map(|i| 1.0 + 0.3 * i as f64 / (n - 1) as f64).collect();
-    let tot: f64 = w.iter().sum();
-    let mut x = vec![0.0];
-    for wi in &w {
-        x.push(x.last().unwrap() + wi * len / tot);
-    }
-    x[n] = len;
-    x
+    let last = (n - 1) as f64;
+    shaped_lines(len, n, |t| 1.0 + 0.3 * (t * n as f64 - 0.5) / last)
 }
 
 #[test]
