@@ -206,7 +206,8 @@ mod tests {
 
     #[test]
     fn small_designs_fit_and_large_ones_say_why_not() {
-        let small = crate::bench::population_jobs(1, 3000, 10).remove(0);
+        // The CPU emulation's cavity (PEC walls, a lossy block, no port) and a 40^3 box.
+        let small = crate::dev::device_check::random_jobs(true, 10).remove(0);
         let big = crate::bench::box_job(40, 10);
         let (os, ob) = (Operator::new(&small).unwrap(), Operator::new(&big).unwrap());
         let fit = plan_design(&os, 0, 232_448, 256, 1024).unwrap();
@@ -233,6 +234,9 @@ mod tests {
     #[test]
     fn ports_on_the_ghost_layer_are_refused() {
         let mut j = crate::bench::box_job(8, 10);
+        // PMC faces: an edge on them is no short circuit, but the loop around it leaves the grid.
+        j.boundaries = [[Boundary::Pmc; 2]; 3];
+        j.pml = [[0; 2]; 3];
         j.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [0, 0, 2], len: 2, r_ohm: 50.0 } }];
         let op = Operator::new(&j).unwrap();
         // The current loop of an edge on the x = 0 and y = 0 faces reaches the ghost layer.
