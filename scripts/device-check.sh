@@ -48,11 +48,13 @@ grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
 grep -E "^\[design |^shipped designs" "$OUT/check.log" | cut -c1-220
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
-echo "== 2a. one GA generation as one batch: 64 random WR-28 iris filters, exact 32x8 tile vs the adaptive default"
+echo "== 2a. one GA generation as one batch: 64 random WR-28 iris filters, on-chip vs streaming (adaptive and exact 32x8 tile) vs the planner's choice"
 "$BIN" bench --backend cuda --gpus "$GPUS" --design designs/wr28_iris_filter.ron --generation 64 --tiles auto,32x8 \
-    --population 0 --n 16 --steps 5 > "$OUT/generation.log" 2>&1
+    --paths onchip,streaming,auto --population 0 --n 16 --steps 5 > "$OUT/generation.log" 2>&1
 echo "generation bench exit code $?"
-grep -E "^generation of|error" "$OUT/generation.log" | cut -c1-260
+grep -E "^generation of|^\||error" "$OUT/generation.log" | cut -c1-300
+# On-chip section of the check (lines "[onchip THREADS] ...") and the shipped designs per path.
+grep -E "^\[onchip|^  \[onchip|^  path " "$OUT/check.log" | cut -c1-200
 
 echo "== 2b. GA on the GPU: WR-28 iris filter, population 64, 40 generations (evaluation and stagnation limits lifted)"
 RUNS="${RUNS:-/tmp/emvolve-runs}"

@@ -23,4 +23,18 @@ for tile in 8x4 8x4:3 32x8 32x4; do
         "$BIN" dev kernel-emu --lib "$lib" --steps $steps $args || status=1
     done
 done
+# The on-chip kernel (kernels/fdtd_onchip.cu, 128 threads a block here: three
+# updating warps and the port warp), on every design that fits, the others on
+# the streaming kernels of the last tile above.
+oclib="$TMP/libonchipemu.so"
+g++ -std=c++20 -O2 -shared -fPIC -pthread -Wall -Wno-unknown-pragmas -ffp-contract=off -DEMV_OC_NT=128 \
+    -o "$oclib" scripts/kernel-emu/onchip.cpp
+for args in "" "--zero" "--trace-chunk 7"; do
+    "$BIN" dev kernel-emu --lib "$lib" --onchip-lib "$oclib" --path auto --steps 12 $args || status=1
+done
+# A small device (42000 B a block), one updating warp: the cavity fits only with its
+# material indices left in the pool (fdtd_onchip.cu EMV_OC_MAT_POOL).
+g++ -std=c++20 -O2 -shared -fPIC -pthread -Wall -Wno-unknown-pragmas -ffp-contract=off -DEMV_OC_NT=64 -DEMU_MAX_SHARED=42000 \
+    -o "$TMP/libonchipemu_small.so" scripts/kernel-emu/onchip.cpp
+"$BIN" dev kernel-emu --lib "$lib" --onchip-lib "$TMP/libonchipemu_small.so" --path auto --steps 12 || status=1
 exit $status

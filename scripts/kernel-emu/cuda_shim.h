@@ -19,6 +19,14 @@ inline thread_local dim3 threadIdx, blockIdx;
 inline dim3 blockDim, gridDim;
 inline std::barrier<>* emu_barrier = nullptr;
 
+// Dynamic shared memory (extern __shared__ on the device): one buffer per
+// block, sized by emu_set_shared before the launch and filled with a
+// pattern (0xCD bytes: a large negative float) so that a read of a position
+// never written shows in the results.
+inline std::vector<unsigned char> emu_smem;
+inline size_t emu_smem_bytes = 0;
+inline unsigned char* emu_dyn_smem() { return emu_smem.data(); }
+
 #define __global__
 #define __device__
 #define __forceinline__ inline
@@ -27,6 +35,18 @@ inline std::barrier<>* emu_barrier = nullptr;
 #define __align__(n) alignas(n)
 
 inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+
+#include <cstring>
+inline int __float_as_int(float x) {
+    int i;
+    std::memcpy(&i, &x, 4);
+    return i;
+}
+inline float __int_as_float(int i) {
+    float x;
+    std::memcpy(&x, &i, 4);
+    return x;
+}
 
 // cp.async model: a thread's copies are queued per commit group and land
 // only at cp_wait, the latest moment the hardware may complete them, so a
@@ -68,6 +88,7 @@ void emu_launch(F f, dim3 grid, dim3 block, Args... args) {
     blockDim = block;
     const unsigned nt = block.x * block.y;
     for (unsigned b = 0; b < grid.x; ++b) {
+        emu_smem.assign(emu_smem_bytes + 16, 0xCD);
         std::barrier<> bar(nt);
         emu_barrier = &bar;
         std::vector<std::thread> ts;

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::GraphsChoice;
 use crate::engine::cuda::batch::Tile;
-use crate::engine::cuda::{CudaBackend, CudaOptions};
+use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice};
 use crate::engine::{cpu::CpuBackend, Backend};
 
 /// One design as the optimiser runs it: midpoint values, every port driven, the design's end criterion.
@@ -54,7 +54,8 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
-pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice) -> anyhow::Result<()> {
+#[allow(clippy::too_many_arguments)]
+pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], onchip_threads: &[usize], verbose: bool) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
@@ -94,27 +95,68 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
         return Ok(());
     }
     let mut be = CudaBackend::new(gpus)?;
-    for t in tiles {
-        // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
-        let auto = t == "auto";
-        let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
-        for g in graphs.values() {
-            be.set_options(CudaOptions { tile, graphs: g, adapt: auto, ..Default::default() })?;
-            time(&be)?; // warm-up: compiles the variant, grows the pool
-            let (secs, upd, lo, hi) = time(&be)?;
-            let st = be.last_stats();
-            let extra = format!(
-                "; backend {:.2} s = setup {:.2} + stepping loop {:.2} (device busy {:.2} s = {:.2} Gcells/s, host waiting {:.2} s)",
-                st.wall_s,
-                st.setup_s,
-                st.loop_s,
-                st.kernel_s,
-                st.cell_updates / st.kernel_s / 1e9,
-                st.wait_s
-            );
-            let what = if auto { "auto".to_string() } else { tile.to_string() };
-            line(&format!("cuda [fused {what}, graphs {}]", if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
+    let paths: Vec<PathChoice> = paths.iter().map(|p| PathChoice::parse(p)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+    anyhow::ensure!(!paths.is_empty(), "--paths: at least one of onchip, streaming, auto");
+    // Ceilings: device copy bandwidth (streaming), shared-memory bandwidth of every SM (on-chip).
+    let copy_bw = be.copy_bandwidth(0, 1 << 28, 5).unwrap_or(f64::NAN);
+    let smem_bw = be.shared_bandwidth(0).unwrap_or(f64::NAN);
+    let mut rows = vec![];
+    for &p in &paths {
+        // The on-chip kernel has no tile: its variants are its block sizes.
+        let variants: Vec<(String, usize)> = if p == PathChoice::Onchip {
+            onchip_threads.iter().map(|&n| ("auto".to_string(), n)).collect()
+        } else {
+            tiles.iter().map(|t| (t.clone(), onchip_threads.first().copied().unwrap_or(1024))).collect()
+        };
+        for (t, threads) in &variants {
+            let (t, threads) = (t, *threads);
+            // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
+            let auto = t == "auto";
+            let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
+            for g in graphs.values() {
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, ..Default::default() })?;
+                // Warm-up (compiles the variant, grows the pool), then timed; a path that
+                // cannot run this generation (--paths onchip with a design too large) says why.
+                let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        println!("generation of {} {} candidates on cuda [path {}]: not run: {e}", cands.len(), design.name(), p.name());
+                        continue;
+                    }
+                };
+                let st = be.last_stats();
+                let extra = format!(
+                    "; backend {:.2} s = setup {:.2} + stepping loop {:.2} (device busy {:.3} s = {:.2} Gcells/s, host waiting {:.2} s); {} on-chip, {} streaming",
+                    st.wall_s,
+                    st.setup_s,
+                    st.loop_s,
+                    st.kernel_s,
+                    st.cell_updates / st.kernel_s / 1e9,
+                    st.wait_s,
+                    st.onchip_designs,
+                    st.streaming_designs
+                );
+                let what = if p == PathChoice::Onchip { format!("{threads} threads") } else if auto { "auto".to_string() } else { tile.to_string() };
+                line(&format!("cuda [path {}, {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
+                // Per path of the planner: device time, rate, modelled bytes per cell update and ceiling fraction.
+                let (on_s, on_u) = (st.onchip_kernel_s, st.onchip_cell_updates);
+                let (st_s, st_u) = (st.kernel_s - on_s, st.cell_updates - on_u);
+                let label = format!("{} {what}{}", p.name(), if g { "" } else { " no graphs" });
+                rows.push((label, st.kernel_s, secs, upd, on_s, on_u, st.smem_bytes, st_s, st_u, st.bytes));
+            }
         }
+    }
+    println!(
+        "\n| path (tile) | device s | wall s | designs/s | Gcells/s (device) | on-chip: s, Gcells/s, B/cell (shared, modelled), % of {:.1} TB/s | streaming: s, Gcells/s, B/cell (modelled), % of copy {:.2} TB/s |",
+        smem_bw / 1e12,
+        copy_bw / 1e12
+    );
+    println!("|---|---|---|---|---|---|---|");
+    let nc = cands.len() as f64;
+    for (label, ks, secs, upd, on_s, on_u, smem, st_s, st_u, bytes) in rows {
+        let on = if on_u > 0.0 { format!("{on_s:.3} s, {:.2}, {:.0}, {:.1} %", on_u / on_s / 1e9, smem / on_u, 100.0 * smem / on_s / smem_bw) } else { "-".into() };
+        let stc = if st_u > 0.0 { format!("{st_s:.3} s, {:.2}, {:.0}, {:.1} %", st_u / st_s / 1e9, bytes / st_u, 100.0 * bytes / st_s / copy_bw) } else { "-".into() };
+        println!("| {label} | {ks:.3} | {secs:.2} | {:.1} | {:.2} | {on} | {stc} |", nc / secs, upd / ks / 1e9);
     }
     Ok(())
 }

@@ -39,6 +39,15 @@ pub struct BenchArgs {
     /// CPML cells on each face of the box (default 10; 0: PEC walls, no CPML).
     #[arg(long)]
     pub box_pml: Option<usize>,
+    /// With --generation on CUDA: FDTD paths to time (onchip, streaming, auto; comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "streaming")]
+    pub paths: Vec<String>,
+    /// With --generation: threads per block of the on-chip kernel to time (comma separated).
+    #[arg(long, value_delimiter = ',', default_value = "1024")]
+    pub onchip_threads: Vec<usize>,
+    /// Print the on-chip planner's choice per design (stderr).
+    #[arg(long)]
+    pub verbose: bool,
     /// Also time the box on graded lines (the same cell count, cell sizes
     /// 0.75-1.25 mm): what the non-uniform spacing arrays cost the update.
     #[arg(long)]
@@ -140,7 +149,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.design {
         design::midpoint(path, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs)?;
+            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, &a.onchip_threads, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

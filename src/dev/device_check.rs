@@ -15,7 +15,7 @@ use clap::Args;
 
 use super::compare::{self, end_name, fdtd_reference, Diff, FdtdReference, FDTD_RULES};
 use crate::engine::cuda::batch::Tile;
-use crate::engine::cuda::{self, CudaBackend, CudaOptions, JobRun, Scheme};
+use crate::engine::cuda::{self, CudaBackend, CudaOptions, JobRun, PathChoice, Scheme};
 use crate::engine::fdtd::cpu::Fields;
 use crate::engine::fdtd::operator::PEC_INDEX;
 use crate::engine::fdtd::Operator;
@@ -410,7 +410,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     let mut worst = 0.0f64;
     let mut bad = false;
     for (scheme, tile, zchunk, graphs) in variants {
-        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, poison: scheme == Scheme::Fused, ..Default::default() })?;
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
         let tag = format!("[{} {} z={}{}]", scheme.name(), tile, zchunk.map_or("auto".into(), |z| z.to_string()), if graphs { "" } else { " no graphs" });
         let g = be.run_jobs(&rjobs, Some(&init), true)?;
         let (w, b) = report(&format!("{tag} random"), &rjobs, &rcpu, &g, a.tol);
@@ -424,13 +424,33 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     let (w, b) = monitor_section(&mut be, tiles[0], a.steps, a.tol)?;
     worst = worst.max(w);
     bad |= b;
+    // The on-chip path (kernels/fdtd_onchip.cu): every design that fits a block's shared
+    // memory on-chip, the others streaming; the small variants of the random jobs fit.
+    let sjobs = random_jobs(true, a.steps);
+    let sinit: Vec<Fields> = sjobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 2000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
+        .collect::<anyhow::Result<_>>()?;
+    let scpu = fdtd_reference(&sjobs, Some(&sinit));
+    for threads in [1024, 256] {
+        be.set_options(CudaOptions { tile: tiles[0], path: PathChoice::Auto, onchip_threads: threads, trace_chunk: 100, ..Default::default() })?;
+        for (what, jobs, init, cpu) in [("small random", &sjobs, Some(&sinit[..]), &scpu), ("random", &rjobs, Some(&init[..]), &rcpu), ("zero  ", &zjobs, None, &zcpu)] {
+            let g = be.run_jobs(jobs, init, true)?;
+            let st = be.last_stats();
+            let (w, b) = report(&format!("[onchip {threads}] {what}"), jobs, cpu, &g, a.tol);
+            println!("  [onchip {threads}] {what}: {} designs on-chip, {} streaming", st.onchip_designs, st.streaming_designs);
+            worst = worst.max(w);
+            bad |= b || st.onchip_designs == 0 && what == "small random";
+        }
+    }
     if a.full_steps > 0 {
         let mut fj = vec![crate::bench::box_job(256, a.full_steps)];
         fj.extend(crate::bench::population_jobs(64, 300_000, a.full_steps));
         let t = std::time::Instant::now();
         let fc: Vec<_> = fdtd_reference(&fj, None).into_iter().map(|(r, _)| (r, None)).collect();
         println!("CPU reference of the full-size workloads: {:.1} s", t.elapsed().as_secs_f64());
-        be.set_options(CudaOptions { tile: tiles[0], ..Default::default() })?;
+        be.set_options(CudaOptions { tile: tiles[0], path: PathChoice::Streaming, ..Default::default() })?;
         let g = be.run_jobs(&fj, None, false)?;
         let (w, b) = report(&format!("[fused {} full]", tiles[0]), &fj, &fc, &g, a.tol);
         worst = worst.max(w);
@@ -440,14 +460,14 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     // twice when only one is given; and sub-batches under a memory cap.
     let two = if a.gpus.len() > 1 { a.gpus.clone() } else { vec![a.gpus[0], a.gpus[0]] };
     let mut be2 = CudaBackend::new(&two)?;
-    be2.set_options(CudaOptions { tile: tiles[0], poison: true, ..Default::default() })?;
+    be2.set_options(CudaOptions { tile: tiles[0], poison: true, path: PathChoice::Streaming, ..Default::default() })?;
     let g = be2.run_jobs(&rjobs, Some(&init), true)?;
     let (w, b) = report(&format!("[fused {} gpus {:?}] random", tiles[0], two), &rjobs, &rcpu, &g, a.tol);
     worst = worst.max(w);
     bad |= b;
     println!("  workers used: {}", be2.last_stats().gpus_used);
     let cap = zjobs.iter().filter_map(|j| Operator::new(j).ok()).map(|o| cuda::batch::device_bytes(&o)).max().unwrap_or(0) * 3 / 2;
-    be.set_options(CudaOptions { tile: tiles[0], mem_limit: Some(cap), ..Default::default() })?;
+    be.set_options(CudaOptions { tile: tiles[0], mem_limit: Some(cap), path: PathChoice::Streaming, ..Default::default() })?;
     let g = be.run_jobs(&zjobs, None, true)?;
     let st = be.last_stats();
     let (w, b) = report(&format!("[fused {} mem cap {:.1} MB]", tiles[0], cap as f64 / 1e6), &zjobs, &zcpu, &g, a.tol);
@@ -455,7 +475,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     bad |= b;
     println!("  sub-batches under the cap: {}", st.sub_batches);
     bad |= st.sub_batches < 2;
-    be.set_options(CudaOptions { tile: tiles[0], mem_limit: Some(1 << 20), ..Default::default() })?;
+    be.set_options(CudaOptions { tile: tiles[0], mem_limit: Some(1 << 20), path: PathChoice::Streaming, ..Default::default() })?;
     match be.run_jobs(&zjobs[..1], None, false) {
         Err(e) => println!("  a design larger than the card (1 MB cap): error as expected: {e}"),
         Ok(_) => {
@@ -472,11 +492,17 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         if a.full_steps > 0 { format!(" and 65 full-size ({} steps)", a.full_steps) } else { String::new() },
         a.gpus
     );
-    // Shipped designs: FDTD (their own engine) and, for the iris filter, the TLM engines too.
-    be.set_options(CudaOptions { tile: tiles[0], ..Default::default() })?;
+    // Shipped designs: FDTD (their own engine) on each path and, for the iris filter, the TLM engines too.
     let mut design_bad = false;
     for f in &a.designs {
-        design_bad |= super::device_designs::check(std::slice::from_ref(f), &[None], &be, a.tol)?;
+        for path in [PathChoice::Streaming, PathChoice::Auto] {
+            be.set_options(CudaOptions { tile: tiles[0], path, ..Default::default() })?;
+            println!("[design path {}]", path.name());
+            design_bad |= super::device_designs::check(std::slice::from_ref(f), &[None], &be, a.tol)?;
+            let st = be.last_stats();
+            println!("  path {}: {} designs on-chip, {} streaming", path.name(), st.onchip_designs, st.streaming_designs);
+        }
+        be.set_options(CudaOptions { tile: tiles[0], ..Default::default() })?;
         if f.to_string_lossy().contains("wr28") {
             // The TLM engines are uniform-mesh methods: the filter as it shipped on a/28.
             let uniform = std::path::PathBuf::from("tests/fixtures/uniform/wr28_iris_filter.ron");

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::device_check::{random_fields, random_jobs, zero_jobs};
-use crate::engine::cuda::{CudaBackend, CudaOptions, Scheme};
+use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice, Scheme};
 use crate::engine::fdtd::cpu::{self as fcpu, Fields};
 use crate::engine::fdtd::Operator;
 use crate::job::{SimFailure, StopRule};
@@ -39,6 +39,12 @@ pub struct KernelEmuArgs {
     /// Largest accepted relative difference.
     #[arg(long, default_value_t = 1e-6)]
     pub tol: f64,
+    /// Emulation library of the on-chip kernel (kernels/fdtd_onchip.cu), for --path auto/onchip.
+    #[arg(long)]
+    pub onchip_lib: Option<PathBuf>,
+    /// FDTD path: auto (on-chip where a design fits, needs --onchip-lib), onchip, streaming.
+    #[arg(long, default_value = "streaming")]
+    pub path: String,
 }
 
 pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
@@ -55,14 +61,31 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let ops: Vec<Operator> = jobs.iter().map(|j| Operator::new(j).map_err(|e: SimFailure| anyhow::anyhow!("{}: {e}", j.label))).collect::<Result<_, _>>()?;
     let init: Vec<Fields> = ops.iter().enumerate().map(|(k, op)| if a.zero { Fields::new(op) } else { random_fields(op, 7 + k as u64) }).collect();
     let scheme = if a.split { Scheme::Split } else { Scheme::Fused };
-    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, ..Default::default() };
-    let be = CudaBackend::emulated(&[a.lib.as_path()], opts)?;
+    let path = PathChoice::parse(&a.path).map_err(|e| anyhow::anyhow!(e))?;
+    anyhow::ensure!(path == PathChoice::Streaming || a.onchip_lib.is_some(), "--path {}: needs --onchip-lib", a.path);
+    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, ..Default::default() };
+    let mut libs = vec![a.lib.as_path()];
+    libs.extend(a.onchip_lib.as_deref());
+    let be = CudaBackend::emulated(&libs, opts)?;
     let t = std::time::Instant::now();
     let gpu = be.run_jobs(&jobs, Some(&init), true)?;
     let emu_s = t.elapsed().as_secs_f64();
     let tile = be.options().tile;
+    let st = be.last_stats();
     let mut worst = 0.0f64;
-    println!("kernel-emu: {} scheme, tile {tile}, zchunk {}, {steps} steps, {} designs (emulated in {emu_s:.1} s)", scheme.name(), a.zchunk, jobs.len());
+    println!(
+        "kernel-emu: {} scheme, tile {tile}, zchunk {}, path {} ({} designs on-chip, {} streaming), {steps} steps, {} designs (emulated in {emu_s:.1} s)",
+        scheme.name(),
+        a.zchunk,
+        path.name(),
+        st.onchip_designs,
+        st.streaming_designs,
+        jobs.len()
+    );
+    if path != PathChoice::Streaming && st.onchip_designs == 0 {
+        println!("kernel-emu FAIL: no design ran on-chip");
+        return Ok(1);
+    }
     for (d, job) in jobs.iter().enumerate() {
         let op = &ops[d];
         let mut f = Fields::new(op);

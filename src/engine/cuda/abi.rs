@@ -11,9 +11,24 @@ pub const FDTD_CU: &str = include_str!("../../../kernels/fdtd.cu");
 /// `kernels/common.cuh`, pasted in place of its `#include` (NVRTC gets one string).
 pub const COMMON_CUH: &str = include_str!("../../../kernels/common.cuh");
 
+/// `kernels/fdtd_cell.cuh`: the per-cell arithmetic both FDTD modules share.
+pub const CELL_CUH: &str = include_str!("../../../kernels/fdtd_cell.cuh");
+/// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
+pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
+
+/// `src` as NVRTC compiles it: the headers inlined.
+fn inline_headers(src: &str) -> String {
+    src.replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
+}
+
 /// The kernel source as NVRTC compiles it: the header inlined.
 pub fn kernel_source() -> String {
-    FDTD_CU.replace("#include \"common.cuh\"", COMMON_CUH)
+    inline_headers(FDTD_CU)
+}
+
+/// The on-chip kernel's source as NVRTC compiles it.
+pub fn onchip_source() -> String {
+    inline_headers(ONCHIP_CU)
 }
 
 /// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
@@ -341,15 +356,16 @@ mod tests {
         all.sort();
         assert_eq!(
             all,
-            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_update_e", "fdtd_update_h"],
+            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_update_e", "fdtd_update_h"],
             "kernels found in kernels/*.cu"
         );
         for k in &all {
             assert!(cpu.contains(&format!("pub fn {k}(")), "kernel {k} has no CPU twin `pub fn {k}(` in src/engine/fdtd/cpu.rs");
         }
         // The embedded source is the file on disk, with the header inlined.
-        assert_eq!(kernel_names(FDTD_CU).len(), all.len());
+        assert_eq!(kernel_names(FDTD_CU).len() + kernel_names(ONCHIP_CU).len(), all.len());
         assert!(!kernel_source().contains("#include"));
+        assert!(!onchip_source().contains("#include"));
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub fn psi_elems(op: &Operator) -> usize {
 }
 
 /// Slab positions along axis a (max of the E and H sides), None without PML.
-fn slab_count(op: &Operator, a: usize) -> Option<usize> {
+pub fn slab_count(op: &Operator, a: usize) -> Option<usize> {
     let p = op.pml[a].as_ref()?;
     let ne = p.e_b.iter().filter(|b| **b > 0.0).count();
     let nh = p.h_b.iter().filter(|b| **b > 0.0).count();

@@ -17,7 +17,8 @@ use std::time::Instant;
 use super::abi::{self, DftPtrs, FdtdPtrs, PortPtrs};
 use super::dft::DftPlan;
 use super::batch::{self, Plan, Tile};
-use super::{CudaOptions, RunStats, Scheme, SPLIT_ZCHUNK};
+use super::onchip;
+use super::{CudaOptions, PathChoice, RunStats, Scheme, SPLIT_ZCHUNK};
 use crate::consts::{EPS0, MU0};
 use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
 use crate::engine::fdtd::cpu::Fields;
@@ -86,6 +87,18 @@ struct DevDft {
     ptrs: [DftPtrs; 2],
 }
 
+/// The on-chip launch of a sub-batch (every design of it on-chip).
+struct OcRun {
+    m: usize,
+    /// Per design: its ports [pb, pe) and sources [sb, se) in the plan's tables.
+    idx: Buf,
+    /// Dynamic shared memory per block (the largest design's).
+    smem: u32,
+    /// fdtd_onchip.cu EMV_OC_GHOSTS_ZERO (2) when the run starts from zero fields.
+    flags: i32,
+    threads: u32,
+}
+
 /// One sub-batch of FDTD jobs on a device.
 pub struct FdtdDevBatch<'a> {
     dev: &'a mut dyn Device,
@@ -115,6 +128,7 @@ pub struct FdtdDevBatch<'a> {
     fields: Vec<Option<Fields>>,
     step_bytes: Vec<f64>,
     dft: Option<DevDft>,
+    oc: Option<OcRun>,
     pub stats: RunStats,
 }
 
@@ -128,6 +142,7 @@ impl<'a> FdtdDevBatch<'a> {
         init: Option<Vec<&Fields>>,
         want_fields: bool,
         opts: CudaOptions,
+        onchip: bool,
     ) -> Result<Self, EngineError> {
         let nd = ops.len();
         let fused = opts.scheme == Scheme::Fused;
@@ -191,7 +206,8 @@ impl<'a> FdtdDevBatch<'a> {
         let t_w = alloc_with(dev, &plan.t_w, 1)?;
         let (src_design, src_comp, src_idx) = (ti32(dev, &plan.src_design)?, ti32(dev, &plan.src_comp)?, ti32(dev, &plan.src_idx)?);
         let src_coef = t(dev, &plan.src_coef)?;
-        let kcap = opts.trace_chunk.max(1);
+        // On-chip, every chunk ends at the next energy check: no longer sample buffers than that.
+        let kcap = if onchip { opts.trace_chunk.min(jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1)).max(1) } else { opts.trace_chunk.max(1) };
         let np = plan.ports.len();
         let live = Live {
             designs,
@@ -301,7 +317,14 @@ impl<'a> FdtdDevBatch<'a> {
             Some(DevDft { plan: dft_plan, phase, acc_re, acc_im, ptrs })
         };
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
-        let step_bytes = ops.iter().map(|o| batch::step_bytes(&[o], fused)).collect();
+        let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts, init.is_none())?) } else { None };
+        // On-chip: the global traffic per step is the port samples (16 B a port); the
+        // shared-memory traffic is modelled separately (stats.smem_bytes).
+        let step_bytes = if onchip {
+            ops.iter().enumerate().map(|(d, _)| 16.0 * plan.port_slot[d].iter().flatten().count() as f64).collect()
+        } else {
+            ops.iter().map(|o| batch::step_bytes(&[o], fused)).collect()
+        };
         Ok(FdtdDevBatch {
             dev,
             m,
@@ -328,8 +351,49 @@ impl<'a> FdtdDevBatch<'a> {
             fields: (0..nd).map(|_| None).collect(),
             step_bytes,
             dft,
+            oc,
             stats: RunStats { zchunk, ..Default::default() },
         })
+    }
+
+    /// Load the on-chip kernel and size its launch for these designs (each
+    /// planned on-chip by the caller: `onchip::plan_design`).
+    fn onchip_setup(dev: &mut dyn Device, ops: &[&Operator], drives: &[usize], plan: &Plan, kcap: usize, opts: &CudaOptions, zero_start: bool) -> Result<OcRun, EngineError> {
+        onchip::validate_threads(opts.onchip_threads).map_err(EngineError::Cuda)?;
+        let threads = opts.onchip_threads;
+        let m = dev.load(&onchip::module(threads))?;
+        let max = dev.max_shared();
+        let mut fits = vec![];
+        for (d, op) in ops.iter().enumerate() {
+            fits.push(onchip::plan_design(op, drives[d], max, kcap, threads).map_err(|e| EngineError::Cuda(format!("design {d} cannot run on-chip: {e}")))?);
+        }
+        let smem = fits.iter().map(|f| f.bytes).max().unwrap_or(0);
+        // Ports of a design are contiguous in the plan, its sources too.
+        let mut idx = vec![];
+        for d in 0..ops.len() {
+            let ports: Vec<usize> = plan.port_slot[d].iter().flatten().copied().collect();
+            let (pb, pe) = (ports.first().copied().unwrap_or(0), ports.last().map_or(0, |p| p + 1));
+            let srcs: Vec<usize> = (0..plan.src_design.len()).filter(|&i| plan.src_design[i] as usize == d).collect();
+            let (sb, se) = (srcs.first().copied().unwrap_or(0), srcs.last().map_or(0, |s| s + 1));
+            if pe - pb != ports.len() || se - sb != srcs.len() {
+                return Err(EngineError::Cuda(format!("design {d}: ports or sources not contiguous in the plan")));
+            }
+            // fdtd_onchip.cu EMV_OC_MAT_POOL (4): the material indices stay in the pool.
+            idx.extend([pb as i32, pe as i32, sb as i32, se as i32, if fits[d].mat_shared { 0 } else { 4 }]);
+        }
+        let idx = alloc_with(dev, &idx, 5)?;
+        // From zero fields the ghosts no update writes stay zero (else the kernel reads them from the pool).
+        Ok(OcRun { m, idx, smem: smem as u32, flags: if zero_start { 2 } else { 0 }, threads: threads as u32 })
+    }
+
+    /// One launch of the on-chip kernel: `k` steps of every running design,
+    /// in place in field set `cur`, the energies into `live.energy`.
+    fn launch_onchip(&mut self, k: usize) -> Result<(), EngineError> {
+        let Some(oc) = &self.oc else { return Ok(()) };
+        let (idx, en) = (self.dev.ptr(oc.idx), self.dev.ptr(self.live.energy));
+        let (kk, flags) = (k as i32, oc.flags);
+        let dims = Dims::linear(self.nblocks as u32, oc.threads);
+        device::launch_shared(self.dev, oc.m, 0, dims, oc.smem, &[&self.fptrs[self.cur], &self.pptrs[self.cur], &idx, &kk, &flags, &en])
     }
 
     fn tile_dims(&self, blocks: usize) -> Dims {
@@ -411,6 +475,14 @@ impl Batch for FdtdDevBatch<'_> {
     /// designs left, their planes spread over more blocks (z re-chunking).
     fn set_running(&mut self, running: &[bool]) -> Result<(), EngineError> {
         self.running = running.to_vec();
+        if self.oc.is_some() {
+            // One block per running design.
+            let t: Vec<i32> = (0..running.len()).filter(|&d| running[d]).flat_map(|d| [d as i32, 0]).collect();
+            self.nblocks = t.len() / 2;
+            upload(self.dev, self.live.blocks, 0, &t)?;
+            let a: Vec<i32> = running.iter().map(|&r| r as i32).collect();
+            return upload(self.dev, self.live.active, 0, &a);
+        }
         if self.rechunk {
             let live: Vec<&Operator> = (0..self.ops.len()).filter(|&d| running[d]).map(|d| self.ops[d]).collect();
             let z = batch::choose_zchunk(&live, self.opts.tile, self.resident).max(2);
@@ -437,6 +509,18 @@ impl Batch for FdtdDevBatch<'_> {
             upload(self.dev, dft.phase, 0, &dft.plan.phase_table(&dts, n, k, self.kcap))?;
         }
         self.dev.mark()?;
+        if self.oc.is_some() {
+            self.launch_onchip(k)?;
+            for d in (0..self.ops.len()).filter(|&d| self.running[d]) {
+                let cells = self.jobs[d].mesh.cells() as f64 * k as f64;
+                self.stats.bytes += self.step_bytes[d] * k as f64;
+                self.stats.smem_bytes += onchip::step_smem_bytes(self.ops[d]) * k as f64;
+                self.stats.cell_updates += cells;
+                self.stats.onchip_cell_updates += cells;
+            }
+            self.kk = k;
+            return Ok(());
+        }
         let cur = self.cur;
         let fused = self.opts.scheme == Scheme::Fused;
         self.cur = match self.dev.chunk_begin([k as u64, cur as u64, self.nblocks as u64, 0, 0])? {
@@ -464,7 +548,8 @@ impl Batch for FdtdDevBatch<'_> {
         let tw = Instant::now();
         let nd = self.ops.len();
         let any_due = due.iter().any(|&x| x);
-        if any_due {
+        // The on-chip kernel left every running design's energy at the chunk end.
+        if any_due && self.oc.is_none() {
             self.dev.fill(self.live.energy, 0, 2 * nd * 8, 0)?;
             let mut fpc = self.fptrs[self.cur];
             fpc.e_out = fpc.e;
@@ -473,7 +558,11 @@ impl Batch for FdtdDevBatch<'_> {
             let tiles = self.tile_dims(self.nblocks);
             device::launch(self.dev, self.m, abi::Kernel::Energy as usize, tiles, &[&fpc, &out])?;
         }
-        self.stats.kernel_s += self.dev.elapsed()?;
+        let dt = self.dev.elapsed()?;
+        self.stats.kernel_s += dt;
+        if self.oc.is_some() {
+            self.stats.onchip_kernel_s += dt;
+        }
         let w: Vec<f64> = if any_due { download_vec(self.dev, self.live.energy, 0, 2 * nd)? } else { vec![0.0; 2 * nd] };
         let np = self.plan.ports.len();
         if np > 0 {
@@ -527,13 +616,15 @@ pub fn run_sub_batch(
     init: Option<Vec<&Fields>>,
     want_fields: bool,
     opts: &CudaOptions,
+    onchip: bool,
 ) -> Result<(Vec<Result<JobRun, SimFailure>>, RunStats), EngineError> {
     let t0 = Instant::now();
     // Thin designs get a shorter tile of the same width (fused, adaptive).
     let tile = if opts.scheme == Scheme::Fused && opts.adapt { batch::fit_tile(&ops, opts.tile) } else { opts.tile };
     let opts = CudaOptions { tile, ..opts.clone() };
     dev.set_graphs(opts.graphs);
-    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts);
+    let nd = jobs.len();
+    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts, onchip);
     let setup_s = t0.elapsed().as_secs_f64();
     // The batch's buffers go back to the pool whether or not the run succeeded.
     let run = b.and_then(|mut b| {
@@ -545,7 +636,8 @@ pub fn run_sub_batch(
     let (res, stats) = run?;
     released?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, ..stats };
+    let (onchip_designs, streaming_designs) = if onchip { (nd, 0) } else { (0, nd) };
+    let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, onchip_designs, streaming_designs, ..stats };
     Ok((res, st))
 }
 
@@ -561,43 +653,91 @@ pub fn run_share(
     opts: &CudaOptions,
 ) -> Result<(Vec<(usize, Result<JobRun, SimFailure>)>, RunStats), EngineError> {
     let op = |i: usize| ops.get(i).copied().flatten().ok_or_else(|| EngineError::Cuda(format!("job {i} has no operator")));
-    let mut needs = vec![];
+    // The planner: on-chip where the design fits a block (unless streaming is asked for).
+    let max_shared = if opts.path == PathChoice::Streaming { 0 } else { dev.max_shared() };
+    let gstride = opts.trace_chunk.max(1);
+    let (mut on, mut off) = (vec![], vec![]);
     for &i in idx {
-        needs.push(batch::device_bytes(op(i)?) + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
+        let o = op(i)?;
+        // Field DFT monitors are recorded by the streaming path's fdtd_dft kernel only.
+        let fit = if opts.path == PathChoice::Streaming {
+            Err("streaming asked for".to_string())
+        } else if !jobs[i].monitors.is_empty() {
+            Err("field DFT monitors run on the streaming path".to_string())
+        } else {
+            onchip::plan_design(o, jobs[i].drive, max_shared, gstride, opts.onchip_threads)
+        };
+        match fit {
+            Ok(f) => {
+                if opts.verbose {
+                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory{}", jobs[i].label, jobs[i].mesh.cells(), f.bytes, if f.mat_shared { "" } else { ", materials in the pool" });
+                }
+                on.push(i);
+            }
+            Err(why) if opts.path == PathChoice::Onchip => {
+                return Err(EngineError::Cuda(format!("--path onchip: design '{}' cannot run on-chip on {}: {why}", jobs[i].label, dev.describe())));
+            }
+            Err(why) => {
+                if opts.verbose {
+                    eprintln!("planner: {} ({} cells) streaming: {why}", jobs[i].label, jobs[i].mesh.cells());
+                }
+                off.push(i);
+            }
+        }
     }
     let mut budget = dev.budget()?;
     if let Some(m) = opts.mem_limit {
         budget = budget.min(m);
     }
-    let parts = batch::split_to_fit(&needs, budget).map_err(|k| {
-        EngineError::Cuda(format!(
-            "design '{}' needs {:.2} GiB of device memory, {} can give {:.2} GiB",
-            jobs[idx[k]].label,
-            needs[k] as f64 / (1u64 << 30) as f64,
-            dev.describe(),
-            budget as f64 / (1u64 << 30) as f64
-        ))
-    })?;
     let mut out = vec![];
     let mut st = RunStats::default();
-    for part in parts {
-        let sub: Vec<usize> = idx[part].to_vec();
-        let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
-        let mut os = vec![];
-        for &i in &sub {
-            os.push(op(i)?);
+    for (group, onchip) in [(on, true), (off, false)] {
+        let mut needs = vec![];
+        for &i in &group {
+            needs.push(batch::device_bytes(op(i)?) + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
         }
-        let init_sub = init.map(|f| sub.iter().map(|&i| &f[i]).collect::<Vec<_>>());
-        let (res, s) = run_sub_batch(dev, js, os, init_sub, want_fields, opts)?;
-        st.setup_s += s.setup_s;
-        st.kernel_s += s.kernel_s;
-        st.loop_s += s.loop_s;
-        st.wait_s += s.wait_s;
-        st.cell_updates += s.cell_updates;
-        st.bytes += s.bytes;
-        st.zchunk = s.zchunk;
-        st.sub_batches += 1;
-        out.extend(sub.into_iter().zip(res));
+        let parts = batch::split_to_fit(&needs, budget).map_err(|k| {
+            EngineError::Cuda(format!(
+                "design '{}' needs {:.2} GiB of device memory, {} can give {:.2} GiB",
+                jobs[group[k]].label,
+                needs[k] as f64 / (1u64 << 30) as f64,
+                dev.describe(),
+                budget as f64 / (1u64 << 30) as f64
+            ))
+        })?;
+        for part in parts {
+            let sub: Vec<usize> = group[part].to_vec();
+            let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
+            let mut os = vec![];
+            for &i in &sub {
+                os.push(op(i)?);
+            }
+            let init_sub = init.map(|f| sub.iter().map(|&i| &f[i]).collect::<Vec<_>>());
+            let (res, s) = run_sub_batch(dev, js, os, init_sub, want_fields, opts, onchip)?;
+            if opts.verbose {
+                eprintln!(
+                    "sub-batch of {} designs {}: device {:.3} s, {:.2} Gcells/s",
+                    sub.len(),
+                    if onchip { "on-chip" } else { "streaming" },
+                    s.kernel_s,
+                    s.cell_updates / s.kernel_s.max(1e-12) / 1e9
+                );
+            }
+            st.setup_s += s.setup_s;
+            st.kernel_s += s.kernel_s;
+            st.loop_s += s.loop_s;
+            st.wait_s += s.wait_s;
+            st.cell_updates += s.cell_updates;
+            st.bytes += s.bytes;
+            st.zchunk = s.zchunk;
+            st.sub_batches += 1;
+            st.onchip_designs += s.onchip_designs;
+            st.streaming_designs += s.streaming_designs;
+            st.onchip_kernel_s += s.onchip_kernel_s;
+            st.onchip_cell_updates += s.onchip_cell_updates;
+            st.smem_bytes += s.smem_bytes;
+            out.extend(sub.into_iter().zip(res));
+        }
     }
     Ok((out, st))
 }

@@ -14,6 +14,7 @@ pub mod abi;
 pub mod batch;
 pub mod dft;
 pub mod fdtd;
+pub mod onchip;
 pub mod options;
 pub mod tlm;
 
@@ -24,7 +25,7 @@ use std::time::Instant;
 use rayon::prelude::*;
 
 pub use self::fdtd::JobRun;
-pub use self::options::{CudaOptions, RunStats, Scheme, SPLIT_ZCHUNK};
+pub use self::options::{CudaOptions, PathChoice, RunStats, Scheme, SPLIT_ZCHUNK};
 use self::batch::Tile;
 use self::tlm::TlmConfig;
 use super::device::cuda::CudaDevice;
@@ -98,6 +99,9 @@ impl CudaBackend {
             opts.tile = Tile { tx: tx as usize, ty: ty as usize, ns: ns as usize, minb: 0 };
         }
         opts.adapt = false;
+        if let Some(t) = dev.define("fdtd_onchip", "EMV_OC_NT") {
+            opts.onchip_threads = t as usize;
+        }
         let mut cfg = TlmConfig::DEFAULT;
         let mut port_threads = tlm::abi::PORT_THREADS;
         if let (Some(t), Some(n), Some(s)) = (dev.define("tlm", "TLM_THREADS"), dev.define("tlm", "TLM_NPT"), dev.define("tlm", "TLM_SPLIT")) {
@@ -160,6 +164,10 @@ impl CudaBackend {
                 };
                 out += &report_line(n, d.attrs(m, k, threads));
             }
+            let t = self.opts.onchip_threads;
+            let m = d.load(&onchip::module(t))?;
+            out += &format!("  on-chip, {t} threads a block, up to {} B of shared memory a block:\n", d.max_shared());
+            out += &report_line(onchip::KERNELS[0], d.attrs(m, 0, t as u32));
         }
         Ok(out)
     }
@@ -180,6 +188,11 @@ impl CudaBackend {
             }
         }
         Ok(out)
+    }
+
+    /// Shared-memory bandwidth of device `idx` (all SMs, bytes/s), when known.
+    pub fn shared_bandwidth(&self, idx: usize) -> Option<f64> {
+        self.devices.get(idx).and_then(|d| lock(d).shared_bandwidth())
     }
 
     /// Device-to-device copy bandwidth of device `idx` (bytes read + written per second), median of `reps`.
@@ -276,6 +289,11 @@ impl CudaBackend {
             st.sub_batches += s.sub_batches;
             st.zchunk = s.zchunk;
             st.gpus_used += 1;
+            st.onchip_designs += s.onchip_designs;
+            st.streaming_designs += s.streaming_designs;
+            st.onchip_kernel_s = st.onchip_kernel_s.max(s.onchip_kernel_s);
+            st.onchip_cell_updates += s.onchip_cell_updates;
+            st.smem_bytes += s.smem_bytes;
             for (i, r) in res {
                 results[i] = Some(r);
             }

@@ -21,6 +21,35 @@ impl Scheme {
     }
 }
 
+/// Which FDTD path a design takes (`onchip.rs` plans it per design).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathChoice {
+    /// On-chip where the design fits a block's shared memory, else streaming.
+    Auto,
+    /// Every design on-chip; a design that does not fit is an error naming why.
+    Onchip,
+    /// Every design on the streaming kernels (`fdtd_step` or the split ones).
+    Streaming,
+}
+
+impl PathChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            PathChoice::Auto => "auto",
+            PathChoice::Onchip => "onchip",
+            PathChoice::Streaming => "streaming",
+        }
+    }
+    pub fn parse(s: &str) -> Result<PathChoice, String> {
+        match s.trim() {
+            "auto" => Ok(PathChoice::Auto),
+            "onchip" => Ok(PathChoice::Onchip),
+            "streaming" => Ok(PathChoice::Streaming),
+            o => Err(format!("path '{o}': expected auto, onchip or streaming")),
+        }
+    }
+}
+
 /// Planes per thread of the split kernels unless set.
 pub const SPLIT_ZCHUNK: usize = 2;
 
@@ -45,11 +74,17 @@ pub struct CudaOptions {
     /// when its designs are thin (batch::fit_tile), and re-chunk z as designs
     /// finish (unless `zchunk` is set). Off: exactly `tile`, one z-chunking.
     pub adapt: bool,
+    /// FDTD path per design: on-chip, streaming, or the planner's choice.
+    pub path: PathChoice,
+    /// Threads per block of the on-chip kernel (a multiple of 64, at most 1024).
+    pub onchip_threads: usize,
+    /// Print the planner's choice per design and sub-batch (stderr).
+    pub verbose: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, verbose: false }
     }
 }
 
@@ -75,4 +110,13 @@ pub struct RunStats {
     pub gpus_used: usize,
     /// z-chunk chosen for the last sub-batch.
     pub zchunk: usize,
+    /// Designs run on-chip and on the streaming kernels.
+    pub onchip_designs: usize,
+    pub streaming_designs: usize,
+    /// Device time of the on-chip launches (part of `kernel_s`), seconds.
+    pub onchip_kernel_s: f64,
+    /// Cell updates of the on-chip designs (part of `cell_updates`).
+    pub onchip_cell_updates: f64,
+    /// Modelled shared-memory bytes of the on-chip steps (onchip::step_smem_bytes).
+    pub smem_bytes: f64,
 }

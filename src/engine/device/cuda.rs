@@ -244,6 +244,32 @@ impl Device for CudaDevice {
         unsafe { cudarc::driver::result::launch_kernel(f, g, b, 0, self.stream.cu_stream(), &mut params) }.map_err(drv)
     }
 
+    fn max_shared(&mut self) -> usize {
+        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as OPTIN;
+        self.ctx.attribute(OPTIN).map_or(0, |v| v.max(0) as usize)
+    }
+
+    fn launch_shared(&mut self, m: usize, k: usize, dims: Dims, shared: u32, args: &[*mut c_void]) -> Result<(), EngineError> {
+        use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAXDYN;
+        self.ctx.bind_to_thread().map_err(drv)?;
+        let kf = self.kernel(m, k)?;
+        // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+        kf.set_attribute(MAXDYN, shared as i32).map_err(drv)?;
+        let f = kf.cu_function();
+        let mut params = args.to_vec();
+        let g = (dims.grid[0], dims.grid[1], dims.grid[2]);
+        let b = (dims.block[0], dims.block[1], dims.block[2]);
+        // SAFETY: as in `launch`; `shared` is within what the function was just allowed.
+        unsafe { cudarc::driver::result::launch_kernel(f, g, b, shared, self.stream.cu_stream(), &mut params) }.map_err(drv)
+    }
+
+    fn shared_bandwidth(&mut self) -> Option<f64> {
+        use cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE as CLOCK;
+        // 32 banks x 4 bytes per clock and SM (Volta to Hopper), at the boost clock.
+        let khz = self.ctx.attribute(CLOCK).ok()? as f64;
+        Some(self.sms as f64 * 128.0 * khz * 1e3)
+    }
+
     fn mark(&mut self) -> Result<(), EngineError> {
         self.start = Some(self.event()?);
         Ok(())

@@ -20,6 +20,7 @@ use crate::engine::EngineError;
 
 type KernelFn = unsafe extern "C" fn(i32, *const u32, *const u32, *const *mut c_void) -> i32;
 type TextFn = unsafe extern "C" fn() -> *const c_char;
+type SharedFn = unsafe extern "C" fn(u32);
 
 /// The shims keep the launch geometry in globals: one launch at a time per process.
 static LAUNCH: Mutex<()> = Mutex::new(());
@@ -29,6 +30,8 @@ struct Lib {
     module: String,
     defines: Vec<String>,
     kernel: KernelFn,
+    /// `emu_set_shared(bytes)`: dynamic shared memory of the next launches (libraries with such kernels).
+    set_shared: Option<SharedFn>,
 }
 
 /// An emulated device over one or more kernel libraries.
@@ -56,13 +59,14 @@ impl EmuDevice {
             // no initialisers beyond the C++ runtime's.
             let lib = unsafe { libloading::Library::new(*path) }.map_err(|e| format!("loading {}: {e}", path.display()))?;
             // SAFETY: the symbols have the signatures declared in scripts/*-emu/lib.cpp.
-            let (module, defines, kernel) = unsafe {
+            let (module, defines, kernel, set_shared) = unsafe {
                 let m: libloading::Symbol<TextFn> = lib.get(b"emu_module").map_err(|e| format!("{}: {e}", path.display()))?;
                 let d: libloading::Symbol<TextFn> = lib.get(b"emu_defines").map_err(|e| format!("{}: {e}", path.display()))?;
                 let k: libloading::Symbol<KernelFn> = lib.get(b"emu_kernel").map_err(|e| format!("{}: {e}", path.display()))?;
-                (text(*m), text(*d), *k)
+                let sh: Option<SharedFn> = lib.get::<SharedFn>(b"emu_set_shared").ok().map(|f| *f);
+                (text(*m), text(*d), *k, sh)
             };
-            libs.push(Lib { _lib: lib, module, defines: defines.split_whitespace().map(String::from).collect(), kernel });
+            libs.push(Lib { _lib: lib, module, defines: defines.split_whitespace().map(String::from).collect(), kernel, set_shared });
         }
         Ok(EmuDevice { libs, modules: vec![], bufs: vec![], t: None, launches: vec![] })
     }
@@ -173,6 +177,23 @@ impl Device for EmuDevice {
             return Err(EngineError::Cuda(format!("the emulation refused kernel {k} of module {m}")));
         }
         Ok(())
+    }
+
+    fn max_shared(&mut self) -> usize {
+        self.define("fdtd_onchip", "EMU_MAX_SHARED").map_or(0, |v| v.max(0) as usize)
+    }
+
+    fn launch_shared(&mut self, m: usize, k: usize, dims: Dims, shared: u32, args: &[*mut c_void]) -> Result<(), EngineError> {
+        let (li, _) = self.modules.get(m).ok_or_else(|| EngineError::Cuda(format!("module {m} is not loaded")))?;
+        let Some(set) = self.libs[*li].set_shared else {
+            return Err(EngineError::Cuda(format!("the {} emulation library has no dynamic shared memory", self.libs[*li].module)));
+        };
+        // One launch at a time (LAUNCH in `launch`); the size is set right before it.
+        let _one = LAUNCH.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: emu_set_shared only stores the size for the next launch.
+        unsafe { set(shared) };
+        drop(_one);
+        self.launch(m, k, dims, args)
     }
 
     fn mark(&mut self) -> Result<(), EngineError> {

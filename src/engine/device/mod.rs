@@ -106,6 +106,22 @@ pub trait Device: Send {
     fn fill(&mut self, b: Buf, off: usize, len: usize, byte: u8) -> Result<(), EngineError>;
     /// Launch kernel `k` of module `m` with the arguments in order.
     fn launch(&mut self, m: usize, k: usize, dims: Dims, args: &[*mut c_void]) -> Result<(), EngineError>;
+    /// The most dynamic shared memory one block may ask for (bytes; 0: the
+    /// device runs no kernel that needs it).
+    fn max_shared(&mut self) -> usize {
+        0
+    }
+    /// [`Device::launch`] with `shared` bytes of dynamic shared memory per block.
+    fn launch_shared(&mut self, m: usize, k: usize, dims: Dims, shared: u32, args: &[*mut c_void]) -> Result<(), EngineError> {
+        if shared == 0 {
+            return self.launch(m, k, dims, args);
+        }
+        Err(EngineError::Cuda(format!("{}: no dynamic shared memory", self.describe())))
+    }
+    /// Shared-memory bandwidth of the whole device (bytes/s; every SM), for reports.
+    fn shared_bandwidth(&mut self) -> Option<f64> {
+        None
+    }
     /// Mark the start of timed device work.
     fn mark(&mut self) -> Result<(), EngineError>;
     /// Wait for the device; seconds of device work since [`Device::mark`].
@@ -179,6 +195,12 @@ pub fn download_vec<T: Pod>(dev: &mut dyn Device, b: Buf, off: usize, n: usize) 
         dev.download(b, off * sz, out)?;
     }
     Ok(v)
+}
+
+/// [`launch`] with `shared` bytes of dynamic shared memory per block.
+pub fn launch_shared(dev: &mut dyn Device, m: usize, k: usize, dims: Dims, shared: u32, args: &[&dyn ArgRef]) -> Result<(), EngineError> {
+    let params: Vec<*mut c_void> = args.iter().map(|a| a.addr()).collect();
+    dev.launch_shared(m, k, dims, shared, &params)
 }
 
 /// Launch with typed arguments (their addresses, as launches take them).

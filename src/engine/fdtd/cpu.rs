@@ -274,6 +274,19 @@ pub fn fdtd_step(op: &Operator, f: &mut Fields) {
     fdtd_update_e(op, f);
 }
 
+/// `k` whole steps from step `n` with the driven port's source and the port
+/// monitor, then the energy (twin of the on-chip CUDA kernel `fdtd_onchip`,
+/// which runs a chunk of the stepping loop in one launch): the order of
+/// [`super::cpu_batch::CpuBatch`]'s advance and end of chunk.
+pub fn fdtd_onchip(op: &Operator, f: &mut Fields, drive: usize, pulse: &crate::job::Pulse, n: usize, k: usize, traces: &mut [PortTrace]) -> f64 {
+    for s in n..n + k {
+        fdtd_step(op, f);
+        fdtd_inject(op, f, drive, pulse.value((s as f64 + 0.5) * op.dt));
+        fdtd_sample_ports(op, f, traces);
+    }
+    fdtd_energy(op, f)
+}
+
 /// Add the source of port `d` (the driven one) at time t (the middle of the E step).
 pub fn fdtd_inject(op: &Operator, f: &mut Fields, d: usize, g: f64) {
     if d >= op.lumped.len() {

@@ -3,10 +3,7 @@
 //! extensions, in the order of the CUDA launches: the fused step (H, PMC
 //! ghosts, E; the CPML terms inside both updates), the driven port's source
 //! (`fdtd_inject`), the port monitor (`fdtd_sample_ports`) and the field DFT
-<<<<<<< HEAD
-//! monitors (`fdtd_dft`, [`FieldDftMonitor`]).
-=======
-//! monitors ([`FieldDftMonitor`], CPU only). The step itself is the fast
+//! monitors (`fdtd_dft`, [`FieldDftMonitor`]). The step itself is the fast
 //! stepper ([`fast`](super::fast), the same bits as `cpu::fdtd_step`); the
 //! source, the port samples and the DFT monitors are the reference code.
 
