@@ -21,8 +21,14 @@ fn runs_killed_at_random_moments_lose_nothing_and_end_as_an_uninterrupted_run() 
     let root = tmp.path().to_str().unwrap();
     let design = fixture(tmp.path(), "killed", "Ga(population: 8, generations: 40, seed: 21, stop: (target: None, stagnation: None))");
     let design = design.to_str().unwrap();
+    let started = std::time::Instant::now();
     let (ok, text) = emvolve(&["run", design, "--backend", "cpu", "--quiet", "--runs-dir", root, "--name", "reference"]);
     assert!(ok, "{text}");
+    // Kill delays scale with this machine's speed: all KILLS rounds together may
+    // run on average 40 % of an uninterrupted run, so the run cannot end before
+    // the kills are spent, however fast the engine or the machine is.
+    let whole = started.elapsed().as_millis() as u64;
+    let longest = (whole * 4 / 5 / KILLS as u64).clamp(60, 900);
     let reference = tmp.path().join("reference");
     let dir = tmp.path().join("killed");
 
@@ -40,7 +46,7 @@ fn runs_killed_at_random_moments_lose_nothing_and_end_as_an_uninterrupted_run() 
             vec!["run", design, "--backend", "cpu", "--quiet", "--runs-dir", root]
         };
         let mut r = spawn(&args);
-        std::thread::sleep(Duration::from_millis(rng.random_range(30..900)));
+        std::thread::sleep(Duration::from_millis(rng.random_range(30..longest)));
         let killed = r.child.try_wait().unwrap().is_none();
         r.child.kill().unwrap();
         let (_, out, err) = r.finish();
