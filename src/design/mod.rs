@@ -48,6 +48,10 @@ pub struct Design {
     notes: Vec<String>,
     /// Memory a job's grid may need; larger grids are refused before allocation.
     budget: MemoryBudget,
+    /// The automatic mesh's line counts at the parameters' midpoint, which
+    /// every candidate keeps where they fit (None: uniform mesh, or no
+    /// feasible midpoint).
+    reference: Option<std::sync::Arc<[mesh::Topology; 3]>>,
 }
 
 impl Design {
@@ -79,14 +83,32 @@ impl Design {
             goals: checked.goals,
             notes: checked.notes,
             budget,
+            reference: None,
         };
+        let mut design = design;
         let mid = design.midpoint_values();
         if design.constraint_violation(&mid) == 0.0 {
             // jobs() rather than job(): it also places the far-field box.
             let drive = design.far_field().map_or(0, |f| f.port - 1);
             design.jobs(&mid, &[drive], None)?;
+            design.reference = design.reference_topology(&mid)?;
         }
         Ok(design)
+    }
+
+    /// The automatic mesh's topology at `values` (None for a uniform mesh).
+    fn reference_topology(&self, values: &BTreeMap<String, f64>) -> Result<Option<std::sync::Arc<[mesh::Topology; 3]>>, DesignError> {
+        let Some(m) = mesh::auto_from_design(&self.file, &self.origin, values, self.budget)? else { return Ok(None) };
+        let geo = self.geometry(values, None)?;
+        let units = geometry::Units::of(&self.file, &self.origin);
+        let (_, topo) = m.mesh_with_topology(&geo, &units)?;
+        Ok(Some(std::sync::Arc::new(topo)))
+    }
+
+    /// The reference topology every candidate's automatic mesh keeps where it
+    /// fits (see [`mesh::axis::lines_following`]).
+    pub fn mesh_reference(&self) -> Option<&[mesh::Topology; 3]> {
+        self.reference.as_deref()
     }
 
     /// The file name (or origin) errors refer to.
@@ -220,7 +242,7 @@ impl Design {
         let mesher = match mesher {
             Some(m) => m,
             None => {
-                own = mesh::from_design(&self.file, &self.origin, values, self.budget)?;
+                own = mesh::from_design(&self.file, &self.origin, values, self.budget, self.reference.clone())?;
                 own.as_ref()
             }
         };

@@ -7,10 +7,15 @@
 //! line -- `edges` chooses; graded cells in between up to the largest cell the
 //! band allows; at least `slab_cells` across a dielectric slab. Each candidate
 //! gets its own line counts: lines move continuously with the parameters, and
-//! a count changes only where an interval's need crosses a whole cell (the
-//! smoothness this gives the optimiser is measured in tests/smoothness.rs).
+//! a count changes only where an interval's need crosses a whole cell. With a
+//! reference topology (the design's mesh at its parameters' midpoint, which
+//! [`crate::design::Design`] keeps) a candidate keeps the reference's counts
+//! wherever they still fit, so counts change far more rarely (the smoothness
+//! this gives the optimiser is measured in tests/smoothness.rs).
 
-use super::axis::{self, AxisOptions, EdgeRule, Feature, Kind, MeshProblem, MinCells};
+use std::sync::Arc;
+
+use super::axis::{self, AxisOptions, EdgeRule, Feature, Kind, MeshProblem, MinCells, Topology};
 use super::{Meshed, Mesher};
 use crate::design::budget::{check_grid, MemoryBudget};
 use crate::consts::C0;
@@ -96,6 +101,12 @@ fn key(id: &EventId) -> u64 {
     owner * 16 + face
 }
 
+/// How far the edge cell of the end of a close pair that gives way shrinks
+/// while the other keeps the full edge cell: the gap between the pairs is then
+/// one cell of 0.74 E (the grading's room), which the fill accepts next to a
+/// cell down to 0.55 E (0.9 x the ratio); below, both shrink together.
+const KNEE: f64 = 0.6;
+
 /// A solid face is "thin" (meshed like a sheet's edge) when the solid extends
 /// less than this many edge cells across it.
 const THIN_CELLS: f64 = 3.0;
@@ -128,6 +139,8 @@ pub struct AutoMesher {
     /// The grid is refused from a lower bound of its counts (the domain in
     /// largest cells), before any line exists, above this.
     pub budget: MemoryBudget,
+    /// Counts to keep where they fit, per axis (see [`axis::lines_following`]).
+    pub reference: Option<Arc<[Topology; 3]>>,
 }
 
 impl AutoMesher {
@@ -142,34 +155,86 @@ impl AutoMesher {
                 continue;
             }
             let ev = &events[a];
-            // Sorted and deduplicated, so the nearest other feature is a binary
-            // search away (a design may repeat a primitive thousands of times).
-            let mut coords: Vec<f64> = ev.iter().map(|e| e.coord).collect();
-            coords.sort_by(f64::total_cmp);
-            coords.dedup_by(|x, y| (*x - *y).abs() <= geo.tol);
-            let nearest_other = |x: f64| -> f64 {
-                let i = coords.partition_point(|&c| c < x - geo.tol);
-                let below = coords[..i].last().map_or(f64::INFINITY, |&c| x - c);
-                let above = coords[i..].iter().find(|&&c| c > x + geo.tol).map_or(f64::INFINITY, |&c| c - x);
+            // Every event's line pair, as fractions of its edge cell reaching
+            // below and above its coordinate (0 for exact lines, on-edge lines
+            // and domain faces), merged per coordinate: sorted, so a
+            // neighbour is a binary search away (a design may repeat a
+            // primitive thousands of times).
+            // The rule of each metal edge and its reach (down, up).
+            let rules: Vec<Option<(EdgeRule, f64, f64)>> = ev
+                .iter()
+                .map(|e| match e.kind {
+                    EventKind::MetalEdge { metal: metal @ (Side::Low | Side::High) } => {
+                        let sheet = matches!(e.id.owner, Owner::Primitive(i) if sheet_owners.contains(&i));
+                        let thin = sheet || thin_face(geo, a, &e.id, THIN_CELLS * edge);
+                        let rule = self.settings.rule(thin);
+                        let q = rule.inside();
+                        Some(if metal == Side::Low { (rule, q, 1.0 - q) } else { (rule, 1.0 - q, q) })
+                    }
+                    _ => None,
+                })
+                .collect();
+            let mut reach: Vec<(f64, f64, f64, bool)> =
+                ev.iter().zip(&rules).map(|(e, r)| r.map_or((e.coord, 0.0, 0.0, false), |(_, d, u)| (e.coord, d, u, true))).collect();
+            reach.sort_by(|x, y| x.0.total_cmp(&y.0));
+            let mut merged: Vec<(f64, f64, f64, bool)> = Vec::with_capacity(reach.len());
+            for r in reach {
+                match merged.last_mut() {
+                    Some(m) if (r.0 - m.0).abs() <= geo.tol => {
+                        m.1 = m.1.max(r.1);
+                        m.2 = m.2.max(r.2);
+                        m.3 |= r.3;
+                    }
+                    _ => merged.push(r),
+                }
+            }
+            // The largest edge cell the neighbours of x allow. Two neighbouring
+            // coordinates d apart whose line pairs reach r1 and r2 of their edge
+            // cells h1, h2 into the gap between them leave d - r1 h1 - r2 h2,
+            // which must hold a cell within the grading limit of both (0.92 x
+            // the ratio, as the fill's growth): `room` x the larger. Both ends
+            // keep the full edge cell E where that fits. Closer, the end that
+            // reaches further into the gap gives way alone, down to KNEE x E, while
+            // the other keeps E: a close pair of edges (an iris pair's
+            // apertures, the metal on the same side) then moves one edge's cell
+            // and not the interval beyond the other. Closer still, both shrink
+            // in proportion to d. Every branch is continuous in d, and both ends
+            // of a gap reckon the same split, so the pairs always fit.
+            // (2 % over the bare need: the fill's placement is discrete.)
+            let room = 1.02 / (0.92 * self.settings.max_ratio);
+            let split = |d: f64, mine: f64, theirs: f64, metal: bool| -> f64 {
+                if !metal {
+                    // An exact line or a domain face: its own cell adapts.
+                    return d / (mine + room);
+                }
+                if (mine - theirs).abs() <= 1e-12 {
+                    return edge.min(d / (mine + theirs + room));
+                }
+                let (give, keep) = if mine > theirs { (mine, theirs) } else { (theirs, mine) };
+                if d >= (give + keep + room) * edge {
+                    return edge;
+                }
+                let knee = (KNEE * give + keep + room) * edge;
+                let (h_give, h_keep) = if d >= knee { ((d - (keep + room) * edge) / give, edge) } else { (KNEE * edge * d / knee, edge * d / knee) };
+                if mine > theirs { h_give } else { h_keep }
+            };
+            let bound = |x: f64, down: f64, up: f64| -> f64 {
+                let i = merged.partition_point(|m| m.0 < x - geo.tol);
+                let below = merged[..i].last().map_or(f64::INFINITY, |m| split(x - m.0, down, m.2, m.3));
+                let j = merged.partition_point(|m| m.0 <= x + geo.tol);
+                let above = merged.get(j).map_or(f64::INFINITY, |m| split(m.0 - x, up, m.1, m.3));
                 below.min(above)
             };
-            for e in ev {
+            for (e, r) in ev.iter().zip(&rules) {
                 let kind = match e.kind {
                     EventKind::DomainFace { .. } => continue,
                     EventKind::MetalEdge { metal: Side::Both } => Kind::Exact,
                     EventKind::MetalEdge { metal } => {
-                        let sheet = matches!(e.id.owner, Owner::Primitive(i) if sheet_owners.contains(&i));
-                        let thin = sheet || thin_face(geo, a, &e.id, THIN_CELLS * edge);
-                        // Room around the edge: its cell takes at most 0.4 of the gap to
-                        // the nearest other feature, so that whichever sides two close
-                        // edges' line pairs lie on, what is left between the pairs is
-                        // within the grading limit of their cells (0.6 of the gap for two
-                        // edges with the metal on the same side, 0.32 for two facing
-                        // edges); never so small that the graded fill next to it (whose
-                        // end cells are 0.83 of the anchor's) falls below the minimum cell.
-                        let near = nearest_other(e.coord);
-                        let h = (0.4 * near).min(edge).max(1.25 * min);
-                        Kind::Metal { below: metal == Side::Low, rule: self.settings.rule(thin), h }
+                        let (rule, down, up) = r.expect("metal edges have a rule");
+                        // Never so small that the graded fill next to it (whose end
+                        // cells are 0.83 of the anchor's) falls below the minimum cell.
+                        let h = bound(e.coord, down, up).min(edge).max(1.25 * min);
+                        Kind::Metal { below: metal == Side::Low, rule, h }
                     }
                     EventKind::Interface | EventKind::PortNode | EventKind::PortPlane { .. } => Kind::Exact,
                 };
@@ -197,11 +262,11 @@ impl AutoMesher {
     }
 
     /// The domain lines of axis `a` (no padding).
-    fn axis_lines(&self, geo: &Geometry, a: usize, input: &AxisInput, o: &AxisOptions, u: &Units) -> Result<Vec<f64>, DesignError> {
+    fn axis_lines(&self, geo: &Geometry, a: usize, input: &AxisInput, o: &AxisOptions, u: &Units) -> Result<(Vec<f64>, Topology), DesignError> {
         let ax = Axis::from_index(a);
         let [lo, hi] = geo.domain[a];
         if geo.collapse == Some(ax) {
-            return Ok(vec![lo, hi]);
+            return Ok((vec![lo, hi], Topology::default()));
         }
         let at = |what: &str| format!("{AT}.{what}");
         if let Some(v) = &self.settings.forced[a] {
@@ -230,8 +295,9 @@ impl AutoMesher {
             let n = v.len() - 1;
             v[n] = hi;
             axis::check_lines(&v, 0.0, o.max_ratio).map_err(|p| problem(u, &field, p))?;
-            return Ok(v);
+            return Ok((v, Topology::default()));
         }
+        let prefer = self.reference.as_ref().map(|r| &r[a]);
         // Crowded edges can leave a gap the graded fill cannot bridge within
         // the grading limit: then the edges' cells shrink (by 3/4, up to four
         // times) before the axis is given up with the first error.
@@ -245,12 +311,12 @@ impl AutoMesher {
                 })
                 .collect()
         };
-        let first = match axis::lines(lo, hi, &input.features, &input.slabs, o) {
+        let first = match axis::lines_following(lo, hi, &input.features, &input.slabs, o, prefer) {
             Ok(v) => return Ok(v),
             Err(p) => p,
         };
         for k in 1..5 {
-            if let Ok(v) = axis::lines(lo, hi, &scaled(0.75f64.powi(k)), &input.slabs, o) {
+            if let Ok(v) = axis::lines_following(lo, hi, &scaled(0.75f64.powi(k)), &input.slabs, o, prefer) {
                 return Ok(v);
             }
         }
@@ -281,6 +347,13 @@ fn problem(u: &Units, field: &str, p: MeshProblem) -> DesignError {
 
 impl Mesher for AutoMesher {
     fn mesh(&self, geo: &Geometry, u: &Units) -> Result<Meshed, DesignError> {
+        self.mesh_with_topology(geo, u).map(|(m, _)| m)
+    }
+}
+
+impl AutoMesher {
+    /// The mesh of `geo` and its topology (the counts a later mesh can keep).
+    pub fn mesh_with_topology(&self, geo: &Geometry, u: &Units) -> Result<(Meshed, [Topology; 3]), DesignError> {
         let o = self.options(geo);
         let least = std::array::from_fn(|a| {
             let l = geo.domain[a][1] - geo.domain[a][0];
@@ -290,8 +363,10 @@ impl Mesher for AutoMesher {
         let inputs = self.inputs(geo);
         let mut lines: [Vec<f64>; 3] = [vec![], vec![], vec![]];
         let mut pml = [[0usize; 2]; 3];
+        let mut topo: [Topology; 3] = Default::default();
         for a in 0..3 {
-            let dom = self.axis_lines(geo, a, &inputs[a], &o, u)?;
+            let (dom, t) = self.axis_lines(geo, a, &inputs[a], &o, u)?;
+            topo[a] = t;
             // Absorbing padding: uniform cells of the outermost cell's size (the
             // CPML's profile assumes a uniform layer).
             for s in 0..2 {
@@ -306,7 +381,7 @@ impl Mesher for AutoMesher {
             lines[a] = v;
         }
         let mesh = Mesh::from_lines(lines).map_err(|e| u.err(AT, e.to_string()))?;
-        Ok(Meshed { mesh, pml })
+        Ok((Meshed { mesh, pml }, topo))
     }
 }
 
@@ -339,6 +414,64 @@ mod tests {
                 assert!(hit, "axis {a}: no line at {} ({:?})", e.coord, e.kind);
             }
             assert!(job.mesh.max_grading(a) <= 1.5 + 1e-6, "axis {a} grading {}", job.mesh.max_grading(a));
+        }
+    }
+
+    /// The edge cells the mesher asks for at the x coordinates of the outer
+    /// (w1) and inner (w2) apertures' low edges, and the full edge cell.
+    fn edge_cells(d: &Design, w1: f64, w2: f64) -> (f64, f64, f64) {
+        let mut v = values(d, w1);
+        v.insert("w2".into(), w2);
+        let geo = d.geometry(&v, None).unwrap();
+        let mesher = super::super::auto_from_design(d.file(), "iris.ron", &v, crate::design::MemoryBudget::machine()).unwrap().unwrap();
+        let (_, _, edge) = mesher.settings.cells(&geo);
+        let a = 7.112e-3;
+        let at = |x: f64| {
+            mesher.inputs(&geo)[0]
+                .features
+                .iter()
+                .find_map(|f| match f.kind {
+                    super::Kind::Metal { h, .. } if (f.pos - x).abs() < 1e-12 => Some(h),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        (at((a - w1 * 1e-3) / 2.0), at((a - w2 * 1e-3) / 2.0), edge)
+    }
+
+    #[test]
+    fn close_apertures_shrink_one_edge_cell_continuously_and_leave_the_other() {
+        let d = iris("mesh: Auto(),");
+        let w2 = 2.7;
+        let mut prev: Option<(f64, f64)> = None;
+        let mut w1 = 3.0;
+        while w1 <= 4.0 + 1e-9 {
+            let (h1, h2, e) = edge_cells(&d, w1, w2);
+            let gap = (w1 - w2) / 2.0 * 1e-3;
+            // Same-side edges: the inner aperture's edge keeps the full cell
+            // down to a gap of (0.6 x 0.85 + 0.15 + room) E, the outer one gives way.
+            let knee = (super::KNEE * 0.85 + 0.15 + 1.02 / (0.92 * 1.5)) * e;
+            if gap >= knee {
+                assert_eq!(h2, e, "w1 = {w1}: the inner edge's cell moved");
+            }
+            assert!(h1 <= e && h1 >= super::KNEE * e * (gap / knee).min(1.0) * (1.0 - 1e-9), "w1 = {w1}: {h1} of {e}");
+            if let Some((p1, p2)) = prev {
+                // 5 um steps of w1: the cells follow continuously.
+                assert!((h1 - p1).abs() < 0.02 * e && (h2 - p2).abs() < 0.02 * e, "w1 = {w1}: {p1} -> {h1}, {p2} -> {h2}");
+            }
+            prev = Some((h1, h2));
+            // Every candidate meshes with these cells: its line pairs straddle
+            // the edges as asked (the crowded-edge retry would have scaled them).
+            let mut v = values(&d, w1);
+            v.insert("w2".into(), w2);
+            let job = d.job_with(&v, None, None).unwrap();
+            let lines = job.mesh.lines(0);
+            for (x, h) in [((7.112 - w1) / 2.0 * 1e-3, h1), ((7.112 - w2) / 2.0 * 1e-3, h2)] {
+                for y in [x - super::AUTO_INSIDE * h, x + (1.0 - super::AUTO_INSIDE) * h] {
+                    assert!(lines.iter().any(|&l| (l - y).abs() < 1e-12), "w1 = {w1}: no line at {y}");
+                }
+            }
+            w1 += 0.005;
         }
     }
 

@@ -14,7 +14,12 @@
 //!   density, so they move continuously when the anchors do;
 //! - counts that change only where an interval's need crosses a whole cell:
 //!   between those points a parameter change moves the lines and none appears
-//!   or vanishes, so neighbouring candidates get neighbouring meshes.
+//!   or vanishes, so neighbouring candidates get neighbouring meshes;
+//! - a *reference topology* ([`Topology`], the counts of the design at its
+//!   parameters' midpoint) that a candidate keeps wherever those counts still
+//!   honour the largest cell, the smallest cell and the grading: then no line
+//!   appears or vanishes over wide stretches of the parameter space, only
+//!   where a count stops fitting, and a GA's batch shares its grid sizes.
 
 /// How a metal edge gets its lines.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -66,6 +71,18 @@ pub struct MinCells {
     pub lo: f64,
     pub hi: f64,
     pub cells: usize,
+}
+
+/// The cell counts of an axis' intervals, keyed by the identities of the
+/// anchors at their two ends (stable across parameter values).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Topology(pub std::collections::BTreeMap<(u64, u64), usize>);
+
+impl Topology {
+    /// Cells in all.
+    pub fn cells(&self) -> usize {
+        self.0.values().sum()
+    }
 }
 
 /// Settings of one axis (metres).
@@ -308,7 +325,9 @@ fn needed(a: f64, b: f64, ha: f64, hb: f64, o: &AxisOptions, slabs: &[MinCells])
 /// (an interval with more cells than its density needs has smaller cells), so
 /// the anchors shrink until neighbours agree. Every step is continuous in the
 /// positions while the counts stay the same.
-fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells]) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
+/// `fixed[i]`: a count interval i keeps (the reference topology's) instead of
+/// its own need.
+fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells], fixed: &[Option<usize>]) -> (Vec<usize>, Vec<f64>, Vec<f64>) {
     let m = an.len() - 1;
     let h0: Vec<f64> = an.iter().map(|a| a.h).collect();
     let mut h = h0.clone();
@@ -322,6 +341,11 @@ fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells]) -> (Vec<usize>, Vec
             if pair(i) {
                 n[i] = 1;
                 cap[i] = an[i + 1].pos - an[i].pos;
+                continue;
+            }
+            if let Some(nf) = fixed[i] {
+                n[i] = nf;
+                cap[i] = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], nf, o);
                 continue;
             }
             n[i] = n[i].max(needed(an[i].pos, an[i + 1].pos, h[i], h[i + 1], o, slabs));
@@ -367,17 +391,106 @@ fn place(a: f64, b: f64, ha: f64, hb: f64, cap: f64, n: usize, o: &AxisOptions, 
 
 /// The mesh lines of `[lo, hi]`: anchors, and graded lines between them.
 pub fn lines(lo: f64, hi: f64, features: &[Feature], slabs: &[MinCells], o: &AxisOptions) -> Result<Vec<f64>, MeshProblem> {
+    lines_following(lo, hi, features, slabs, o, None).map(|(v, _)| v)
+}
+
+/// Whether `n` cells may fill `[a, b]` in place of its own need: cells no
+/// larger on average than the largest cell (the rule the own count follows),
+/// none below the smallest, at least a slab's minimum.
+fn count_fits(a: f64, b: f64, n: usize, o: &AxisOptions, slabs: &[MinCells]) -> bool {
+    let avg = (b - a) / n.max(1) as f64;
+    let tol = 1e-9 * (b - a).abs();
+    let slab_ok = slabs.iter().all(|s| {
+        !(a >= s.lo - tol && b <= s.hi + tol && s.hi > s.lo) || n as f64 >= s.cells as f64 * (b - a) / (s.hi - s.lo) - 1e-6
+    });
+    n >= 1 && avg <= o.max_cell * (1.0 + 1e-9) && avg >= o.min_cell && slab_ok
+}
+
+/// How far over the largest cell a kept (reference) count may stretch a cell.
+const KEPT_MAX_OVER: f64 = 1.01;
+
+/// [`lines`] keeping the counts of `prefer` (a reference topology) wherever
+/// they fit: an interval between the same two anchors takes the reference's
+/// count unless that breaks the largest cell, the smallest cell or the
+/// grading there, in which case it takes its own need (as without a
+/// reference). Returns the lines and this mesh's own topology.
+pub fn lines_following(
+    lo: f64,
+    hi: f64,
+    features: &[Feature],
+    slabs: &[MinCells],
+    o: &AxisOptions,
+    prefer: Option<&Topology>,
+) -> Result<(Vec<f64>, Topology), MeshProblem> {
     o.check()?;
     let an = anchors(lo, hi, features, o)?;
-    let (n, cap, h) = solve(&an, o, slabs);
-    let mut out = Vec::new();
-    for i in 0..an.len() - 1 {
-        out.push(an[i].pos);
-        place(an[i].pos, an[i + 1].pos, h[i], h[i + 1], cap[i], n[i], o, &mut out);
+    let keys: Vec<(u64, u64)> = an.windows(2).map(|w| (w[0].id, w[1].id)).collect();
+    let mut fixed: Vec<Option<usize>> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| prefer.and_then(|t| t.0.get(k).copied()).filter(|&nf| count_fits(an[i].pos, an[i + 1].pos, nf, o, slabs)))
+        .collect();
+    loop {
+        let (n, cap, h) = solve(&an, o, slabs, &fixed);
+        let mut out = Vec::new();
+        // owner[j]: the interval of cell j (between out[j] and out[j + 1]).
+        let mut owner = Vec::new();
+        for i in 0..an.len() - 1 {
+            out.push(an[i].pos);
+            let before = out.len();
+            place(an[i].pos, an[i + 1].pos, h[i], h[i + 1], cap[i], n[i], o, &mut out);
+            owner.extend(std::iter::repeat_n(i, out.len() - before + 1));
+        }
+        out.push(hi);
+        let mut bad = violations(&out, &owner, o);
+        // A kept count may not stretch a cell beyond the largest cell (1 %
+        // over, as the own counts' rounding allows).
+        for (j, w) in out.windows(2).enumerate() {
+            if fixed[owner[j]].is_some() && w[1] - w[0] > o.max_cell * KEPT_MAX_OVER {
+                bad.push(owner[j]);
+            }
+        }
+        if bad.is_empty() {
+            return Ok((out, Topology(keys.into_iter().zip(n).collect())));
+        }
+        // Release the reference counts where the mesh breaks a rule; a rule
+        // broken with no reference count involved is released everywhere
+        // (the neighbours' counts shape the anchors' cells); with none left,
+        // the axis is what its own needs give, and its error is the answer.
+        let mut released = false;
+        for i in bad {
+            released |= fixed[i].take().is_some();
+        }
+        if !released {
+            if fixed.iter().any(Option::is_some) {
+                fixed.iter_mut().for_each(|f| *f = None);
+                continue;
+            }
+            check_lines(&out, o.min_cell, o.max_ratio)?;
+            return Ok((out, Topology(keys.into_iter().zip(n).collect())));
+        }
     }
-    out.push(hi);
-    check_lines(&out, o.min_cell, o.max_ratio)?;
-    Ok(out)
+}
+
+/// The intervals (by `owner` of their cells) where `v` has a cell below the
+/// minimum or neighbouring cells beyond the grading limit (both cells' intervals).
+fn violations(v: &[f64], owner: &[usize], o: &AxisOptions) -> Vec<usize> {
+    let mut bad = Vec::new();
+    for (j, w) in v.windows(2).enumerate() {
+        if !(w[1] - w[0] >= o.min_cell * (1.0 - 1e-6)) {
+            bad.push(owner[j]);
+        }
+    }
+    for (j, w) in v.windows(3).enumerate() {
+        let (d0, d1) = (w[1] - w[0], w[2] - w[1]);
+        if (d0 / d1).max(d1 / d0) > o.max_ratio * (1.0 + 1e-6) {
+            bad.push(owner[j]);
+            bad.push(owner[j + 1]);
+        }
+    }
+    bad.sort_unstable();
+    bad.dedup();
+    bad
 }
 
 /// Lines must increase, with no cell below `min_cell` and neighbouring cells
@@ -472,6 +585,44 @@ mod tests {
         }
         // A 2 mm sweep of a 0.3-0.5 mm cell mesh adds a handful of cells, not one per step.
         assert!(jumps <= 8, "{jumps} count changes");
+    }
+
+    #[test]
+    fn reference_counts_are_kept_while_they_fit_and_released_where_they_do_not() {
+        let o = opts();
+        let feats = |w: f64| [metal(5.0 - w / 2.0, true, 1), metal(5.0 + w / 2.0, false, 2)];
+        let (_, reference) = lines_following(0.0, 10.0, &feats(3.0), &[], &o, None).unwrap();
+        // Own counts change several times over the sweep; kept counts far fewer.
+        let (mut own_changes, mut kept_changes) = (0, 0);
+        let (mut own_prev, mut kept_prev) = (None, None);
+        let mut w = 2.6;
+        while w <= 3.4 + 1e-9 {
+            let (own, t_own) = lines_following(0.0, 10.0, &feats(w), &[], &o, None).unwrap();
+            let (kept, t_kept) = lines_following(0.0, 10.0, &feats(w), &[], &o, Some(&reference)).unwrap();
+            assert_eq!(t_own.cells(), own.len() - 1);
+            assert_eq!(t_kept.cells(), kept.len() - 1);
+            // Whatever is kept still honours the rules: grading, and cells at
+            // most 1 % over the largest.
+            assert!(ratio_max(&kept) <= 1.5 + 1e-9, "w = {w}: {kept:?}");
+            assert!(kept.windows(2).all(|c| c[1] - c[0] <= 1.01 + 1e-9), "w = {w}: {kept:?}");
+            own_changes += (own_prev.is_some_and(|n| n != own.len())) as usize;
+            kept_changes += (kept_prev.is_some_and(|n| n != kept.len())) as usize;
+            own_prev = Some(own.len());
+            kept_prev = Some(kept.len());
+            w += 0.01;
+        }
+        assert!(kept_changes < own_changes, "kept {kept_changes}, own {own_changes}");
+        // At the reference itself the kept mesh is the reference's.
+        let (a, _) = lines_following(0.0, 10.0, &feats(3.0), &[], &o, None).unwrap();
+        let (b, _) = lines_following(0.0, 10.0, &feats(3.0), &[], &o, Some(&reference)).unwrap();
+        assert_eq!(a, b);
+        // A reference count that would stretch cells beyond the largest is not kept.
+        let mut tight = reference.clone();
+        for n in tight.0.values_mut() {
+            *n = 1;
+        }
+        let (v, _) = lines_following(0.0, 10.0, &feats(3.0), &[], &o, Some(&tight)).unwrap();
+        assert_eq!(v, a);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod uniform;
 use std::collections::BTreeMap;
 
 pub use auto::{AutoMesher, AutoSettings};
+pub use axis::Topology;
 pub use uniform::UniformMesher;
 
 use super::budget::MemoryBudget;
@@ -47,14 +48,19 @@ pub trait Mesher {
 
 /// The mesher the design's engine options ask for, its lengths evaluated at
 /// `values`.
+/// `reference`: the counts an automatic mesh keeps where they fit.
 pub(crate) fn from_design(
     d: &DesignFile,
     file: &str,
     values: &BTreeMap<String, f64>,
     budget: MemoryBudget,
+    reference: Option<std::sync::Arc<[Topology; 3]>>,
 ) -> Result<Box<dyn Mesher>, DesignError> {
     match auto_from_design(d, file, values, budget)? {
-        Some(m) => Ok(Box::new(m)),
+        Some(mut m) => {
+            m.reference = reference;
+            Ok(Box::new(m))
+        }
         None => {
             let units = Units::of(d, file);
             let opts = d.engine.options();
@@ -115,5 +121,5 @@ pub(crate) fn auto_from_design(
         pml: opts.pml,
         forced,
     };
-    Ok(Some(AutoMesher { settings, budget }))
+    Ok(Some(AutoMesher { settings, budget, reference: None }))
 }
