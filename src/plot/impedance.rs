@@ -39,7 +39,7 @@ pub fn plot(path: &Path, sp: &SParams, title: &str) -> anyhow::Result<Option<()>
     let keys: Vec<(usize, usize)> = (1..=n).flat_map(|i| (1..=n).map(move |j| (i, j))).filter(|&(i, j)| sp.get(i, j).is_some()).collect();
     for (m, (i, z)) in ports.iter().enumerate() {
         // The colour of S_ii in the other plots; later ports thinner, drawn over the first.
-        let col = colour_of(&keys, (*i, *i));
+        let col = colour_of(sp.n_ports(), &keys, (*i, *i));
         let w = if m == 0 { 3 } else { 1 };
         let name = &sp.ports[i - 1];
         let clip = |v: f64| v.clamp(lo, hi);

@@ -31,7 +31,7 @@ pub fn plot(path: &Path, sp: &SParams, title: &str) -> anyhow::Result<()> {
         .map_err(&e)?;
     chart.configure_mesh().x_desc("frequency (GHz)").y_desc("phase (deg)").y_labels(9).label_style(("sans-serif", 14)).draw().map_err(&e)?;
     for &(i, j) in &keys {
-        let col = colour_of(&keys, (i, j));
+        let col = colour_of(sp.n_ports(), &keys, (i, j));
         let Some(ph) = sp.phase_deg(i, j) else { continue };
         // Break the line at each wrap, so no vertical stroke crosses the panel.
         let mut runs: Vec<Vec<(f64, f64)>> = vec![vec![]];
@@ -68,7 +68,7 @@ pub fn plot(path: &Path, sp: &SParams, title: &str) -> anyhow::Result<()> {
             .map_err(&e)?;
         chart.configure_mesh().x_desc("frequency (GHz); group delay drawn where |S| is within 30 dB of its peak").y_desc("group delay (ns)").label_style(("sans-serif", 14)).draw().map_err(&e)?;
         for ((i, j), d) in &delays {
-            let col = colour_of(&keys, (*i, *j));
+            let col = colour_of(sp.n_ports(), &keys, (*i, *j));
             // Drawn where |S| is within 30 dB of its peak; points off the axis
             // end a stretch of line instead of being clamped to its edge.
             let db = sp.db(*i, *j).unwrap_or_default();

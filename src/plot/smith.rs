@@ -66,7 +66,7 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
     }
     let keys: Vec<(usize, usize)> = (1..=n).flat_map(|i| (1..=n).map(move |j| (i, j))).filter(|&(i, j)| sp.get(i, j).is_some()).collect();
     for (i, s) in &traces {
-        let col = colour_of(&keys, (*i, *i));
+        let col = colour_of(sp.n_ports(), &keys, (*i, *i));
         let pts: Vec<(f64, f64)> = s.iter().map(|z| (z.re, z.im)).collect();
         let (f0, f1) = (sp.freqs[0], *sp.freqs.last().unwrap_or(&sp.freqs[0]));
         let label = format!("S{i}{i} ({}), {}", sp.ports[i - 1], crate::fitness::band_text((f0, f1)));
@@ -84,14 +84,24 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
                 .label(label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
         }
-        // The parts inside goal bands on this S_ii, thick, their edges labelled.
-        for m in masks.iter().filter(|m| m.s == (*i, *i)) {
+        // The parts inside goal bands on this S_ii, thick, their edges labelled
+        // (once per frequency, and not on top of a label already there:
+        // nested bands share samples).
+        let mut placed: Vec<(f64, f64)> = vec![];
+        let mut mine: Vec<&Mask> = masks.iter().filter(|m| m.s == (*i, *i)).collect();
+        // The widest band first: its edges keep their labels.
+        mine.sort_by(|a, b| (b.f2 - b.f1).total_cmp(&(a.f2 - a.f1)));
+        for m in mine {
             let inside: Vec<(f64, (f64, f64))> =
                 sp.freqs.iter().zip(&pts).filter(|(f, _)| **f >= m.f1 && **f <= m.f2).map(|(f, p)| (*f, *p)).collect();
             chart.draw_series(std::iter::once(PathElement::new(inside.iter().map(|x| x.1).collect::<Vec<_>>(), col.stroke_width(6)))).map_err(&e)?;
             if let (Some(a), Some(b)) = (inside.first(), inside.last()) {
                 for (f, p) in [a, b] {
                     chart.draw_series(std::iter::once(Circle::new(*p, 4, BLACK.filled()))).map_err(&e)?;
+                    if placed.iter().any(|q| (q.0 - p.0).abs() < LABEL_ROOM.0 && (q.1 - p.1).abs() < LABEL_ROOM.1) {
+                        continue;
+                    }
+                    placed.push(*p);
                     let style = ("sans-serif", 13).into_font().color(&BLACK);
                     chart.draw_series(std::iter::once(Text::new(ghz(*f), (p.0 + 0.025, p.1 - 0.01), style))).map_err(&e)?;
                 }
@@ -107,7 +117,7 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
     }
     let band_masks: Vec<&Mask> = masks.iter().filter(|m| m.s.0 == m.s.1 && traces.iter().any(|t| t.0 == m.s.0)).collect();
     for m in band_masks {
-        let col = colour_of(&keys, m.s);
+        let col = colour_of(sp.n_ports(), &keys, m.s);
         // A legend entry for the thick goal-band stretch.
         chart
             .draw_series(std::iter::empty::<PathElement<(f64, f64)>>())
@@ -126,6 +136,11 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
     root.present().map_err(&e)?;
     Ok(Some(()))
 }
+
+/// A band-edge label's extent (width, height in reflection-coefficient
+/// units, "2.435 GHz" at 13 px on the 800 px chart): one that would overlap a
+/// label already drawn is left out; its dot remains.
+const LABEL_ROOM: (f64, f64) = (0.19, 0.05);
 
 /// "2.4 GHz", "31.25 GHz".
 fn ghz(f: f64) -> String {

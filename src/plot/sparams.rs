@@ -43,9 +43,15 @@ pub fn curves(sp: &SParams) -> Vec<((usize, usize), Vec<f64>)> {
     (1..=n).flat_map(|i| (1..=n).map(move |j| (i, j))).filter_map(|(i, j)| sp.db(i, j).map(|d| ((i, j), d))).collect()
 }
 
-/// The colour of S_ij among `keys` (the curves drawn), grey when it is not drawn.
-pub fn colour_of(keys: &[(usize, usize)], s: (usize, usize)) -> RGBColor {
-    keys.iter().position(|&k| k == s).map_or(RGBColor(90, 90, 90), |n| COLOURS[n % COLOURS.len()])
+/// The colour of S_ij of an `n`-port, grey when it is not among `keys` (the
+/// curves drawn). Fixed by its place in the full matrix, not among the curves
+/// present, so a curve keeps its colour from plot to plot (a GA generation's
+/// snapshot has only the driven ports' columns, the best design every one).
+pub fn colour_of(n: usize, keys: &[(usize, usize)], s: (usize, usize)) -> RGBColor {
+    if !keys.contains(&s) || s.0 == 0 || s.1 == 0 {
+        return RGBColor(90, 90, 90);
+    }
+    COLOURS[((s.0 - 1) * n.max(s.0).max(s.1) + (s.1 - 1)) % COLOURS.len()]
 }
 
 /// Draw every available S_ij of `sp` and the goal masks into `path` (PNG).
@@ -83,7 +89,7 @@ pub fn draw<DB: DrawingBackend>(
     for m in masks {
         let (a, b) = (m.f1 / 1e9, m.f2 / 1e9);
         let (y0, y1) = if m.above { (lo, m.level_db) } else { (m.level_db, 5.0) };
-        let col = colour_of(&keys, m.s);
+        let col = colour_of(sp.n_ports(), &keys, m.s);
         // The forbidden region is shaded in the curve's colour; its edge is the limit line.
         chart.draw_series(std::iter::once(Rectangle::new([(a, y0), (b, y1)], col.mix(0.12).filled())))?;
         chart
@@ -92,7 +98,7 @@ pub fn draw<DB: DrawingBackend>(
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 18, y + 4)], col.mix(0.5).filled()));
     }
     for ((i, j), db) in &curves {
-        let col = colour_of(&keys, (*i, *j));
+        let col = colour_of(sp.n_ports(), &keys, (*i, *j));
         let pts = ghz.iter().copied().zip(db.iter().map(|v| v.max(lo)));
         // Columns of ports driven after the first are dashed, so a symmetric
         // network's S22 over S11 (S12 over S21) still shows both.
@@ -140,8 +146,10 @@ pub(crate) mod tests {
         assert_eq!(m.label(), "S21 > -1 dB, 31.0-32.1 GHz");
         let keys: Vec<_> = curves(&sp).iter().map(|c| c.0).collect();
         assert_eq!(keys, vec![(1, 1), (2, 1)]);
-        assert_eq!(colour_of(&keys, (2, 1)), COLOURS[1]);
-        assert_eq!(colour_of(&keys, (2, 2)), RGBColor(90, 90, 90));
+        // S21 of a 2-port is the matrix's third entry whether or not S12 is drawn.
+        assert_eq!(colour_of(sp.n_ports(), &keys, (2, 1)), COLOURS[2]);
+        assert_eq!(colour_of(sp.n_ports(), &[(1, 1), (1, 2), (2, 1), (2, 2)], (2, 1)), COLOURS[2]);
+        assert_eq!(colour_of(sp.n_ports(), &keys, (2, 2)), RGBColor(90, 90, 90));
         plot(&p, &sp, &[m], "test").unwrap();
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(&bytes[1..4], b"PNG");
