@@ -11,6 +11,8 @@
 #   FULL_STEPS=200    steps of the CPU/CUDA comparison on the full-size benchmark workloads (0: skip)
 #   NCU=1             profile one fdtd_step and one fdtd_update_e launch (Nsight Compute, $OUT/ncu_*.txt)
 #   TLM_SHAPES=...    TLM launch shapes checked and timed (THREADSxNODES[xMINBLOCKS][s]), e.g. 256x1,256x2,256x2s,128x4
+#   IRIS_GENS=40      generations of the iris GA (it stops earlier once every goal is met)
+#   ACC_REFS=1        the iris filter's default mesh against a/448 (P1-P3 of docs/ACCURACY.md; edges.py beside this script)
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$HERE/emvolve"
@@ -60,7 +62,7 @@ echo "== 2b. GA on the GPU: WR-28 iris filter, population 64, 40 generations (ev
 RUNS="${RUNS:-/tmp/emvolve-runs}"
 rm -rf "$RUNS"
 t0=$(date +%s)
-"$BIN" run designs/wr28_iris_filter.ron --backend cuda --gpus "$GPUS" --population 64 --generations 40 --max-evaluations 100000 \
+"$BIN" run designs/wr28_iris_filter.ron --backend cuda --gpus "$GPUS" --population 64 --generations "${IRIS_GENS:-40}" --max-evaluations 100000 \
     --stagnation 1000 --quiet --name gpu40 --runs-dir "$RUNS" > "$OUT/ga.log" 2>&1
 echo "GA exit code $?, wall $(( $(date +%s) - t0 )) s"
 grep -E "^gen (0|10|20|30|40)/|stopped after" "$OUT/ga.log" | cut -c1-200
@@ -88,6 +90,21 @@ echo "== 2d. smoothness of the patch at its default mesh: L 28.5-29.5 mm in 41 s
     --out "$RUNS/patch-sweep" > "$OUT/patch-sweep.log" 2>&1
 echo "patch sweep exit code $?"
 python3 "$HERE/sweep-resonance.py" "$RUNS/patch-sweep/points" --check 2>&1 | grep -v "^every step"
+
+if [ "${ACC_REFS:-0}" = 1 ]; then
+  echo "== 2e. the iris filter at its default mesh against a/448 on the GPU (docs/ACCURACY.md; needs edges.py next to this script)"
+  for p in "P1 3.9 2.7 5.3 5.6" "P2 3.5 2.5 5.5 5.8" "P3 4.3 3.0 5.0 5.3"; do
+    set -- $p
+    sets="--set w1=$2 --set w2=$3 --set l1=$4 --set l2=$5"
+    for m in auto r448; do
+      mesh='mesh: Auto(),'; [ $m = r448 ] && mesh='mesh: Auto(max_cell: "a/448", edge_cell: "a/448"),'
+      sed "s|mesh: Auto(),|$mesh|; s|max_steps: 30000|max_steps: 2000000|; s|decay_db: -50|decay_db: -60|" designs/wr28_iris_filter.ron > "$RUNS/iris_$m.ron"
+      "$BIN" simulate "$RUNS/iris_$m.ron" $sets --backend cuda --gpus "$GPUS" --out "$RUNS/acc_${1}_$m" > "$RUNS/acc_${1}_$m.log" 2>&1 || echo "$1 $m failed: $(tail -2 "$RUNS/acc_${1}_$m.log")"
+    done
+    echo "$1: $(grep -h 'simulated in' "$RUNS/acc_${1}_r448.log" | cut -c1-120)"
+    python3 "$HERE/edges.py" "$RUNS/acc_${1}_r448/wr28_iris_filter.s2p" "$RUNS/acc_${1}_auto/wr28_iris_filter.s2p" | tail -2
+  done
+fi
 
 echo "== 3. benchmark"
 "$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
