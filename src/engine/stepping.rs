@@ -52,6 +52,26 @@ pub trait Batch {
     fn monitors(&mut self, _d: usize) -> Vec<MonitorOutput> {
         vec![]
     }
+    /// How many energy checks one advance may span (the on-chip CUDA path
+    /// computes the energy at each check inside its launch); 1: every advance
+    /// ends at the next check. A batch answers more than 1 only when it keeps
+    /// nothing of a design that runs past its end (no final fields, no field
+    /// monitors): a design that ends at a check inside an advance keeps
+    /// stepping on the device until the advance ends, its results cut at the check.
+    fn checks_per_advance(&self) -> usize {
+        1
+    }
+    /// After an advance of `m` checks of equal length (see
+    /// [`Batch::checks_per_advance`]): every design's energy after each check,
+    /// `[j * len + d]` (any scale, any value for finished designs), and the
+    /// chunk's port samples made ready for [`Batch::samples_part`].
+    fn end_checks(&mut self, _m: usize) -> Result<Vec<f64>, EngineError> {
+        Err(EngineError::Cuda("this batch has no energy checks inside an advance".into()))
+    }
+    /// Append running design `d`'s port samples of steps `from..to` of the last chunk.
+    fn samples_part(&mut self, d: usize, traces: &mut [PortTrace], _from: usize, _to: usize) {
+        self.samples(d, traces)
+    }
 }
 
 /// Step `batch` until every design has ended: one result per design.
@@ -73,6 +93,43 @@ pub fn run(batch: &mut dyn Batch, watch: &[StepWatch]) -> Result<Vec<Result<SimO
         }
         // Up to the next check of any running design.
         let k = (0..nd).filter(|&d| running[d]).map(|d| stop[d].steps_to_check(n)).min().unwrap_or(0).clamp(1, chunk_cap);
+        // Several checks in one advance where the batch allows it and every running
+        // design checks at the same steps: n on a check of each, none reaching its cap inside.
+        let m = multi_checks(batch, &stop, &running, n, k);
+        if m > 1 {
+            batch.advance(n, m * k)?;
+            let energy = batch.end_checks(m)?;
+            for j in 0..m {
+                let nj = n + (j + 1) * k;
+                for d in (0..nd).filter(|&d| running[d]) {
+                    batch.samples_part(d, &mut traces[d], j * k, (j + 1) * k);
+                    steps[d] = nj;
+                }
+                let live: Vec<usize> = (0..nd).filter(|&d| running[d]).collect();
+                for d in live {
+                    let verdict = stop[d].check(nj, energy[j * nd + d], latest_finite(&traces[d]));
+                    if let Some(w) = watch.get(d) {
+                        w.report(nj, stop[d].db());
+                    }
+                    let outcome = match verdict {
+                        Verdict::Continue => continue,
+                        Verdict::End(_) => {
+                            batch.retire(d)?;
+                            Ok(())
+                        }
+                        Verdict::NonFinite => {
+                            let location = batch.locate_non_finite(d)?;
+                            Err(SimFailure::NonFinite { step: nj, location })
+                        }
+                    };
+                    done[d] = Some(outcome);
+                    running[d] = false;
+                    dirty = true;
+                }
+            }
+            n += m * k;
+            continue;
+        }
         batch.advance(n, k)?;
         n += k;
         let due: Vec<bool> = (0..nd).map(|d| running[d] && stop[d].is_check(n)).collect();
@@ -115,4 +172,23 @@ pub fn run(batch: &mut dyn Batch, watch: &[StepWatch]) -> Result<Vec<Result<SimO
         });
     }
     Ok(out)
+}
+
+/// Checks the next advance may span (1: up to the next check only): the
+/// batch allows several, `k` (the steps to the next check) is every running
+/// design's whole check interval, and no design reaches its step cap before
+/// the last of them.
+fn multi_checks(batch: &dyn Batch, stop: &[StopState], running: &[bool], n: usize, k: usize) -> usize {
+    let m = batch.checks_per_advance().min(batch.max_chunk() / k.max(1));
+    if m <= 1 {
+        return 1;
+    }
+    let mut m = m;
+    for d in (0..stop.len()).filter(|&d| running[d]) {
+        if stop[d].check_every() != k || stop[d].steps_to_check(n) != k {
+            return 1;
+        }
+        m = m.min((stop[d].max_steps() - n) / k);
+    }
+    m.max(1)
 }

@@ -172,6 +172,21 @@ impl CudaBackend {
         Ok(out)
     }
 
+    /// Compile the on-chip kernel for the options' block size on every device
+    /// and report its compile time, registers, local memory and occupancy.
+    pub fn onchip_compile_report(&self) -> Result<String, EngineError> {
+        let mut out = String::new();
+        let t = self.opts.onchip_threads;
+        for (i, d) in self.devices.iter().enumerate() {
+            let mut d = lock(d);
+            let t0 = Instant::now();
+            let m = d.load(&onchip::module(t))?;
+            out += &format!("device {i} ({}), on-chip, {t} threads a block: compiled and loaded in {:.2} s, up to {} B of shared memory a block\n", d.describe(), t0.elapsed().as_secs_f64(), d.max_shared());
+            out += &report_line(onchip::KERNELS[0], d.attrs(m, 0, t as u32));
+        }
+        Ok(out)
+    }
+
     /// Compile the TLM kernels for `cfg` on every device and report registers,
     /// local memory (spills) and occupancy per kernel.
     pub fn tlm_compile_report(&self, cfg: TlmConfig) -> Result<String, EngineError> {
