@@ -236,7 +236,7 @@ __device__ __forceinline__ void oc_col(const Oc& K, const float* sL, int u, OcCo
 // The CPML stretching of derivative t along axis A of component C (H: the H
 // side) at the unit's column and z, inside the slab s (cpu.rs stretch()).
 template <int C, int A, bool H>
-__device__ __forceinline__ float oc_stretch(const Oc& K, float* sPsi, const float* sL, const OcCol& c, int z, int s, float t) {
+__device__ __forceinline__ float oc_stretch(const Oc& K, float* __restrict__ sPsi, const float* __restrict__ sL, const OcCol& c, int z, int s, float t) {
     const int q = A == 0 ? c.x : (A == 1 ? c.y : z);
     const float4 p = *(const float4*)(sL + K.lp[A] + 8 * q + (H ? 4 : 0));
     const int x0 = A == 0 ? s : c.x - K.lo[0];
@@ -257,19 +257,22 @@ __device__ __forceinline__ int oc_st(const OcR& R) { return A == 0 ? 1 : (A == 1
 // H_C at the unit's column and z (cpu.rs fdtd_update_h), in place; on a
 // PMC face whose ghost layer is stored, the ghost mirrors the new value
 // (cpu.rs fdtd_pmc_ghosts). ihz, slz: 1/primal spacing and H slab along z.
+// FE, FH: the stored E and H (disjoint: the loads of the next z need not wait
+// for this one's stores).
 template <int U, int C>
-__device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, float* F, float* sPsi, const float* sL, const OcCol& c, int z, int lin, float ihz, int slz) {
+__device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, const float* __restrict__ FE, float* __restrict__ FH, float* __restrict__ sPsi, const float* __restrict__ sL, const OcCol& c, int z, int lin, float ihz, int slz) {
     constexpr int A = (C + 1) % 3;
     constexpr int B = (C + 2) % 3;
+    constexpr int NE = oc_popc(U & 7);
     const float ih[3] = {c.ih0, c.ih1, ihz};
     float t1 = 0.f, t2 = 0.f;
     if (U & (1 << B)) {
         const int i = oc_slot(U, B) * R.bs + lin;
-        t1 = F[i + oc_st<A>(R)] - F[i];
+        t1 = FE[i + oc_st<A>(R)] - FE[i];
     }
     if (U & (1 << A)) {
         const int i = oc_slot(U, A) * R.bs + lin;
-        t2 = F[i + oc_st<B>(R)] - F[i];
+        t2 = FE[i + oc_st<B>(R)] - FE[i];
     }
     t1 = t1 * ih[A];
     t2 = t2 * ih[B];
@@ -281,19 +284,19 @@ __device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, float* F, float*
         const int s = B == 2 ? slz : oc_sbyte(c.sl, 2 * B + 1);
         if (s >= 0) t2 = oc_stretch<C, B, true>(K, sPsi, sL, c, z, s, t2);
     }
-    const int s = oc_slot(U, 3 + C) * R.bs + lin;
-    const float h = emv_h_new(F[s], R.db, t1, t2);
-    F[s] = h;
+    const int s = (oc_slot(U, 3 + C) - NE) * R.bs + lin;
+    const float h = emv_h_new(FH[s], R.db, t1, t2);
+    FH[s] = h;
     if (R.pmc) {
         if (oc_ghost(U, C, A)) {
             const int q = A == 0 ? c.x : (A == 1 ? c.y : z);
-            if (((R.pmc >> (2 * A)) & 1) && q == 1) F[s - oc_st<A>(R)] = -h;
-            if (((R.pmc >> (2 * A + 1)) & 1) && q == R.n[A]) F[s + oc_st<A>(R)] = -h;
+            if (((R.pmc >> (2 * A)) & 1) && q == 1) FH[s - oc_st<A>(R)] = -h;
+            if (((R.pmc >> (2 * A + 1)) & 1) && q == R.n[A]) FH[s + oc_st<A>(R)] = -h;
         }
         if (oc_ghost(U, C, B)) {
             const int q = B == 0 ? c.x : (B == 1 ? c.y : z);
-            if (((R.pmc >> (2 * B)) & 1) && q == 1) F[s - oc_st<B>(R)] = -h;
-            if (((R.pmc >> (2 * B + 1)) & 1) && q == R.n[B]) F[s + oc_st<B>(R)] = -h;
+            if (((R.pmc >> (2 * B)) & 1) && q == 1) FH[s - oc_st<B>(R)] = -h;
+            if (((R.pmc >> (2 * B + 1)) & 1) && q == R.n[B]) FH[s + oc_st<B>(R)] = -h;
         }
     }
 }
@@ -301,18 +304,19 @@ __device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, float* F, float*
 // E_C at the unit's column and z (cpu.rs fdtd_update_e), in place. iez,
 // slz: 1/dual spacing and E slab along z.
 template <int U, int C>
-__device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, float* F, float* sPsi, const float* sL, const unsigned char* sM, const float* sCa, const float* sCb, const OcCol& c, int z, int lin, float iez, int slz) {
+__device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, const float* __restrict__ FH, float* __restrict__ FE, float* __restrict__ sPsi, const float* __restrict__ sL, const unsigned char* __restrict__ sM, const float* __restrict__ sCa, const float* __restrict__ sCb, const OcCol& c, int z, int lin, float iez, int slz) {
     constexpr int A = (C + 1) % 3;
     constexpr int B = (C + 2) % 3;
+    constexpr int NE = oc_popc(U & 7);
     const float ie[3] = {c.ie0, c.ie1, iez};
     float t1 = 0.f, t2 = 0.f;
     if (U & (8 << B)) {
-        const int i = oc_slot(U, 3 + B) * R.bs + lin;
-        t1 = F[i] - F[i - oc_st<A>(R)];
+        const int i = (oc_slot(U, 3 + B) - NE) * R.bs + lin;
+        t1 = FH[i] - FH[i - oc_st<A>(R)];
     }
     if (U & (8 << A)) {
-        const int i = oc_slot(U, 3 + A) * R.bs + lin;
-        t2 = F[i] - F[i - oc_st<B>(R)];
+        const int i = (oc_slot(U, 3 + A) - NE) * R.bs + lin;
+        t2 = FH[i] - FH[i - oc_st<B>(R)];
     }
     t1 = t1 * ie[A];
     t2 = t2 * ie[B];
@@ -325,35 +329,39 @@ __device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, float* F, float*
         if (s >= 0) t2 = oc_stretch<C, B, false>(K, sPsi, sL, c, z, s, t2);
     }
     const int s = oc_slot(U, C) * R.bs + lin;
-    const int m = sM[oc_slot(U, C) * R.bs + lin];
-    F[s] = emv_e_new(F[s], sCa[m], sCb[m], t1, t2);
+    const int m = sM[s];
+    FE[s] = emv_e_new(FE[s], sCa[m], sCb[m], t1, t2);
 }
 
 // The H half step of a unit: H_0 and H_1 up to z = n2, H_2 up to n2 + 1.
 template <int U>
-__device__ __forceinline__ void oc_h_unit(const OcR& R, const Oc& K, float* F, float* sPsi, const float* sL, const OcCol& c) {
+__device__ __forceinline__ void oc_h_unit(const OcR& R, const Oc& K, const float* __restrict__ FE, float* __restrict__ FH, float* __restrict__ sPsi, const float* __restrict__ sL, const OcCol& c) {
     int lin = c.lin;
-    for (int z = c.z0; z <= c.z1; ++z, lin += R.st2) {
+#pragma unroll 2
+    for (int z = c.z0; z <= c.z1; ++z) {
         const float2 zl = *(const float2*)(sL + R.lt2 + 4 * z + 2);
         const int slz = __float_as_int(zl.y);
         const bool zin = z <= R.n[2];
-        if ((U & 8) && (c.cm & 8) && zin) oc_h<U, 0>(R, K, F, sPsi, sL, c, z, lin, zl.x, slz);
-        if ((U & 16) && (c.cm & 16) && zin) oc_h<U, 1>(R, K, F, sPsi, sL, c, z, lin, zl.x, slz);
-        if ((U & 32) && (c.cm & 32)) oc_h<U, 2>(R, K, F, sPsi, sL, c, z, lin, zl.x, slz);
+        if ((U & 8) && (c.cm & 8) && zin) oc_h<U, 0>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
+        if ((U & 16) && (c.cm & 16) && zin) oc_h<U, 1>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
+        if ((U & 32) && (c.cm & 32)) oc_h<U, 2>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
+        lin += R.st2;
     }
 }
 
 // The E half step of a unit: E_0 and E_1 up to z = n2 + 1, E_2 up to n2.
 template <int U>
-__device__ __forceinline__ void oc_e_unit(const OcR& R, const Oc& K, float* F, float* sPsi, const float* sL, const unsigned char* sM, const float* sCa, const float* sCb, const OcCol& c) {
+__device__ __forceinline__ void oc_e_unit(const OcR& R, const Oc& K, const float* __restrict__ FH, float* __restrict__ FE, float* __restrict__ sPsi, const float* __restrict__ sL, const unsigned char* __restrict__ sM, const float* __restrict__ sCa, const float* __restrict__ sCb, const OcCol& c) {
     int lin = c.lin;
-    for (int z = c.z0; z <= c.z1; ++z, lin += R.st2) {
+#pragma unroll 2
+    for (int z = c.z0; z <= c.z1; ++z) {
         const float2 zl = *(const float2*)(sL + R.lt2 + 4 * z);
         const int slz = __float_as_int(zl.y);
         const bool zin = z <= R.n[2];
-        if ((U & 1) && (c.cm & 1)) oc_e<U, 0>(R, K, F, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
-        if ((U & 2) && (c.cm & 2)) oc_e<U, 1>(R, K, F, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
-        if ((U & 4) && (c.cm & 4) && zin) oc_e<U, 2>(R, K, F, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
+        if ((U & 1) && (c.cm & 1)) oc_e<U, 0>(R, K, FH, FE, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
+        if ((U & 2) && (c.cm & 2)) oc_e<U, 1>(R, K, FH, FE, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
+        if ((U & 4) && (c.cm & 4) && zin) oc_e<U, 2>(R, K, FH, FE, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
+        lin += R.st2;
     }
 }
 
@@ -560,7 +568,7 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
                 OcCol c;
                 if (u == tid) c = c0;
                 else oc_col(K, sL, u, c);
-                oc_h_unit<U>(R, K, F, sPsi, sL, c);
+                oc_h_unit<U>(R, K, F, F + oc_popc(U & 7) * R.bs, sPsi, sL, c);
             }
         } else if (st > 0) {
             for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, sW, sPd, sPi, p - pb, p, st - 1);
@@ -572,7 +580,7 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
                 OcCol c;
                 if (u == tid) c = c0;
                 else oc_col(K, sL, u, c);
-                oc_e_unit<U>(R, K, F, sPsi, sL, sM, sCa, sCb, c);
+                oc_e_unit<U>(R, K, F + oc_popc(U & 7) * R.bs, F, sPsi, sL, sM, sCa, sCb, c);
             }
             if (sn > 0) {
                 const float g = sG[st];
@@ -614,8 +622,43 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
     }
 }
 
-// The stored masks the step loop is compiled for (EMV_OC_CASE below).
-__device__ __forceinline__ bool oc_supported(int U) { return U == 42 || U == 49 || U == 28 || U == 14 || U == 21 || U == 35 || U == 63; }
+// The stored masks the step loop is compiled for: those the host names
+// (-DEMV_OC_SET -DEMV_OC_P42 ...: the patterns of the batch, a shorter
+// compile), else all of onchip.rs PATTERNS.
+#ifndef EMV_OC_SET
+#define EMV_OC_P42 1
+#define EMV_OC_P49 1
+#define EMV_OC_P28 1
+#define EMV_OC_P14 1
+#define EMV_OC_P21 1
+#define EMV_OC_P35 1
+#define EMV_OC_P63 1
+#endif
+__device__ __forceinline__ bool oc_supported(int U) {
+    bool s = false;
+#ifdef EMV_OC_P42
+    s = s || U == 42;
+#endif
+#ifdef EMV_OC_P49
+    s = s || U == 49;
+#endif
+#ifdef EMV_OC_P28
+    s = s || U == 28;
+#endif
+#ifdef EMV_OC_P14
+    s = s || U == 14;
+#endif
+#ifdef EMV_OC_P21
+    s = s || U == 21;
+#endif
+#ifdef EMV_OC_P35
+    s = s || U == 35;
+#endif
+#ifdef EMV_OC_P63
+    s = s || U == 63;
+#endif
+    return s;
+}
 
 // The step-loop variants compiled: stored masks (E0 1, E1 2, E2 4, H0 8,
 // H1 16, H2 32), onchip.rs PATTERNS: the 2.5D sets (one invariant axis:
@@ -810,15 +853,30 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
     __syncthreads();
     if (K.inj) sn = 0;
 
+    // (The host sends only compiled patterns; another would take all six's loop, here or not.)
     switch (U) {
+#ifdef EMV_OC_P42
         EMV_OC_CASE(42)
+#endif
+#ifdef EMV_OC_P49
         EMV_OC_CASE(49)
+#endif
+#ifdef EMV_OC_P28
         EMV_OC_CASE(28)
+#endif
+#ifdef EMV_OC_P14
         EMV_OC_CASE(14)
+#endif
+#ifdef EMV_OC_P21
         EMV_OC_CASE(21)
+#endif
+#ifdef EMV_OC_P35
         EMV_OC_CASE(35)
+#endif
+#ifdef EMV_OC_P63
+        EMV_OC_CASE(63)
+#endif
         default:
-            oc_loop<63>(K, P, Q, F, sPsi, sL, sM, sCa, sCb, sG, sT, nterm, sW, sPd, sPi, sMid, sSrc, sSc, sf, sn, pb, pe, nsrc, k, ce, ens, d, energy, red);
             break;
     }
     __syncthreads();

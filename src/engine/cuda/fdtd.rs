@@ -381,13 +381,15 @@ impl<'a> FdtdDevBatch<'a> {
     fn onchip_setup(dev: &mut dyn Device, ops: &[&Operator], drives: &[usize], plan: &Plan, kcap: usize, opts: &CudaOptions, init: Option<&[&Fields]>, checks: usize, jobs: &[&SimJob]) -> Result<OcRun, EngineError> {
         onchip::validate_threads(opts.onchip_threads).map_err(EngineError::Cuda)?;
         let threads = opts.onchip_threads;
-        let m = dev.load(&onchip::module(threads))?;
         let max = dev.max_shared();
         let mut fits = vec![];
         for (d, op) in ops.iter().enumerate() {
             let f0 = init.map(|f| f[d]);
             fits.push(onchip::plan_design(op, drives[d], max, kcap, f0).map_err(|e| EngineError::Cuda(format!("design {d} cannot run on-chip: {e}")))?);
         }
+        // The step loop compiled for this batch's patterns only (a GA's designs share one).
+        let pats: Vec<u8> = fits.iter().map(|f| f.pattern).collect();
+        let m = dev.load(&onchip::module(threads, &pats))?;
         let smem = fits.iter().map(|f| f.bytes).max().unwrap_or(0);
         // Ports of a design are contiguous in the plan, its sources too.
         let mut idx = vec![];

@@ -18,9 +18,18 @@ pub const KERNELS: [&str; 1] = ["fdtd_onchip"];
 /// Coefficient entries the kernel reserves (`EMV_OC_NCOEF`).
 const NCOEF: usize = 256;
 
-/// The on-chip module for blocks of `threads` threads.
-pub fn module(threads: usize) -> ModuleSpec {
-    ModuleSpec { name: "fdtd_onchip", source: abi::onchip_source(), defines: vec![format!("-DEMV_OC_NT={threads}")], kernels: KERNELS.to_vec(), fallback: None }
+/// The on-chip module for blocks of `threads` threads, its step loop compiled
+/// for the stored-component patterns `patterns` (of [`PATTERNS`]; all of them when empty).
+pub fn module(threads: usize, patterns: &[u8]) -> ModuleSpec {
+    let mut defines = vec![format!("-DEMV_OC_NT={threads}")];
+    if !patterns.is_empty() {
+        let mut p: Vec<u8> = patterns.to_vec();
+        p.sort();
+        p.dedup();
+        defines.push("-DEMV_OC_SET=1".into());
+        defines.extend(p.iter().map(|x| format!("-DEMV_OC_P{x}=1")));
+    }
+    ModuleSpec { name: "fdtd_onchip", source: abi::onchip_source(), defines, kernels: KERNELS.to_vec(), fallback: None }
 }
 
 /// Threads per block must be whole warps, at least two (the port warp and one
