@@ -265,24 +265,24 @@ __device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, const float* __r
     constexpr int B = (C + 2) % 3;
     constexpr int NE = oc_popc(U & 7);
     const float ih[3] = {c.ih0, c.ih1, ihz};
+    // A component not stored is zero: its derivative (0 - 0) / d is +0, and so
+    // is its stretched value (the CPML memory, zero at the start, stays zero).
     float t1 = 0.f, t2 = 0.f;
     if (U & (1 << B)) {
         const int i = oc_slot(U, B) * R.bs + lin;
-        t1 = FE[i + oc_st<A>(R)] - FE[i];
+        t1 = (FE[i + oc_st<A>(R)] - FE[i]) * ih[A];
+        if (R.pml & (1 << A)) {
+            const int s = A == 2 ? slz : oc_sbyte(c.sl, 2 * A + 1);
+            if (s >= 0) t1 = oc_stretch<C, A, true>(K, sPsi, sL, c, z, s, t1);
+        }
     }
     if (U & (1 << A)) {
         const int i = oc_slot(U, A) * R.bs + lin;
-        t2 = FE[i + oc_st<B>(R)] - FE[i];
-    }
-    t1 = t1 * ih[A];
-    t2 = t2 * ih[B];
-    if (R.pml & (1 << A)) {
-        const int s = A == 2 ? slz : oc_sbyte(c.sl, 2 * A + 1);
-        if (s >= 0) t1 = oc_stretch<C, A, true>(K, sPsi, sL, c, z, s, t1);
-    }
-    if (R.pml & (1 << B)) {
-        const int s = B == 2 ? slz : oc_sbyte(c.sl, 2 * B + 1);
-        if (s >= 0) t2 = oc_stretch<C, B, true>(K, sPsi, sL, c, z, s, t2);
+        t2 = (FE[i + oc_st<B>(R)] - FE[i]) * ih[B];
+        if (R.pml & (1 << B)) {
+            const int s = B == 2 ? slz : oc_sbyte(c.sl, 2 * B + 1);
+            if (s >= 0) t2 = oc_stretch<C, B, true>(K, sPsi, sL, c, z, s, t2);
+        }
     }
     const int s = (oc_slot(U, 3 + C) - NE) * R.bs + lin;
     const float h = emv_h_new(FH[s], R.db, t1, t2);
@@ -312,21 +312,19 @@ __device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, const float* __r
     float t1 = 0.f, t2 = 0.f;
     if (U & (8 << B)) {
         const int i = (oc_slot(U, 3 + B) - NE) * R.bs + lin;
-        t1 = FH[i] - FH[i - oc_st<A>(R)];
+        t1 = (FH[i] - FH[i - oc_st<A>(R)]) * ie[A];
+        if (R.pml & (1 << A)) {
+            const int s = A == 2 ? slz : oc_sbyte(c.sl, 2 * A);
+            if (s >= 0) t1 = oc_stretch<C, A, false>(K, sPsi, sL, c, z, s, t1);
+        }
     }
     if (U & (8 << A)) {
         const int i = (oc_slot(U, 3 + A) - NE) * R.bs + lin;
-        t2 = FH[i] - FH[i - oc_st<B>(R)];
-    }
-    t1 = t1 * ie[A];
-    t2 = t2 * ie[B];
-    if (R.pml & (1 << A)) {
-        const int s = A == 2 ? slz : oc_sbyte(c.sl, 2 * A);
-        if (s >= 0) t1 = oc_stretch<C, A, false>(K, sPsi, sL, c, z, s, t1);
-    }
-    if (R.pml & (1 << B)) {
-        const int s = B == 2 ? slz : oc_sbyte(c.sl, 2 * B);
-        if (s >= 0) t2 = oc_stretch<C, B, false>(K, sPsi, sL, c, z, s, t2);
+        t2 = (FH[i] - FH[i - oc_st<B>(R)]) * ie[B];
+        if (R.pml & (1 << B)) {
+            const int s = B == 2 ? slz : oc_sbyte(c.sl, 2 * B);
+            if (s >= 0) t2 = oc_stretch<C, B, false>(K, sPsi, sL, c, z, s, t2);
+        }
     }
     const int s = oc_slot(U, C) * R.bs + lin;
     const int m = sM[s];
