@@ -30,10 +30,12 @@
 // the slab positions along their axis and the box across. The host
 // (onchip.rs Layout) computes the same layout to size the shared memory.
 //
-// Work: a thread owns a column segment: (x, y) of the union of the stored
-// components' update ranges and a run of z, every component there, in both
-// half steps (lanes along x: bank-conflict free), with its column's inverse
-// spacings and CPML slab numbers in registers; z walks the line table.
+// Work: a thread owns a column (x, y) of the box and every zs-th z plane
+// from its own, every component there, in both half steps, with its
+// column's inverse spacings and CPML slab numbers in registers; z walks the
+// line table. Consecutive threads hold consecutive box positions (after a
+// column's last x the next y, after the last y the next plane), so a warp's
+// shared-memory accesses fall on 32 consecutive words: no bank conflicts.
 // The thread also adds the sources of its own E positions right after
 // updating them (no extra barrier; where a thread would own them out of
 // order, the port warp adds them after the E half step behind a barrier).
@@ -103,8 +105,9 @@ struct Oc {
     int npsi;
     int ntab;
     int nf;
-    // Thread mapping: z positions per unit, units (columns x segments).
-    int seg_len;
+    // Thread mapping: a unit is a column (x, y) of the box and every zs-th z
+    // plane from its own; units = box columns x zs.
+    int zs;
     int nunits;
     // 1: the port warp adds the sources (a third barrier a step).
     int inj;
@@ -175,13 +178,13 @@ __device__ __forceinline__ void oc_layout(const FdtdDesign* D, Oc& K) {
                 K.psi[h * 9 + c * 3 + a] = o;
             }
     K.npsi = psi;
-    // Units: every column of the update union, its z split into equal runs so
-    // that the updating threads have one unit each where the columns allow.
-    const int cols = K.top[0] * K.top[1];
-    int segs = cols >= EMV_OC_NTU ? 1 : EMV_OC_NTU / cols;
-    K.seg_len = (K.top[2] + segs - 1) / segs;
-    segs = (K.top[2] + K.seg_len - 1) / K.seg_len;
-    K.nunits = cols * segs;
+    // Units: every column of the box (consecutive threads on consecutive box
+    // positions, the next plane after the last column: a warp's accesses fall
+    // on 32 consecutive words, no bank conflicts), each taking every zs-th
+    // plane, zs as large as the updating threads allow (one unit each).
+    const int cols = K.m[0] * K.m[1];
+    K.zs = cols >= EMV_OC_NTU ? 1 : EMV_OC_NTU / cols;
+    K.nunits = cols * K.zs;
 }
 
 // What the step loop reads of the layout, in registers.
@@ -189,6 +192,8 @@ struct OcR {
     int n[3];
     int st1;  // box stride along y (m0)
     int st2;  // along z (m0 m1)
+    int zs;   // planes between a unit's z positions
+    int dlin; // zs st2
     int bs;
     int pmc;
     int pml;  // bit a: axis a has PML
@@ -196,7 +201,8 @@ struct OcR {
     int lt2;  // line table of z
 };
 
-// A unit: column (x, y), z from z0 to z1; box index of (x, y, z0); which
+// A unit: column (x, y), z from z0 to z1 (every zs-th; z0 may be the ghost
+// plane 0, which no update holds); box index of (x, y, z0); which
 // components' update ranges hold the column (bit of E_c: c, of H_c: 3 + c);
 // the column's inverse spacings (E side, H side, x then y) and slab numbers
 // (signed bytes: x E, x H, y E, y H; -1 outside the slab or without PML).
@@ -211,18 +217,16 @@ struct OcCol {
 __device__ __forceinline__ int oc_sbyte(int w, int i) { return (int)(signed char)((w >> (8 * i)) & 0xFF); }
 
 __device__ __forceinline__ void oc_col(const Oc& K, const float* sL, int u, OcCol& c) {
-    const int X = K.top[0], Y = K.top[1];
-    c.x = u % X + 1;
-    const int r = u / X;
-    c.y = r % Y + 1;
-    const int seg = r / Y;
-    c.z0 = 1 + seg * K.seg_len;
-    c.z1 = c.z0 + K.seg_len - 1 < K.top[2] ? c.z0 + K.seg_len - 1 : K.top[2];
-    c.lin = (c.x - K.lo[0]) + K.m[0] * ((c.y - K.lo[1]) + K.m[1] * (c.z0 - K.lo[2]));
+    c.x = u % K.m[0] + K.lo[0];
+    const int r = u / K.m[0];
+    c.y = r % K.m[1] + K.lo[1];
+    c.z0 = r / K.m[1] + K.lo[2];
+    c.z1 = K.top[2];
+    c.lin = u;
     int cm = 0;
     for (int h = 0; h < 2; ++h)
         for (int cc = 0; cc < 3; ++cc)
-            if (((K.U >> (3 * h + cc)) & 1) && c.x <= oc_utop(K.n, h, cc, 0) && c.y <= oc_utop(K.n, h, cc, 1)) cm |= 1 << (3 * h + cc);
+            if (((K.U >> (3 * h + cc)) & 1) && c.x >= 1 && c.y >= 1 && c.x <= oc_utop(K.n, h, cc, 0) && c.y <= oc_utop(K.n, h, cc, 1)) cm |= 1 << (3 * h + cc);
     c.cm = cm;
     const float* tx = sL + K.lt[0] + 4 * c.x;
     const float* ty = sL + K.lt[1] + 4 * c.y;
@@ -304,7 +308,7 @@ __device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, const float* __r
 // E_C at the unit's column and z (cpu.rs fdtd_update_e), in place. iez,
 // slz: 1/dual spacing and E slab along z.
 template <int U, int C>
-__device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, const float* __restrict__ FH, float* __restrict__ FE, float* __restrict__ sPsi, const float* __restrict__ sL, const unsigned char* __restrict__ sM, const float* __restrict__ sCa, const float* __restrict__ sCb, const OcCol& c, int z, int lin, float iez, int slz) {
+__device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, const float* __restrict__ FH, float* __restrict__ FE, float* __restrict__ sPsi, const float* __restrict__ sL, const unsigned char* __restrict__ sM, const float2* __restrict__ sCab, const OcCol& c, int z, int lin, float iez, int slz) {
     constexpr int A = (C + 1) % 3;
     constexpr int B = (C + 2) % 3;
     constexpr int NE = oc_popc(U & 7);
@@ -327,8 +331,8 @@ __device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, const float* __r
         }
     }
     const int s = oc_slot(U, C) * R.bs + lin;
-    const int m = sM[s];
-    FE[s] = emv_e_new(FE[s], sCa[m], sCb[m], t1, t2);
+    const float2 ab = sCab[sM[s]];
+    FE[s] = emv_e_new(FE[s], ab.x, ab.y, t1, t2);
 }
 
 // The H half step of a unit: H_0 and H_1 up to z = n2, H_2 up to n2 + 1.
@@ -336,30 +340,32 @@ template <int U>
 __device__ __forceinline__ void oc_h_unit(const OcR& R, const Oc& K, const float* __restrict__ FE, float* __restrict__ FH, float* __restrict__ sPsi, const float* __restrict__ sL, const OcCol& c) {
     int lin = c.lin;
 #pragma unroll 2
-    for (int z = c.z0; z <= c.z1; ++z) {
+    for (int z = c.z0; z <= c.z1; z += R.zs) {
         const float2 zl = *(const float2*)(sL + R.lt2 + 4 * z + 2);
         const int slz = __float_as_int(zl.y);
         const bool zin = z <= R.n[2];
-        if ((U & 8) && (c.cm & 8) && zin) oc_h<U, 0>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
-        if ((U & 16) && (c.cm & 16) && zin) oc_h<U, 1>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
-        if ((U & 32) && (c.cm & 32)) oc_h<U, 2>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
-        lin += R.st2;
+        const int cm = z >= 1 ? c.cm : 0;
+        if ((U & 8) && (cm & 8) && zin) oc_h<U, 0>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
+        if ((U & 16) && (cm & 16) && zin) oc_h<U, 1>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
+        if ((U & 32) && (cm & 32)) oc_h<U, 2>(R, K, FE, FH, sPsi, sL, c, z, lin, zl.x, slz);
+        lin += R.dlin;
     }
 }
 
 // The E half step of a unit: E_0 and E_1 up to z = n2 + 1, E_2 up to n2.
 template <int U>
-__device__ __forceinline__ void oc_e_unit(const OcR& R, const Oc& K, const float* __restrict__ FH, float* __restrict__ FE, float* __restrict__ sPsi, const float* __restrict__ sL, const unsigned char* __restrict__ sM, const float* __restrict__ sCa, const float* __restrict__ sCb, const OcCol& c) {
+__device__ __forceinline__ void oc_e_unit(const OcR& R, const Oc& K, const float* __restrict__ FH, float* __restrict__ FE, float* __restrict__ sPsi, const float* __restrict__ sL, const unsigned char* __restrict__ sM, const float2* __restrict__ sCab, const OcCol& c) {
     int lin = c.lin;
 #pragma unroll 2
-    for (int z = c.z0; z <= c.z1; ++z) {
+    for (int z = c.z0; z <= c.z1; z += R.zs) {
         const float2 zl = *(const float2*)(sL + R.lt2 + 4 * z);
         const int slz = __float_as_int(zl.y);
         const bool zin = z <= R.n[2];
-        if ((U & 1) && (c.cm & 1)) oc_e<U, 0>(R, K, FH, FE, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
-        if ((U & 2) && (c.cm & 2)) oc_e<U, 1>(R, K, FH, FE, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
-        if ((U & 4) && (c.cm & 4) && zin) oc_e<U, 2>(R, K, FH, FE, sPsi, sL, sM, sCa, sCb, c, z, lin, zl.x, slz);
-        lin += R.st2;
+        const int cm = z >= 1 ? c.cm : 0;
+        if ((U & 1) && (cm & 1)) oc_e<U, 0>(R, K, FH, FE, sPsi, sL, sM, sCab, c, z, lin, zl.x, slz);
+        if ((U & 2) && (cm & 2)) oc_e<U, 1>(R, K, FH, FE, sPsi, sL, sM, sCab, c, z, lin, zl.x, slz);
+        if ((U & 4) && (cm & 4) && zin) oc_e<U, 2>(R, K, FH, FE, sPsi, sL, sM, sCab, c, z, lin, zl.x, slz);
+        lin += R.dlin;
     }
 }
 
@@ -380,7 +386,8 @@ __device__ __forceinline__ double oc_weight(const FdtdPtrs& P, const Oc& K, int 
 template <int U>
 __device__ __forceinline__ void oc_energy_unit(const FdtdPtrs& P, const Oc& K, const OcR& R, const float* F, const unsigned char* sM, const OcCol& c, double& ae, double& ah) {
     int lin = c.lin;
-    for (int z = c.z0; z <= c.z1; ++z, lin += R.st2) {
+    for (int z = c.z0; z <= c.z1; z += R.zs, lin += R.dlin) {
+        if (z < 1) continue;
 #pragma unroll
         for (int cc = 0; cc < 3; ++cc) {
             if ((U >> cc) & 1) {
@@ -540,7 +547,7 @@ __device__ __forceinline__ bool oc_pmc_ghost(const Oc& K, int c, const int q[3],
 // The step loop of a design with stored mask U (k steps), with the energy
 // after every ce-th step and after the last into energy[(j * ens + d) * 2 + {0, 1}].
 template <int U>
-__device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const PortPtrs& Q, float* F, float* sPsi, const float* sL, const unsigned char* sM, const float* sCa, const float* sCb, const float* sG, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, const int* sMid, const int* sSrc, const float* sSc, int sf, int sn, int pb, int pe, int nsrc, int k, int ce, int ens, int d, double* energy, double* red) {
+__device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const PortPtrs& Q, float* F, float* sPsi, const float* sL, const unsigned char* sM, const float2* sCab, const float* sG, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, const int* sMid, const int* sSrc, const float* sSc, int sf, int sn, int pb, int pe, int nsrc, int k, int ce, int ens, int d, double* energy, double* red) {
     const int tid = threadIdx.x;
     const int lane = tid & 31;
     const bool upd = tid < EMV_OC_NTU;
@@ -548,6 +555,8 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
     for (int a = 0; a < 3; ++a) R.n[a] = K.n[a];
     R.st1 = K.m[0];
     R.st2 = K.m[0] * K.m[1];
+    R.zs = K.zs;
+    R.dlin = K.zs * R.st2;
     R.bs = K.bs;
     R.pmc = K.pmc;
     R.pml = (K.prof[0] >= 0 ? 1 : 0) | (K.prof[1] >= 0 ? 2 : 0) | (K.prof[2] >= 0 ? 4 : 0);
@@ -578,7 +587,7 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
                 OcCol c;
                 if (u == tid) c = c0;
                 else oc_col(K, sL, u, c);
-                oc_e_unit<U>(R, K, F + oc_popc(U & 7) * R.bs, F, sPsi, sL, sM, sCa, sCb, c);
+                oc_e_unit<U>(R, K, F + oc_popc(U & 7) * R.bs, F, sPsi, sL, sM, sCab, c);
             }
             if (sn > 0) {
                 const float g = sG[st];
@@ -663,7 +672,7 @@ __device__ __forceinline__ bool oc_supported(int U) {
 // E along it with the two H across, or the reverse) and all six.
 #define EMV_OC_CASE(U)                                                                                                                                            \
     case U:                                                                                                                                                       \
-        oc_loop<U>(K, P, Q, F, sPsi, sL, sM, sCa, sCb, sG, sT, nterm, sW, sPd, sPi, sMid, sSrc, sSc, sf, sn, pb, pe, nsrc, k, ce, ens, d, energy, red); \
+        oc_loop<U>(K, P, Q, F, sPsi, sL, sM, sCab, sG, sT, nterm, sW, sPd, sPi, sMid, sSrc, sSc, sf, sn, pb, pe, nsrc, k, ce, ens, d, energy, red); \
         break;
 
 // k steps of the designs P.blocks[2b] (one block each), from the field set
@@ -712,9 +721,8 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
     float* F = (float*)smem;
     double* sW = (double*)(F + K.nf);
     double* sPd = sW + nterm;
-    float* sCa = (float*)(sW + ((nterm + 4 * nport + 1) & ~1));
-    float* sCb = sCa + EMV_OC_NCOEF;
-    float* sG = sCb + EMV_OC_NCOEF;
+    float2* sCab = (float2*)(sW + ((nterm + 4 * nport + 1) & ~1));
+    float* sG = (float*)(sCab + EMV_OC_NCOEF);
     float* sL = sG + oc_r4(Q.gstride);
     float* sPsi = sL + K.ntab;
     int* sT = (int*)(sPsi + K.npsi);
@@ -746,8 +754,8 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
     }
     if (tid < 4) F[K.nf - 4 + tid] = 0.f;
     for (int i = tid; i < K.ncoef; i += EMV_OC_NT) {
-        sCa[i] = P.ca[K.coef + i];
-        sCb[i] = P.cb[K.coef + i];
+        sCab[i].x = P.ca[K.coef + i];
+        sCab[i].y = P.cb[K.coef + i];
     }
     for (int i = tid; i < k; i += EMV_OC_NT) sG[i] = Q.gval[(long long)d * Q.gstride + i];
     for (int a = 0; a < 3; ++a) {
@@ -790,7 +798,7 @@ extern "C" __global__ void __launch_bounds__(EMV_OC_NT, 1) fdtd_onchip(FdtdPtrs 
         sSc[i] = Q.src_coef[sb + i];
         // The unit that updates this E position (oc_col's mapping).
         const int qx = p % K.dims[0], qy = (p / K.dims[0]) % K.dims[1], qz = p / (K.dims[0] * K.dims[1]);
-        sOwn[i] = (qx - 1) + K.top[0] * ((qy - 1) + K.top[1] * ((qz - 1) / K.seg_len));
+        sOwn[i] = (qx - K.lo[0]) + K.m[0] * ((qy - K.lo[1]) + K.m[1] * ((qz - K.lo[2]) % K.zs));
     }
     for (int i = tid; i < nport; i += EMV_OC_NT) {
         const FdtdPort* port = Q.ports + pb + i;

@@ -165,9 +165,14 @@ impl<'a> FdtdDevBatch<'a> {
     ) -> Result<Self, EngineError> {
         let nd = ops.len();
         let fused = opts.scheme == Scheme::Fused;
-        let m = dev.load(&module(opts.tile))?;
-        let step_kernel = if fused { abi::Kernel::Step } else { abi::Kernel::UpdateE };
-        let resident = dev.resident_blocks(m, step_kernel as usize, opts.tile.threads() as u32);
+        // The streaming kernels (not needed on-chip: no compile for a batch that runs there).
+        let (m, resident) = if onchip {
+            (usize::MAX, 1)
+        } else {
+            let m = dev.load(&module(opts.tile))?;
+            let step_kernel = if fused { abi::Kernel::Step } else { abi::Kernel::UpdateE };
+            (m, dev.resident_blocks(m, step_kernel as usize, opts.tile.threads() as u32))
+        };
         let rechunk = fused && opts.adapt && opts.zchunk.is_none();
         let zchunk = match opts.scheme {
             // The fused kernel walks z through its chunk (software pipeline); chunk 0 must own planes 0 and 1.
