@@ -199,6 +199,8 @@ struct OcR {
     int pml;  // bit a: axis a has PML
     float db;
     int lt2;  // line table of z
+    int lp2;  // its CPML profile (-1: none)
+    int lo2;  // the box's first plane
 };
 
 // A unit: column (x, y), z from z0 to z1 (every zs-th; z0 may be the ghost
@@ -239,16 +241,25 @@ __device__ __forceinline__ void oc_col(const Oc& K, const float* sL, int u, OcCo
 
 // The CPML stretching of derivative t along axis A of component C (H: the H
 // side) at the unit's column and z, inside the slab s (cpu.rs stretch()).
+// Along z (the PML axis of a guide or a 2.5D job) the memory lies under the
+// box index with the slab number for the plane: lin + m0 m1 (s - (z - lo2)).
 template <int C, int A, bool H>
-__device__ __forceinline__ float oc_stretch(const Oc& K, float* __restrict__ sPsi, const float* __restrict__ sL, const OcCol& c, int z, int s, float t) {
-    const int q = A == 0 ? c.x : (A == 1 ? c.y : z);
-    const float4 p = *(const float4*)(sL + K.lp[A] + 8 * q + (H ? 4 : 0));
-    const int x0 = A == 0 ? s : c.x - K.lo[0];
-    const int x1 = A == 1 ? s : c.y - K.lo[1];
-    const int x2 = A == 2 ? s : z - K.lo[2];
-    const int e0 = A == 0 ? K.slab_n[0] : K.m[0];
-    const int e1 = A == 1 ? K.slab_n[1] : K.m[1];
-    float* ps = sPsi + K.psi[(H ? 9 : 0) + C * 3 + A] + x0 + e0 * (x1 + e1 * x2);
+__device__ __forceinline__ float oc_stretch(const OcR& R, const Oc& K, float* __restrict__ sPsi, const float* __restrict__ sL, const OcCol& c, int z, int lin, int s, float t) {
+    float4 p;
+    float* ps;
+    if (A == 2) {
+        p = *(const float4*)(sL + R.lp2 + 8 * z + (H ? 4 : 0));
+        ps = sPsi + K.psi[(H ? 9 : 0) + C * 3 + A] + lin + R.st2 * (s - (z - R.lo2));
+    } else {
+        const int q = A == 0 ? c.x : c.y;
+        p = *(const float4*)(sL + K.lp[A] + 8 * q + (H ? 4 : 0));
+        const int x0 = A == 0 ? s : c.x - K.lo[0];
+        const int x1 = A == 1 ? s : c.y - K.lo[1];
+        const int x2 = z - K.lo[2];
+        const int e0 = A == 0 ? K.slab_n[0] : K.m[0];
+        const int e1 = A == 1 ? K.slab_n[1] : K.m[1];
+        ps = sPsi + K.psi[(H ? 9 : 0) + C * 3 + A] + x0 + e0 * (x1 + e1 * x2);
+    }
     float v = *ps;
     const float r = emv_stretch(t, p.x, p.y, p.z, v);
     *ps = v;
@@ -277,7 +288,7 @@ __device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, const float* __r
         t1 = (FE[i + oc_st<A>(R)] - FE[i]) * ih[A];
         if (R.pml & (1 << A)) {
             const int s = A == 2 ? slz : oc_sbyte(c.sl, 2 * A + 1);
-            if (s >= 0) t1 = oc_stretch<C, A, true>(K, sPsi, sL, c, z, s, t1);
+            if (s >= 0) t1 = oc_stretch<C, A, true>(R, K, sPsi, sL, c, z, lin, s, t1);
         }
     }
     if (U & (1 << A)) {
@@ -285,7 +296,7 @@ __device__ __forceinline__ void oc_h(const OcR& R, const Oc& K, const float* __r
         t2 = (FE[i + oc_st<B>(R)] - FE[i]) * ih[B];
         if (R.pml & (1 << B)) {
             const int s = B == 2 ? slz : oc_sbyte(c.sl, 2 * B + 1);
-            if (s >= 0) t2 = oc_stretch<C, B, true>(K, sPsi, sL, c, z, s, t2);
+            if (s >= 0) t2 = oc_stretch<C, B, true>(R, K, sPsi, sL, c, z, lin, s, t2);
         }
     }
     const int s = (oc_slot(U, 3 + C) - NE) * R.bs + lin;
@@ -319,7 +330,7 @@ __device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, const float* __r
         t1 = (FH[i] - FH[i - oc_st<A>(R)]) * ie[A];
         if (R.pml & (1 << A)) {
             const int s = A == 2 ? slz : oc_sbyte(c.sl, 2 * A);
-            if (s >= 0) t1 = oc_stretch<C, A, false>(K, sPsi, sL, c, z, s, t1);
+            if (s >= 0) t1 = oc_stretch<C, A, false>(R, K, sPsi, sL, c, z, lin, s, t1);
         }
     }
     if (U & (8 << A)) {
@@ -327,7 +338,7 @@ __device__ __forceinline__ void oc_e(const OcR& R, const Oc& K, const float* __r
         t2 = (FH[i] - FH[i - oc_st<B>(R)]) * ie[B];
         if (R.pml & (1 << B)) {
             const int s = B == 2 ? slz : oc_sbyte(c.sl, 2 * B);
-            if (s >= 0) t2 = oc_stretch<C, B, false>(K, sPsi, sL, c, z, s, t2);
+            if (s >= 0) t2 = oc_stretch<C, B, false>(R, K, sPsi, sL, c, z, lin, s, t2);
         }
     }
     const int s = oc_slot(U, C) * R.bs + lin;
@@ -562,20 +573,27 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
     R.pml = (K.prof[0] >= 0 ? 1 : 0) | (K.prof[1] >= 0 ? 2 : 0) | (K.prof[2] >= 0 ? 4 : 0);
     R.db = K.db;
     R.lt2 = K.lt[2];
+    R.lp2 = K.lp[2];
+    R.lo2 = K.lo[2];
     const int nunits = K.nunits;
     const bool inj = K.inj != 0;
-    // The first unit stays in registers; a thread with more (designs wider than the block) rebuilds the others.
+    // One unit a thread (the GA's designs): it stays in registers; a thread with
+    // more (designs wider than the block) rebuilds each every half step.
+    const bool one = nunits <= EMV_OC_NTU;
     OcCol c0;
-    if (tid < nunits) oc_col(K, sL, tid, c0);
+    if (one && tid < nunits) oc_col(K, sL, tid, c0);
     int j = 0, next = ce;
     for (int st = 0; st < k; ++st) {
         // H half step; the port warp samples the voltages of the previous step.
         if (upd) {
-            for (int u = tid; u < nunits; u += EMV_OC_NTU) {
-                OcCol c;
-                if (u == tid) c = c0;
-                else oc_col(K, sL, u, c);
-                oc_h_unit<U>(R, K, F, F + oc_popc(U & 7) * R.bs, sPsi, sL, c);
+            if (one) {
+                if (tid < nunits) oc_h_unit<U>(R, K, F, F + oc_popc(U & 7) * R.bs, sPsi, sL, c0);
+            } else {
+                for (int u = tid; u < nunits; u += EMV_OC_NTU) {
+                    OcCol c;
+                    oc_col(K, sL, u, c);
+                    oc_h_unit<U>(R, K, F, F + oc_popc(U & 7) * R.bs, sPsi, sL, c);
+                }
             }
         } else if (st > 0) {
             for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, sW, sPd, sPi, p - pb, p, st - 1);
@@ -583,11 +601,14 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
         __syncthreads();
         // E full step and the thread's own sources (cpu.rs fdtd_inject); the port warp samples the currents.
         if (upd) {
-            for (int u = tid; u < nunits; u += EMV_OC_NTU) {
-                OcCol c;
-                if (u == tid) c = c0;
-                else oc_col(K, sL, u, c);
-                oc_e_unit<U>(R, K, F + oc_popc(U & 7) * R.bs, F, sPsi, sL, sM, sCab, c);
+            if (one) {
+                if (tid < nunits) oc_e_unit<U>(R, K, F + oc_popc(U & 7) * R.bs, F, sPsi, sL, sM, sCab, c0);
+            } else {
+                for (int u = tid; u < nunits; u += EMV_OC_NTU) {
+                    OcCol c;
+                    oc_col(K, sL, u, c);
+                    oc_e_unit<U>(R, K, F + oc_popc(U & 7) * R.bs, F, sPsi, sL, sM, sCab, c);
+                }
             }
             if (sn > 0) {
                 const float g = sG[st];
@@ -611,8 +632,7 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
             if (upd) {
                 for (int u = tid; u < nunits; u += EMV_OC_NTU) {
                     OcCol c;
-                    if (u == tid) c = c0;
-                    else oc_col(K, sL, u, c);
+                    oc_col(K, sL, u, c);
                     oc_energy_unit<U>(P, K, R, F, sM, c, ae, ah);
                 }
             }

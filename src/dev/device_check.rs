@@ -429,12 +429,15 @@ fn onchip_only(be: &mut CudaBackend, a: &DeviceCheckArgs, tile: Tile) -> anyhow:
     let (worst, mut bad) = onchip_section(be, tile, a.steps, a.tol, &rjobs, &init, &rcpu, &zjobs, &zcpu)?;
     println!("device-check on-chip {}: worst relative CPU/CUDA difference {worst:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
     for f in &a.designs {
-        be.set_options(CudaOptions { tile, path: PathChoice::Auto, ..Default::default() })?;
-        println!("[design path auto]");
-        bad |= super::device_designs::check(std::slice::from_ref(f), &[None], &*be, a.tol)?;
-        let st = be.last_stats();
-        println!("  path auto: {} designs on-chip, {} streaming", st.onchip_designs, st.streaming_designs);
+        for path in [PathChoice::Streaming, PathChoice::Auto] {
+            be.set_options(CudaOptions { tile, path, ..Default::default() })?;
+            println!("[design path {}]", path.name());
+            bad |= super::device_designs::check(std::slice::from_ref(f), &[None], &*be, a.tol)?;
+            let st = be.last_stats();
+            println!("  path {}: {} designs on-chip, {} streaming", path.name(), st.onchip_designs, st.streaming_designs);
+        }
         if a.generation > 0 {
+            be.set_options(CudaOptions { tile, ..Default::default() })?;
             bad |= super::device_designs::check_generation(f, a.generation, &*be, a.tol)?;
         }
     }
