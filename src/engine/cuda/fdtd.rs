@@ -148,6 +148,9 @@ pub struct FdtdDevBatch<'a> {
     step_bytes: Vec<f64>,
     dft: Option<DevDft>,
     oc: Option<OcRun>,
+    /// The source values of the chunk expected next (its first step, steps),
+    /// computed while the device runs the current one (on-chip).
+    g_next: Option<(usize, usize, Vec<f32>)>,
     pub stats: RunStats,
 }
 
@@ -376,6 +379,7 @@ impl<'a> FdtdDevBatch<'a> {
             step_bytes,
             dft,
             oc,
+            g_next: None,
             stats: RunStats { zchunk, ..Default::default() },
         })
     }
@@ -534,7 +538,10 @@ impl Batch for FdtdDevBatch<'_> {
     fn advance(&mut self, n: usize, k: usize) -> Result<(), EngineError> {
         let pulses: Vec<_> = self.jobs.iter().map(|j| j.pulse).collect();
         let dts: Vec<f64> = self.ops.iter().map(|o| o.dt).collect();
-        let g = self.plan.source_values(&pulses, &dts, n, k, self.kcap, &self.running);
+        let g = match self.g_next.take() {
+            Some((n0, k0, g)) if (n0, k0) == (n, k) => g,
+            _ => self.plan.source_values(&pulses, &dts, n, k, self.kcap, &self.running),
+        };
         upload(self.dev, self.live.gval, 0, &g)?;
         if let Some(dft) = &self.dft {
             upload(self.dev, dft.phase, 0, &dft.plan.phase_table(&dts, n, k, self.kcap))?;
@@ -543,6 +550,9 @@ impl Batch for FdtdDevBatch<'_> {
         if let Some(oc) = &self.oc {
             let pat = oc.pattern.clone();
             self.launch_onchip(k)?;
+            // The next chunk's source values while the device runs this one (a chunk of the
+            // same length is the usual next; the designs that end meanwhile need none).
+            self.g_next = Some((n + k, k, self.plan.source_values(&pulses, &dts, n + k, k, self.kcap, &self.running)));
             for d in (0..self.ops.len()).filter(|&d| self.running[d]) {
                 let cells = self.jobs[d].mesh.cells() as f64 * k as f64;
                 self.stats.bytes += self.step_bytes[d] * k as f64;
