@@ -1,11 +1,12 @@
-//! The on-chip FDTD path (`kernels/fdtd_onchip.cu`): which designs take it
-//! and how much shared memory each needs. One thread block holds a whole
-//! design (fields, materials, coefficients, port and source indices, the
-//! chunk's source values and, when they fit, the CPML memories) in shared
-//! memory and runs the stepping loop's chunk of steps in one launch. A design
-//! that does not fit a block's shared memory (or whose ports touch the ghost
-//! layer) takes the streaming kernels; [`plan_design`] says which and why.
-//! Pure Rust, tested without a GPU.
+//! The on-chip FDTD path (`kernels/fdtd_onchip.cu`): which designs take it,
+//! which field components their blocks store ([`pattern`]) and how much
+//! shared memory each needs ([`Layout`]). One thread block holds a whole
+//! design (the stored components over one box of padded positions, their
+//! materials, coefficients, per-line tables, CPML memories, port and source
+//! indices, the chunk's source values) in shared memory and runs a chunk of
+//! the stepping loop, one or several energy checks long, in one launch. A
+//! design that does not fit a block's shared memory takes the streaming
+//! kernels; [`plan_design`] says which and why. Pure Rust, tested without a GPU.
 
 use super::abi;
 use crate::engine::device::ModuleSpec;
