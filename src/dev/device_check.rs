@@ -155,6 +155,13 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.ports = vec![lumped("p", Axis::Z, [s(14, 7), 3, 3], 2)];
     v.push(j);
 
+    // 2D: one cell along z between PEC faces (E_z, H_x, H_y only), CPML along x and y,
+    // a dielectric block and a lumped port along z.
+    let mut j = base_job("2D: pec z, cpml x y, lumped", [s(30, 14), s(24, 12), 1], 1e-3, [[Absorbing; 2], [Absorbing; 2], [Pec; 2]], [[s(6, 4), s(5, 3)], [s(5, 3), s(6, 4)], [0, 0]], (3e9, 12e9));
+    fill(&mut j, [s(18, 9), s(4, 2), 0], [s(24, 11), s(10, 5), 1], 2);
+    j.ports = vec![lumped("p", Axis::Z, [s(15, 7), s(12, 6), 0], 1)];
+    v.push(j);
+
     // Graded meshes: per-line spacings in every update, port and CPML term.
     let mut j = graded(v[1].clone(), 1.4);
     j.label = "graded: pmc x, pec y, cpml z, lumped".into();
