@@ -36,6 +36,28 @@ inline unsigned char* emu_dyn_smem() { return emu_smem.data(); }
 
 inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
 
+// Vector types (shared-memory loads of 2 and 4 words).
+struct alignas(8) float2 {
+    float x, y;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+
+// __shfl_down_sync over a whole block: every thread of the block must call it
+// together (the kernels use it only in block-wide reductions), each passes its
+// value through a per-block slot between two barriers and reads its lane + d
+// of the same warp (its own value past the warp's end, as on the device).
+inline double emu_shfl[1024];
+inline double __shfl_down_sync(unsigned, double v, unsigned d) {
+    const unsigned t = threadIdx.x + threadIdx.y * blockDim.x;
+    emu_shfl[t] = v;
+    emu_barrier->arrive_and_wait();
+    const double r = (t & 31) + d < 32 ? emu_shfl[t + d] : v;
+    emu_barrier->arrive_and_wait();
+    return r;
+}
+
 #include <cstring>
 inline int __float_as_int(float x) {
     int i;

@@ -27,7 +27,7 @@ extern "C" int emu_kernel(int k, const unsigned* g, const unsigned* b, void** a)
     switch (k) {
         case 0:
             emu_launch(fdtd_onchip, grid, block, *(const FdtdPtrs*)a[0], *(const PortPtrs*)a[1], *(const int* const*)a[2],
-                       *(const int*)a[3], *(const int*)a[4], *(double* const*)a[5]);
+                       *(const int*)a[3], *(const int*)a[4], *(double* const*)a[5], *(const int*)a[6], *(const int*)a[7]);
             break;
         default: return 1;
     }

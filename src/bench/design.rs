@@ -55,7 +55,7 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], onchip_threads: &[usize], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], verbose: bool) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
@@ -102,19 +102,20 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
     let smem_bw = be.shared_bandwidth(0).unwrap_or(f64::NAN);
     let mut rows = vec![];
     for &p in &paths {
-        // The on-chip kernel has no tile: its variants are its block sizes.
-        let variants: Vec<(String, usize)> = if p == PathChoice::Onchip {
-            onchip_threads.iter().map(|&n| ("auto".to_string(), n)).collect()
+        // The on-chip kernel has no tile: its variants are its block sizes and checks a launch.
+        let first = (onchip_threads.first().copied().unwrap_or(1024), onchip_checks.first().copied().unwrap_or(8));
+        let variants: Vec<(String, (usize, usize))> = if p == PathChoice::Onchip {
+            onchip_threads.iter().flat_map(|&n| onchip_checks.iter().map(move |&c| ("auto".to_string(), (n, c)))).collect()
         } else {
-            tiles.iter().map(|t| (t.clone(), onchip_threads.first().copied().unwrap_or(1024))).collect()
+            tiles.iter().map(|t| (t.clone(), first)).collect()
         };
-        for (t, threads) in &variants {
-            let (t, threads) = (t, *threads);
+        for (t, (threads, checks)) in &variants {
+            let (t, threads, checks) = (t, *threads, *checks);
             // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
             let auto = t == "auto";
             let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
             for g in graphs.values() {
-                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, ..Default::default() })?;
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.
                 let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {
@@ -136,7 +137,7 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
                     st.onchip_designs,
                     st.streaming_designs
                 );
-                let what = if p == PathChoice::Onchip { format!("{threads} threads") } else if auto { "auto".to_string() } else { tile.to_string() };
+                let what = if p == PathChoice::Onchip { format!("{threads} threads, {checks} checks a launch") } else if auto { "auto".to_string() } else { tile.to_string() };
                 line(&format!("cuda [path {}, {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
                 // Per path of the planner: device time, rate, modelled bytes per cell update and ceiling fraction.
                 let (on_s, on_u) = (st.onchip_kernel_s, st.onchip_cell_updates);

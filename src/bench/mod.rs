@@ -45,6 +45,10 @@ pub struct BenchArgs {
     /// With --generation: threads per block of the on-chip kernel to time (comma separated).
     #[arg(long, value_delimiter = ',', default_value = "1024")]
     pub onchip_threads: Vec<usize>,
+    /// With --generation: energy checks an on-chip launch may span, to time
+    /// (comma separated; 1: a launch ends at every check).
+    #[arg(long, value_delimiter = ',', default_value = "8")]
+    pub onchip_checks: Vec<usize>,
     /// Print the on-chip planner's choice per design (stderr).
     #[arg(long)]
     pub verbose: bool,
@@ -149,7 +153,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     if let Some(path) = &a.design {
         design::midpoint(path, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, &a.onchip_threads, a.verbose)?;
+            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, &a.onchip_threads, &a.onchip_checks, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

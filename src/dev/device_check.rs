@@ -54,6 +54,15 @@ pub struct DeviceCheckArgs {
     /// population) for this many steps (0: skip).
     #[arg(long, default_value_t = 0)]
     pub full_steps: usize,
+    /// Only the on-chip path (kernels/fdtd_onchip.cu): its compilation report,
+    /// its section (random, small random and zero jobs, with and without final
+    /// fields, 1024 and 256 threads) and the designs of --designs on it.
+    #[arg(long)]
+    pub onchip_only: bool,
+    /// Also compare this many random candidates of each design of --designs
+    /// (a GA generation's first draw), CPU against CUDA on the default path.
+    #[arg(long, default_value_t = 0)]
+    pub generation: usize,
 }
 
 /// Engines `device-check` compares.
@@ -134,6 +143,7 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
         j.label = "wr28 iris, 2 TE10 ports".into();
         v.push(j);
     }
+    let iris = v.len() - 1;
 
     // n + 1 a multiple of the tile: the high ghost layer sits alone in the last tile.
     let mut j = base_job("pmc all faces, lumped", [s(31, 7), s(15, 7), s(16, 9)], 1e-3, [[Pmc; 2]; 3], [[0; 2]; 3], (2e9, 12e9));
@@ -145,18 +155,45 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.ports = vec![lumped("p", Axis::Z, [s(14, 7), 3, 3], 2)];
     v.push(j);
 
+    // 2D: one cell along z between PEC faces (E_z, H_x, H_y only), CPML along x and y,
+    // a dielectric block and a lumped port along z.
+    let mut j = base_job("2D: pec z, cpml x y, lumped", [s(30, 14), s(24, 12), 1], 1e-3, [[Absorbing; 2], [Absorbing; 2], [Pec; 2]], [[s(6, 4), s(5, 3)], [s(5, 3), s(6, 4)], [0, 0]], (3e9, 12e9));
+    fill(&mut j, [s(18, 9), s(4, 2), 0], [s(24, 11), s(10, 5), 1], 2);
+    j.ports = vec![lumped("p", Axis::Z, [s(15, 7), s(12, 6), 0], 1)];
+    v.push(j);
+
     // Graded meshes: per-line spacings in every update, port and CPML term.
     let mut j = graded(v[1].clone(), 1.4);
     j.label = "graded: pmc x, pec y, cpml z, lumped".into();
     v.push(j);
-    let mut j = graded(v[3].clone(), 1.3);
+    let mut j = graded(v[iris].clone(), 1.3);
     j.label = "graded: wr28 iris, 2 TE10 ports".into();
+    v.push(j);
+    // 2.5D (one cell along y, as the shipped filter's GA runs it): E_y, H_x, H_z only.
+    let mut j = flat(v[iris].clone());
+    j.label = "2.5D wr28 iris, 2 TE10 ports".into();
+    v.push(j.clone());
+    let mut j = graded(j, 1.3);
+    j.label = "graded: 2.5D wr28 iris".into();
     v.push(j);
 
     for j in &mut v {
         j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50 };
     }
     v
+}
+
+/// `job` on one cell along y (its first layer of materials), like a design
+/// with `invariant: Y`: a guide's TE10 field does not vary along its narrow side.
+pub fn flat(mut job: SimJob) -> SimJob {
+    let m = job.mesh.clone();
+    let n = m.n();
+    let ly = m.lines(1);
+    let lines = [m.lines(0).to_vec(), vec![ly[0], ly[n[1]]], m.lines(2).to_vec()];
+    job.mesh = Mesh::from_lines(lines).unwrap_or_else(|e| panic!("flat lines of {}: {e}", job.label));
+    let cm: Vec<u8> = (0..n[2]).flat_map(|k| (0..n[0]).map(move |i| (i, k))).map(|(i, k)| job.cell_mat[m.idx(i, 0, k)]).collect();
+    job.cell_mat = cm.into();
+    job
 }
 
 /// `job` on lines graded along every axis: inside the padding the cells keep
@@ -194,7 +231,10 @@ pub fn zero_jobs(small: bool) -> Vec<SimJob> {
     let mut v = vec![];
     v.push(crate::bench::box_job(if small { 16 } else { 40 }, if small { 60 } else { 300 }));
     let pop = crate::bench::population_jobs(if small { 2 } else { 3 }, if small { 8_000 } else { 20_000 }, if small { 80 } else { 500 });
+    let mut f = flat(pop[0].clone());
+    f.label = format!("2.5D {}", f.label);
     v.extend(pop);
+    v.push(f);
     if !small {
         for mut g in crate::bench::population_jobs(1, 20_000, 1) {
             g.label = "wr28 iris, -30 dB decay".into();
@@ -334,6 +374,84 @@ fn monitor_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64) -> 
     Ok((worst, bad))
 }
 
+/// The on-chip path (kernels/fdtd_onchip.cu): every design that fits a block's
+/// shared memory on-chip, the others streaming; the small variants of the random
+/// jobs fit. With final fields (a launch ends at every energy check) and without
+/// (a launch spans several checks; traces, steps and S compared).
+#[allow(clippy::too_many_arguments)]
+fn onchip_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64, rjobs: &[SimJob], init: &[Fields], rcpu: &[FdtdReference], zjobs: &[SimJob], zcpu: &[FdtdReference]) -> anyhow::Result<(f64, bool)> {
+    let sjobs = random_jobs(true, steps);
+    let sinit: Vec<Fields> = sjobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 2000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
+        .collect::<anyhow::Result<_>>()?;
+    let scpu = fdtd_reference(&sjobs, Some(&sinit));
+    let (mut worst, mut bad) = (0.0f64, false);
+    for threads in [1024, 256] {
+        for fields in [true, false] {
+            be.set_options(CudaOptions { tile, path: PathChoice::Auto, onchip_threads: threads, trace_chunk: 100, ..Default::default() })?;
+            for (what, jobs, init, cpu) in [("small random", &sjobs[..], Some(&sinit[..]), &scpu[..]), ("random", rjobs, Some(init), rcpu), ("zero  ", zjobs, None, zcpu)] {
+                let g = be.run_jobs(jobs, init, fields)?;
+                let st = be.last_stats();
+                let tag = format!("[onchip {threads}{}]", if fields { "" } else { " no fields" });
+                let (w, b) = report(&format!("{tag} {what}"), jobs, cpu, &g, tol);
+                println!("  {tag} {what}: {} designs on-chip, {} streaming", st.onchip_designs, st.streaming_designs);
+                worst = worst.max(w);
+                bad |= b || st.onchip_designs == 0 && what == "small random";
+            }
+        }
+    }
+    Ok((worst, bad))
+}
+
+/// `device-check --onchip-only`: the on-chip kernel's compilation report, its
+/// section, and the designs of --designs through the user's path on it (and
+/// `--generation` random candidates of each).
+fn onchip_only(be: &mut CudaBackend, a: &DeviceCheckArgs, tile: Tile) -> anyhow::Result<i32> {
+    for threads in [1024, 512, 256] {
+        be.set_options(CudaOptions { tile, onchip_threads: threads, ..Default::default() })?;
+        match be.onchip_compile_report() {
+            Ok(r) => print!("{r}"),
+            Err(e) => {
+                println!("on-chip kernel compilation FAILED ({threads} threads):\n{e}");
+                return Ok(2);
+            }
+        }
+    }
+    if a.compile_only {
+        return Ok(0);
+    }
+    let rjobs = random_jobs(false, a.steps);
+    let init: Vec<Fields> = rjobs
+        .iter()
+        .enumerate()
+        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 1000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
+        .collect::<anyhow::Result<_>>()?;
+    let zjobs = zero_jobs(false);
+    let t = std::time::Instant::now();
+    let rcpu = fdtd_reference(&rjobs, Some(&init));
+    let zcpu = fdtd_reference(&zjobs, None);
+    println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
+    let (worst, mut bad) = onchip_section(be, tile, a.steps, a.tol, &rjobs, &init, &rcpu, &zjobs, &zcpu)?;
+    println!("device-check on-chip {}: worst relative CPU/CUDA difference {worst:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
+    for f in &a.designs {
+        for path in [PathChoice::Streaming, PathChoice::Auto] {
+            be.set_options(CudaOptions { tile, path, ..Default::default() })?;
+            println!("[design path {}]", path.name());
+            bad |= super::device_designs::check(std::slice::from_ref(f), &[None], &*be, a.tol)?;
+            let st = be.last_stats();
+            println!("  path {}: {} designs on-chip, {} streaming", path.name(), st.onchip_designs, st.streaming_designs);
+        }
+        if a.generation > 0 {
+            be.set_options(CudaOptions { tile, ..Default::default() })?;
+            bad |= super::device_designs::check_generation(f, a.generation, &*be, a.tol)?;
+        }
+    }
+    println!("device-check --onchip-only: {}", if bad { "FAIL" } else { "PASS" });
+    Ok(if bad { 1 } else { 0 })
+}
+
 pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     if !cuda::available() {
         anyhow::bail!("CUDA is not available: {}", cuda::unavailable_reason());
@@ -369,6 +487,9 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         }
     }
     // --- end TLM
+    if a.onchip_only {
+        return onchip_only(&mut be, &a, tiles[0]);
+    }
     for &t in &tiles {
         match be.compile_report(t) {
             Ok(r) => print!("{r}"),
@@ -424,26 +545,9 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     let (w, b) = monitor_section(&mut be, tiles[0], a.steps, a.tol)?;
     worst = worst.max(w);
     bad |= b;
-    // The on-chip path (kernels/fdtd_onchip.cu): every design that fits a block's shared
-    // memory on-chip, the others streaming; the small variants of the random jobs fit.
-    let sjobs = random_jobs(true, a.steps);
-    let sinit: Vec<Fields> = sjobs
-        .iter()
-        .enumerate()
-        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 2000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
-        .collect::<anyhow::Result<_>>()?;
-    let scpu = fdtd_reference(&sjobs, Some(&sinit));
-    for threads in [1024, 256] {
-        be.set_options(CudaOptions { tile: tiles[0], path: PathChoice::Auto, onchip_threads: threads, trace_chunk: 100, ..Default::default() })?;
-        for (what, jobs, init, cpu) in [("small random", &sjobs, Some(&sinit[..]), &scpu), ("random", &rjobs, Some(&init[..]), &rcpu), ("zero  ", &zjobs, None, &zcpu)] {
-            let g = be.run_jobs(jobs, init, true)?;
-            let st = be.last_stats();
-            let (w, b) = report(&format!("[onchip {threads}] {what}"), jobs, cpu, &g, a.tol);
-            println!("  [onchip {threads}] {what}: {} designs on-chip, {} streaming", st.onchip_designs, st.streaming_designs);
-            worst = worst.max(w);
-            bad |= b || st.onchip_designs == 0 && what == "small random";
-        }
-    }
+    let (w, b) = onchip_section(&mut be, tiles[0], a.steps, a.tol, &rjobs, &init, &rcpu, &zjobs, &zcpu)?;
+    worst = worst.max(w);
+    bad |= b;
     if a.full_steps > 0 {
         let mut fj = vec![crate::bench::box_job(256, a.full_steps)];
         fj.extend(crate::bench::population_jobs(64, 300_000, a.full_steps));
@@ -508,6 +612,12 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
             let uniform = std::path::PathBuf::from("tests/fixtures/uniform/wr28_iris_filter.ron");
             let engines = [Some(crate::job::EngineKind::Tlm2d), Some(crate::job::EngineKind::Tlm)];
             design_bad |= super::device_designs::check(std::slice::from_ref(&uniform), &engines, &be, a.tol)?;
+        }
+    }
+    if a.generation > 0 {
+        for f in &a.designs {
+            be.set_options(CudaOptions { tile: tiles[0], ..Default::default() })?;
+            design_bad |= super::device_designs::check_generation(f, a.generation, &be, a.tol)?;
         }
     }
     println!("shipped designs: {}", if design_bad { "FAIL" } else { "PASS" });

@@ -47,6 +47,11 @@ impl StopState {
         self.rule.max_steps
     }
 
+    /// Steps between energy checks.
+    pub fn check_every(&self) -> usize {
+        self.rule.check_every.max(1)
+    }
+
     /// Whether the energy is checked after `n` steps.
     pub fn is_check(&self, n: usize) -> bool {
         n > 0 && (n.is_multiple_of(self.rule.check_every.max(1)) || n == self.rule.max_steps)

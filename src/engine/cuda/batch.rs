@@ -380,20 +380,23 @@ impl Plan {
         }
     }
 
-    /// Source values of steps `n0..n0+k` for every design, `[d * stride + s]`,
-    /// computed exactly as cpu.rs `run_from` and `fdtd_inject` do.
-    pub fn source_values(&self, pulses: &[Pulse], dts: &[f64], n0: usize, k: usize, stride: usize) -> Vec<f32> {
+    /// Source values of steps `n0..n0+k` for every running design (zero for
+    /// the others), `[d * stride + s]`, computed exactly as cpu.rs `run_from`
+    /// and `fdtd_inject` do; the designs in parallel (a GA generation's
+    /// launches of a thousand steps each need about a hundred thousand pulse values).
+    pub fn source_values(&self, pulses: &[Pulse], dts: &[f64], n0: usize, k: usize, stride: usize, running: &[bool]) -> Vec<f32> {
+        use rayon::prelude::*;
         let mut g = vec![0.0f32; self.designs.len() * stride];
-        for d in 0..self.designs.len() {
-            for s in 0..k {
+        g.par_chunks_mut(stride.max(1)).enumerate().filter(|(d, _)| running.get(*d).copied().unwrap_or(true)).for_each(|(d, row)| {
+            for (s, x) in row.iter_mut().enumerate().take(k) {
                 let v = pulses[d].value(((n0 + s) as f64 + 0.5) * dts[d]);
-                g[d * stride + s] = match self.drive[d] {
+                *x = match self.drive[d] {
                     Drive::None => 0.0,
                     Drive::Lumped { len } => (v / len as f64) as f32,
                     Drive::Guide => v as f32,
                 };
             }
-        }
+        });
         g
     }
 }
@@ -606,7 +609,7 @@ mod tests {
         let a = job([8, 8, 8], [[Boundary::Pec; 2]; 3], [[0; 2]; 3]);
         let op = Operator::new(&a).unwrap();
         let pl = Plan::new(&[&op], &[0], Tile::DEFAULT, 4).unwrap();
-        let g = pl.source_values(&[a.pulse], &[op.dt], 10, 3, 5);
+        let g = pl.source_values(&[a.pulse], &[op.dt], 10, 3, 5, &[true]);
         for s in 0..3 {
             let v = a.pulse.value(((10 + s) as f64 + 0.5) * op.dt);
             assert_eq!(g[s], (v / 2.0) as f32);

@@ -90,13 +90,32 @@ struct DevDft {
 /// The on-chip launch of a sub-batch (every design of it on-chip).
 struct OcRun {
     m: usize,
-    /// Per design: its ports [pb, pe) and sources [sb, se) in the plan's tables.
+    /// Per design: its ports [pb, pe) and sources [sb, se) in the plan's tables, its stored components.
     idx: Buf,
+    /// Per design: the components its block stores (onchip::pattern).
+    pattern: Vec<u8>,
     /// Dynamic shared memory per block (the largest design's).
     smem: u32,
     /// fdtd_onchip.cu EMV_OC_GHOSTS_ZERO (2) when the run starts from zero fields.
     flags: i32,
     threads: u32,
+    /// Energy checks one launch may span (stepping::Batch::checks_per_advance) and their common interval.
+    checks: usize,
+    ce: usize,
+}
+
+/// Steps of an on-chip sub-batch's launches at most (its sample and source
+/// buffers) and the energy checks one launch may span: several (`opts.onchip_checks`)
+/// where every job checks at the same interval and nothing of a job is kept
+/// past its end (no final fields); else up to the next check, within `opts.trace_chunk`.
+pub fn onchip_chunk(jobs: &[&SimJob], opts: &CudaOptions, want_fields: bool) -> (usize, usize) {
+    let ce = jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1);
+    let same = jobs.iter().all(|j| j.stop.check_every.max(1) == ce);
+    if !want_fields && same && opts.onchip_checks > 1 {
+        (ce * opts.onchip_checks, opts.onchip_checks)
+    } else {
+        (opts.trace_chunk.min(ce).max(1), 1)
+    }
 }
 
 /// One sub-batch of FDTD jobs on a device.
@@ -129,6 +148,9 @@ pub struct FdtdDevBatch<'a> {
     step_bytes: Vec<f64>,
     dft: Option<DevDft>,
     oc: Option<OcRun>,
+    /// The source values of the chunk expected next (its first step, steps),
+    /// computed while the device runs the current one (on-chip).
+    g_next: Option<(usize, usize, Vec<f32>)>,
     pub stats: RunStats,
 }
 
@@ -146,9 +168,14 @@ impl<'a> FdtdDevBatch<'a> {
     ) -> Result<Self, EngineError> {
         let nd = ops.len();
         let fused = opts.scheme == Scheme::Fused;
-        let m = dev.load(&module(opts.tile))?;
-        let step_kernel = if fused { abi::Kernel::Step } else { abi::Kernel::UpdateE };
-        let resident = dev.resident_blocks(m, step_kernel as usize, opts.tile.threads() as u32);
+        // The streaming kernels (not needed on-chip: no compile for a batch that runs there).
+        let (m, resident) = if onchip {
+            (usize::MAX, 1)
+        } else {
+            let m = dev.load(&module(opts.tile))?;
+            let step_kernel = if fused { abi::Kernel::Step } else { abi::Kernel::UpdateE };
+            (m, dev.resident_blocks(m, step_kernel as usize, opts.tile.threads() as u32))
+        };
         let rechunk = fused && opts.adapt && opts.zchunk.is_none();
         let zchunk = match opts.scheme {
             // The fused kernel walks z through its chunk (software pipeline); chunk 0 must own planes 0 and 1.
@@ -206,8 +233,8 @@ impl<'a> FdtdDevBatch<'a> {
         let t_w = alloc_with(dev, &plan.t_w, 1)?;
         let (src_design, src_comp, src_idx) = (ti32(dev, &plan.src_design)?, ti32(dev, &plan.src_comp)?, ti32(dev, &plan.src_idx)?);
         let src_coef = t(dev, &plan.src_coef)?;
-        // On-chip, every chunk ends at the next energy check: no longer sample buffers than that.
-        let kcap = if onchip { opts.trace_chunk.min(jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1)).max(1) } else { opts.trace_chunk.max(1) };
+        // On-chip, a chunk ends at the next energy check or spans several: no longer sample buffers than that.
+        let (kcap, checks) = if onchip { onchip_chunk(&jobs, &opts, want_fields) } else { (opts.trace_chunk.max(1), 1) };
         let np = plan.ports.len();
         let live = Live {
             designs,
@@ -224,7 +251,7 @@ impl<'a> FdtdDevBatch<'a> {
             gval: dev.alloc((nd * kcap).max(1) * 4)?,
             tv: dev.alloc((np * kcap).max(1) * 8)?,
             ti: dev.alloc((np * kcap).max(1) * 8)?,
-            energy: dev.alloc(2 * nd.max(1) * 8)?,
+            energy: dev.alloc(2 * nd.max(1) * checks * 8)?,
         };
 
         // Pointer structs for each parity of the fused ping-pong (split: parity 0, in place).
@@ -317,7 +344,7 @@ impl<'a> FdtdDevBatch<'a> {
             Some(DevDft { plan: dft_plan, phase, acc_re, acc_im, ptrs })
         };
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
-        let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts, init.is_none())?) } else { None };
+        let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts, init.as_deref(), checks, &jobs)?) } else { None };
         // On-chip: the global traffic per step is the port samples (16 B a port); the
         // shared-memory traffic is modelled separately (stats.smem_bytes).
         let step_bytes = if onchip {
@@ -352,21 +379,26 @@ impl<'a> FdtdDevBatch<'a> {
             step_bytes,
             dft,
             oc,
+            g_next: None,
             stats: RunStats { zchunk, ..Default::default() },
         })
     }
 
     /// Load the on-chip kernel and size its launch for these designs (each
     /// planned on-chip by the caller: `onchip::plan_design`).
-    fn onchip_setup(dev: &mut dyn Device, ops: &[&Operator], drives: &[usize], plan: &Plan, kcap: usize, opts: &CudaOptions, zero_start: bool) -> Result<OcRun, EngineError> {
+    #[allow(clippy::too_many_arguments)]
+    fn onchip_setup(dev: &mut dyn Device, ops: &[&Operator], drives: &[usize], plan: &Plan, kcap: usize, opts: &CudaOptions, init: Option<&[&Fields]>, checks: usize, jobs: &[&SimJob]) -> Result<OcRun, EngineError> {
         onchip::validate_threads(opts.onchip_threads).map_err(EngineError::Cuda)?;
         let threads = opts.onchip_threads;
-        let m = dev.load(&onchip::module(threads))?;
         let max = dev.max_shared();
         let mut fits = vec![];
         for (d, op) in ops.iter().enumerate() {
-            fits.push(onchip::plan_design(op, drives[d], max, kcap, threads).map_err(|e| EngineError::Cuda(format!("design {d} cannot run on-chip: {e}")))?);
+            let f0 = init.map(|f| f[d]);
+            fits.push(onchip::plan_design(op, drives[d], max, kcap, f0).map_err(|e| EngineError::Cuda(format!("design {d} cannot run on-chip: {e}")))?);
         }
+        // The step loop compiled for this batch's patterns only (a GA's designs share one).
+        let pats: Vec<u8> = fits.iter().map(|f| f.pattern).collect();
+        let m = dev.load(&onchip::module(threads, &pats))?;
         let smem = fits.iter().map(|f| f.bytes).max().unwrap_or(0);
         // Ports of a design are contiguous in the plan, its sources too.
         let mut idx = vec![];
@@ -378,22 +410,25 @@ impl<'a> FdtdDevBatch<'a> {
             if pe - pb != ports.len() || se - sb != srcs.len() {
                 return Err(EngineError::Cuda(format!("design {d}: ports or sources not contiguous in the plan")));
             }
-            // fdtd_onchip.cu EMV_OC_MAT_POOL (4): the material indices stay in the pool.
-            idx.extend([pb as i32, pe as i32, sb as i32, se as i32, if fits[d].mat_shared { 0 } else { 4 }]);
+            idx.extend([pb as i32, pe as i32, sb as i32, se as i32, fits[d].pattern as i32]);
         }
         let idx = alloc_with(dev, &idx, 5)?;
-        // From zero fields the ghosts no update writes stay zero (else the kernel reads them from the pool).
-        Ok(OcRun { m, idx, smem: smem as u32, flags: if zero_start { 2 } else { 0 }, threads: threads as u32 })
+        let ce = jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1);
+        // From zero fields everything no update writes stays zero (else the kernel sums its energy once a launch).
+        let flags = if init.is_none() { 2 } else { 0 };
+        Ok(OcRun { m, idx, pattern: fits.iter().map(|f| f.pattern).collect(), smem: smem as u32, flags, threads: threads as u32, checks, ce })
     }
 
     /// One launch of the on-chip kernel: `k` steps of every running design,
-    /// in place in field set `cur`, the energies into `live.energy`.
+    /// in place in field set `cur`, the energies after every check into
+    /// `live.energy` (after every `ce` steps when one launch spans several checks, else after the k-th).
     fn launch_onchip(&mut self, k: usize) -> Result<(), EngineError> {
         let Some(oc) = &self.oc else { return Ok(()) };
         let (idx, en) = (self.dev.ptr(oc.idx), self.dev.ptr(self.live.energy));
-        let (kk, flags) = (k as i32, oc.flags);
+        let ce = if oc.checks > 1 { oc.ce.min(k) } else { k };
+        let (kk, flags, ce, ens) = (k as i32, oc.flags, ce as i32, self.ops.len() as i32);
         let dims = Dims::linear(self.nblocks as u32, oc.threads);
-        device::launch_shared(self.dev, oc.m, 0, dims, oc.smem, &[&self.fptrs[self.cur], &self.pptrs[self.cur], &idx, &kk, &flags, &en])
+        device::launch_shared(self.dev, oc.m, 0, dims, oc.smem, &[&self.fptrs[self.cur], &self.pptrs[self.cur], &idx, &kk, &flags, &en, &ce, &ens])
     }
 
     fn tile_dims(&self, blocks: usize) -> Dims {
@@ -503,18 +538,25 @@ impl Batch for FdtdDevBatch<'_> {
     fn advance(&mut self, n: usize, k: usize) -> Result<(), EngineError> {
         let pulses: Vec<_> = self.jobs.iter().map(|j| j.pulse).collect();
         let dts: Vec<f64> = self.ops.iter().map(|o| o.dt).collect();
-        let g = self.plan.source_values(&pulses, &dts, n, k, self.kcap);
+        let g = match self.g_next.take() {
+            Some((n0, k0, g)) if (n0, k0) == (n, k) => g,
+            _ => self.plan.source_values(&pulses, &dts, n, k, self.kcap, &self.running),
+        };
         upload(self.dev, self.live.gval, 0, &g)?;
         if let Some(dft) = &self.dft {
             upload(self.dev, dft.phase, 0, &dft.plan.phase_table(&dts, n, k, self.kcap))?;
         }
         self.dev.mark()?;
-        if self.oc.is_some() {
+        if let Some(oc) = &self.oc {
+            let pat = oc.pattern.clone();
             self.launch_onchip(k)?;
+            // The next chunk's source values while the device runs this one (a chunk of the
+            // same length is the usual next; the designs that end meanwhile need none).
+            self.g_next = Some((n + k, k, self.plan.source_values(&pulses, &dts, n + k, k, self.kcap, &self.running)));
             for d in (0..self.ops.len()).filter(|&d| self.running[d]) {
                 let cells = self.jobs[d].mesh.cells() as f64 * k as f64;
                 self.stats.bytes += self.step_bytes[d] * k as f64;
-                self.stats.smem_bytes += onchip::step_smem_bytes(self.ops[d]) * k as f64;
+                self.stats.smem_bytes += onchip::step_smem_bytes(self.ops[d], pat[d]) * k as f64;
                 self.stats.cell_updates += cells;
                 self.stats.onchip_cell_updates += cells;
             }
@@ -573,13 +615,37 @@ impl Batch for FdtdDevBatch<'_> {
         Ok((0..nd).map(|d| w[2 * d] * EPS0 + w[2 * d + 1] * MU0).collect())
     }
     fn samples(&mut self, d: usize, traces: &mut [PortTrace]) {
-        let (kcap, kk) = (self.kcap, self.kk);
+        let kk = self.kk;
+        self.samples_part(d, traces, 0, kk);
+    }
+    fn samples_part(&mut self, d: usize, traces: &mut [PortTrace], from: usize, to: usize) {
+        let kcap = self.kcap;
         for (pi, slot) in self.plan.port_slot[d].iter().enumerate() {
             if let Some(gp) = *slot {
-                traces[pi].v.extend_from_slice(&self.hv[gp * kcap..gp * kcap + kk]);
-                traces[pi].i.extend_from_slice(&self.hi[gp * kcap..gp * kcap + kk]);
+                traces[pi].v.extend_from_slice(&self.hv[gp * kcap + from..gp * kcap + to]);
+                traces[pi].i.extend_from_slice(&self.hi[gp * kcap + from..gp * kcap + to]);
             }
         }
+    }
+    fn checks_per_advance(&self) -> usize {
+        self.oc.as_ref().map_or(1, |oc| oc.checks)
+    }
+    /// The on-chip kernel's energies after each of the launch's `m` checks, the
+    /// wait for the device, and the copies of energies and samples.
+    fn end_checks(&mut self, m: usize) -> Result<Vec<f64>, EngineError> {
+        let tw = Instant::now();
+        let nd = self.ops.len();
+        let dt = self.dev.elapsed()?;
+        self.stats.kernel_s += dt;
+        self.stats.onchip_kernel_s += dt;
+        let w: Vec<f64> = download_vec(self.dev, self.live.energy, 0, 2 * nd * m)?;
+        let np = self.plan.ports.len();
+        if np > 0 {
+            self.hv = download_vec(self.dev, self.live.tv, 0, np * self.kcap)?;
+            self.hi = download_vec(self.dev, self.live.ti, 0, np * self.kcap)?;
+        }
+        self.stats.wait_s += tw.elapsed().as_secs_f64();
+        Ok((0..nd * m).map(|x| w[2 * x] * EPS0 + w[2 * x + 1] * MU0).collect())
     }
     fn locate_non_finite(&mut self, d: usize) -> Result<String, EngineError> {
         let f = self.download_fields(d)?;
@@ -653,9 +719,11 @@ pub fn run_share(
     opts: &CudaOptions,
 ) -> Result<(Vec<(usize, Result<JobRun, SimFailure>)>, RunStats), EngineError> {
     let op = |i: usize| ops.get(i).copied().flatten().ok_or_else(|| EngineError::Cuda(format!("job {i} has no operator")));
-    // The planner: on-chip where the design fits a block (unless streaming is asked for).
+    // The planner: on-chip where the design fits a block (unless streaming is asked for),
+    // with room for the source values of the longest launch any sub-batch may make.
     let max_shared = if opts.path == PathChoice::Streaming { 0 } else { dev.max_shared() };
-    let gstride = opts.trace_chunk.max(1);
+    let all: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
+    let gstride = onchip_chunk(&all, opts, false).0.max(opts.trace_chunk);
     let (mut on, mut off) = (vec![], vec![]);
     for &i in idx {
         let o = op(i)?;
@@ -665,12 +733,12 @@ pub fn run_share(
         } else if !jobs[i].monitors.is_empty() {
             Err("field DFT monitors run on the streaming path".to_string())
         } else {
-            onchip::plan_design(o, jobs[i].drive, max_shared, gstride, opts.onchip_threads)
+            onchip::plan_design(o, jobs[i].drive, max_shared, gstride, init.map(|f| &f[i]))
         };
         match fit {
             Ok(f) => {
                 if opts.verbose {
-                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory{}", jobs[i].label, jobs[i].mesh.cells(), f.bytes, if f.mat_shared { "" } else { ", materials in the pool" });
+                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory, components stored {:#08b} (H2..E0)", jobs[i].label, jobs[i].mesh.cells(), f.bytes, f.pattern);
                 }
                 on.push(i);
             }

@@ -165,9 +165,28 @@ impl CudaBackend {
                 out += &report_line(n, d.attrs(m, k, threads));
             }
             let t = self.opts.onchip_threads;
-            let m = d.load(&onchip::module(t))?;
+            let m = d.load(&onchip::module(t, &[]))?;
             out += &format!("  on-chip, {t} threads a block, up to {} B of shared memory a block:\n", d.max_shared());
             out += &report_line(onchip::KERNELS[0], d.attrs(m, 0, t as u32));
+        }
+        Ok(out)
+    }
+
+    /// Compile the on-chip kernel for the options' block size on every device
+    /// and report its compile time, registers, local memory and occupancy.
+    pub fn onchip_compile_report(&self) -> Result<String, EngineError> {
+        let mut out = String::new();
+        let t = self.opts.onchip_threads;
+        for (i, d) in self.devices.iter().enumerate() {
+            let mut d = lock(d);
+            // Every pattern's step loop, then the 2.5D one alone (a GA batch of such designs).
+            for pats in [&[][..], &[42][..]] {
+                let t0 = Instant::now();
+                let m = d.load(&onchip::module(t, pats))?;
+                let what = if pats.is_empty() { "every pattern".to_string() } else { format!("patterns {pats:?}") };
+                out += &format!("device {i} ({}), on-chip, {t} threads a block, {what}: compiled and loaded in {:.2} s, up to {} B of shared memory a block\n", d.describe(), t0.elapsed().as_secs_f64(), d.max_shared());
+                out += &report_line(onchip::KERNELS[0], d.attrs(m, 0, t as u32));
+            }
         }
         Ok(out)
     }

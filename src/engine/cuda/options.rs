@@ -78,13 +78,17 @@ pub struct CudaOptions {
     pub path: PathChoice,
     /// Threads per block of the on-chip kernel (a multiple of 64, at most 1024).
     pub onchip_threads: usize,
+    /// Energy checks one on-chip launch may span (the kernel computes the
+    /// energy at each): fewer launches and host round trips. 1: a launch ends
+    /// at every check. Batches that keep final fields use 1.
+    pub onchip_checks: usize,
     /// Print the planner's choice per design and sub-batch (stderr).
     pub verbose: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, verbose: false }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false }
     }
 }
 

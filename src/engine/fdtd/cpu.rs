@@ -276,7 +276,8 @@ pub fn fdtd_step(op: &Operator, f: &mut Fields) {
 
 /// `k` whole steps from step `n` with the driven port's source and the port
 /// monitor, then the energy (twin of the on-chip CUDA kernel `fdtd_onchip`,
-/// which runs a chunk of the stepping loop in one launch): the order of
+/// which runs a chunk of the stepping loop in one launch and sums the energy
+/// after every check inside it as here after the k-th step): the order of
 /// [`super::cpu_batch::CpuBatch`]'s advance and end of chunk.
 pub fn fdtd_onchip(op: &Operator, f: &mut Fields, drive: usize, pulse: &crate::job::Pulse, n: usize, k: usize, traces: &mut [PortTrace]) -> f64 {
     for s in n..n + k {
