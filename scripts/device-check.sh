@@ -11,6 +11,8 @@
 #   FULL_STEPS=200    steps of the CPU/CUDA comparison on the full-size benchmark workloads (0: skip)
 #   NCU=1             profile one fdtd_step and one fdtd_update_e launch (Nsight Compute, $OUT/ncu_*.txt)
 #   TLM_SHAPES=...    TLM launch shapes checked and timed (THREADSxNODES[xMINBLOCKS][s]), e.g. 256x1,256x2,256x2s,128x4
+#   CHECK_GEN=64      random iris candidates compared CPU against CUDA through the user's path (0: skip)
+#   TLM_BENCH=0       leave out the TLM benchmark rows
 #   IRIS_GENS=40      generations of the iris GA (it stops earlier once every goal is met)
 #   ACC_REFS=1        the iris filter's default mesh against a/448 (P1-P3 of docs/ACCURACY.md; edges.py beside this script)
 set -u
@@ -50,6 +52,12 @@ grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
 grep -E "^\[design |^shipped designs" "$OUT/check.log" | cut -c1-220
 echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
+if [ "${CHECK_GEN:-64}" -gt 0 ]; then
+  echo "== 2-. a GA generation's ${CHECK_GEN:-64} random iris filters through the user's path, CPU against CUDA (default path)"
+  "$BIN" dev device-check --onchip-only --gpus "$GPUS" --designs designs/wr28_iris_filter.ron --generation "${CHECK_GEN:-64}" > "$OUT/check-generation.log" 2>&1
+  echo "exit code $?"
+  grep -E "^\[generation|PASS|FAIL" "$OUT/check-generation.log" | cut -c1-220 | tail -4
+fi
 echo "== 2a. one GA generation as one batch: 64 random WR-28 iris filters, on-chip vs streaming (adaptive and exact 32x8 tile) vs the planner's choice"
 "$BIN" bench --backend cuda --gpus "$GPUS" --design designs/wr28_iris_filter.ron --generation 64 --tiles auto,32x8 \
     --paths onchip,streaming,auto --population 0 --n 16 --steps 5 > "$OUT/generation.log" 2>&1
@@ -114,8 +122,8 @@ echo "bench exit code $?"
     --tiles "${BENCH_TILES%%,*}" > "$OUT/bench-nopml.log" 2>&1
 echo "no-CPML bench exit code $?"
 grep -E "error" "$OUT/bench.log"
-# --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations).
-"$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
+# --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations); TLM_BENCH=0 skips them.
+[ "${TLM_BENCH:-1}" = 1 ] && "$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
     --tlm-shapes "${TLM_SHAPES:-256x2}" > "$OUT/bench-tlm.log" 2>&1
 echo "TLM bench exit code $?"
 # --- end TLM
@@ -123,4 +131,4 @@ grep -E "error|panic" "$OUT/bench.log"
 echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-160)"
 cat "$OUT/bench.log"
 grep -E "^\| box" "$OUT/bench-nopml.log"
-cat "$OUT/bench-tlm.log"
+[ "${TLM_BENCH:-1}" = 1 ] && cat "$OUT/bench-tlm.log"
