@@ -188,3 +188,79 @@ fn waveguide_ports_on_graded_cells_match_reference_bits() {
     j.label = "wr28 guide".into();
     check(&j, 3);
 }
+
+#[test]
+fn long_rows_with_cpml_runs_and_masked_tails_match_reference_bits() {
+    // Rows of 37-38 cells: full vectors, masked tails of every length class,
+    // x runs of 5 stretched cells at each end beside 27-28 plain ones.
+    let mut j = crate::bench::box_job_pml(37, 10, 5);
+    j.label = "cpml box 37".into();
+    check(&j, 3);
+    let mut j = crate::bench::workloads::graded(crate::bench::box_job_pml(23, 10, 7));
+    j.label = "graded cpml box 23".into();
+    check(&j, 3);
+}
+
+/// A box whose E rows cross `count` dielectrics (one per x cell, cycling),
+/// so the per-cell material lookups run with tables of every size class.
+fn many_materials(count: usize) -> SimJob {
+    let n = 21;
+    let mut j = crate::bench::box_job_pml(n, 10, 3);
+    j.materials.truncate(1);
+    for m in 0..count {
+        j.materials.push(Material { name: format!("d{m}"), eps_r: 1.5 + 0.1 * m as f64, sigma: 0.001 * m as f64, mu_r: 1.0, pec: m % 7 == 3 });
+    }
+    let mut mat = vec![0u8; j.mesh.cells()];
+    for k in 4..17 {
+        for jj in 2..19 {
+            for i in 0..n {
+                mat[j.mesh.idx(i, jj, k)] = if jj == 9 { 0 } else { 1 + (i % count) as u8 };
+            }
+        }
+    }
+    j.cell_mat = mat.into();
+    j.label = format!("{count} materials");
+    j
+}
+
+#[test]
+fn rows_of_many_materials_match_reference_bits() {
+    // Tables of < 8, 8-16, 16-32 and > 32 entries (edge averages add more).
+    for count in [3, 6, 12, 40] {
+        let j = many_materials(count);
+        let op = Operator::new(&j).unwrap();
+        assert!(op.ca.len() > count, "{}: {} table entries", j.label, op.ca.len());
+        check(&j, 3);
+    }
+}
+
+#[test]
+fn shipped_iris_filter_on_one_y_cell_matches_reference_bits() {
+    // The GA's workload: 2.5D (one cell along y), graded x rows, CPML along z, TE10 ports.
+    let d = crate::bench::workloads::shipped_iris_filter().unwrap();
+    let mut j = d.jobs(&d.midpoint_values(), &[0], None).unwrap().remove(0);
+    j.label = "iris filter".into();
+    check(&j, 3);
+}
+
+#[test]
+fn irregular_x_cpml_steps_with_the_reference() {
+    // A stretched cell between unstretched ones: the plan's runs would not be
+    // the reference's split, so the plan falls back to the reference step.
+    let j = crate::bench::box_job_pml(16, 10, 4);
+    let mut op = Operator::new(&j).unwrap();
+    let cp = op.pml[0].as_mut().unwrap();
+    cp.e_b[8] = 0.5;
+    cp.e_c[8] = -0.25;
+    let plan = FastPlan::with(&op, 1, Level::detect(), 0);
+    assert!(plan.reference);
+    let mut r = random_fields(&op, 9);
+    let mut f = random_fields(&op, 9);
+    for _ in 0..3 {
+        cpu::fdtd_step(&op, &mut r);
+        step(&op, &plan, &mut f);
+    }
+    same_bits(&r, &f).unwrap();
+    let regular = FastPlan::with(&Operator::new(&j).unwrap(), 1, Level::detect(), 0);
+    assert!(!regular.reference);
+}

@@ -21,12 +21,11 @@
 //! DFT monitors and energy stay the reference code (they touch few cells).
 
 mod advance;
-mod cpml;
-mod lanes;
 mod plan;
-mod planes;
 mod ports;
 mod raw;
+mod rows;
+mod simd;
 mod sweep;
 mod wave;
 
@@ -34,7 +33,7 @@ mod wave;
 mod fast_tests;
 
 pub use advance::advance;
-pub use lanes::Level;
+pub use simd::Level;
 pub use plan::FastPlan;
 pub use sweep::step;
 pub use wave::Wave;

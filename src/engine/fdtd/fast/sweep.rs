@@ -11,10 +11,12 @@ use rayon::prelude::*;
 
 use super::super::cpu::Fields;
 use super::super::operator::Operator;
-use super::lanes::Level;
 use super::plan::FastPlan;
-use super::planes::{e_plane, h_plane, pmc_plane};
 use super::raw::Raw;
+use super::rows::{e_plane, h_plane, pmc_plane};
+use super::simd::{Base, Level, Simd};
+#[cfg(target_arch = "x86_64")]
+use super::simd::{Avx2, Avx512};
 
 /// What one pass does.
 #[derive(Clone)]
@@ -29,6 +31,10 @@ enum Pass {
 
 /// One Yee step of `f` (the same bits as `cpu::fdtd_step`).
 pub fn step(op: &Operator, plan: &FastPlan, f: &mut Fields) {
+    if plan.reference {
+        super::super::cpu::fdtd_step(op, f);
+        return;
+    }
     let raw = Raw::new(f);
     if plan.slabs.len() == 1 {
         dispatch(op, plan, raw, Pass::Slab { range: plan.slabs[0].clone(), defer: false });
@@ -58,53 +64,58 @@ fn dispatch(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
             Level::Avx512 => pass_avx512(op, plan, raw, pass),
             #[cfg(target_arch = "x86_64")]
             Level::Avx2 => pass_avx2(op, plan, raw, pass),
-            _ => pass_any(op, plan, raw, pass),
+            _ => pass_any::<Base>(op, plan, raw, pass),
         }
     }
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx2,fma")]
 unsafe fn pass_avx512(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
-    pass_any(op, plan, raw, pass)
+    pass_any::<Avx512>(op, plan, raw, pass)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn pass_avx2(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
-    pass_any(op, plan, raw, pass)
+    pass_any::<Avx2>(op, plan, raw, pass)
+}
+
+/// H of plane k (every component), its PMC ghosts.
+#[inline(always)]
+unsafe fn h_all<S: Simd>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+    h_plane::<S, 0, false, false>(op, plan, raw, k);
+    h_plane::<S, 1, false, true>(op, plan, raw, k);
+    h_plane::<S, 2, true, false>(op, plan, raw, k);
+    if plan.pmc {
+        pmc_plane(op, raw, k);
+    }
+}
+
+/// E of plane k (every component).
+#[inline(always)]
+unsafe fn e_all<S: Simd>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+    e_plane::<S, 0, false, false>(op, plan, raw, k);
+    e_plane::<S, 1, false, true>(op, plan, raw, k);
+    e_plane::<S, 2, true, false>(op, plan, raw, k);
 }
 
 #[inline(always)]
-unsafe fn pass_any(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
+unsafe fn pass_any<S: Simd>(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
     match pass {
         Pass::Slab { range, defer } => {
             let first = range.start;
             for k in range {
-                for c in 0..3 {
-                    h_plane(op, plan, raw, c, k);
-                }
-                pmc_plane(op, raw, k);
+                h_all::<S>(op, plan, raw, k);
                 if !(defer && k == first) {
-                    for c in 0..3 {
-                        e_plane(op, plan, raw, c, k);
-                    }
+                    e_all::<S>(op, plan, raw, k);
                 }
             }
         }
-        Pass::E(k) => {
-            for c in 0..3 {
-                e_plane(op, plan, raw, c, k);
-            }
-        }
+        Pass::E(k) => e_all::<S>(op, plan, raw, k),
         Pass::Plane(k) => {
-            for c in 0..3 {
-                h_plane(op, plan, raw, c, k);
-            }
-            pmc_plane(op, raw, k);
-            for c in 0..3 {
-                e_plane(op, plan, raw, c, k);
-            }
+            h_all::<S>(op, plan, raw, k);
+            e_all::<S>(op, plan, raw, k);
         }
     }
 }

@@ -1,0 +1,352 @@
+//! One z plane of one component, row by row, in vectors of one level
+//! (`simd.rs`): each row is cut into segments where the CPML stretching of
+//! its two derivative terms is fixed (the terms along y or z are fixed over
+//! the row, the term along x changes only at the x layers' edges), and each
+//! segment runs as full vectors plus one masked tail. A stretched term
+//! updates its CPML memory in the same pass. The arithmetic is the
+//! reference's (`cpu::fdtd_update_h` / `fdtd_update_e` with `cpu::stretch`),
+//! operation for operation, so the bits are the same on every level. Plus
+//! the PMC ghosts of a plane. All `#[inline(always)]`: compiled inside each
+//! level's sweep (`sweep.rs`).
+
+use super::super::cpu::{e_range, h_range};
+use super::super::operator::Operator;
+use super::plan::{FastPlan, MIXED};
+use super::raw::Raw;
+use super::simd::{Coefs, Simd};
+
+/// One derivative term of a row: `t = (u[i] - v[i]) * inv`, then (where
+/// stretched) `psi = b psi + c t; t = t kinv + psi`. Along x (`X`) the
+/// inverse spacing and the CPML coefficients are per cell (pointers indexed
+/// by the cell), along y or z they are the row's.
+#[derive(Clone, Copy)]
+struct Term {
+    u: *const f32,
+    v: *const f32,
+    inv: f32,
+    inv_p: *const f32,
+    b: f32,
+    c: f32,
+    k: f32,
+    b_p: *const f32,
+    c_p: *const f32,
+    k_p: *const f32,
+    psi: *mut f32,
+}
+
+impl Term {
+    /// The term along axis `ax` of a row starting at flat `p0` (logical
+    /// position `pos` across the row), `u`/`v` already offset to the row;
+    /// `e_side`: E update (dual spacings, E-side CPML). Returns it and whether
+    /// a y/z term is stretched on this row (x terms: see the plan's runs).
+    #[inline(always)]
+    unsafe fn new(op: &Operator, ax: usize, pos: [usize; 3], u: *const f32, v: *const f32, psi: *mut f32, e_side: bool) -> (Term, bool) {
+        let inv = if e_side { &op.inv_e[ax] } else { &op.inv_h[ax] };
+        let mut t = Term {
+            u,
+            v,
+            inv: 0.0,
+            inv_p: std::ptr::null(),
+            b: 0.0,
+            c: 0.0,
+            k: 0.0,
+            b_p: std::ptr::null(),
+            c_p: std::ptr::null(),
+            k_p: std::ptr::null(),
+            psi: std::ptr::null_mut(),
+        };
+        if ax == 0 {
+            t.inv_p = inv.as_ptr().add(1);
+        } else {
+            t.inv = inv[pos[ax] + 1];
+        }
+        let mut stretched = false;
+        if let Some(cp) = &op.pml[ax] {
+            let (b, c, k) = if e_side { (&cp.e_b, &cp.e_c, &cp.e_kinv) } else { (&cp.h_b, &cp.h_c, &cp.h_kinv) };
+            t.psi = psi.add(pos_offset(op, pos));
+            if ax == 0 {
+                (t.b_p, t.c_p, t.k_p) = (b.as_ptr(), c.as_ptr(), k.as_ptr());
+            } else {
+                let q = pos[ax];
+                (t.b, t.c, t.k) = (b[q], c[q], k[q]);
+                stretched = t.b > 0.0;
+            }
+        }
+        (t, stretched)
+    }
+}
+
+/// The flat index of cell 0 of row (j, k) (`pos` = [0, j, k]).
+#[inline(always)]
+fn pos_offset(op: &Operator, pos: [usize; 3]) -> usize {
+    1 + (pos[1] + 1) * op.stride[1] + (pos[2] + 1) * op.stride[2]
+}
+
+#[inline(always)]
+unsafe fn ld<S: Simd, const MK: bool>(p: *const f32, m: S::M) -> S::V {
+    if MK {
+        S::load_m(p, m)
+    } else {
+        S::load(p)
+    }
+}
+
+#[inline(always)]
+unsafe fn st<S: Simd, const MK: bool>(p: *mut f32, v: S::V, m: S::M) {
+    if MK {
+        S::store_m(p, v, m)
+    } else {
+        S::store(p, v)
+    }
+}
+
+/// Cells `i..i+W` (or the masked ones) of a term.
+#[inline(always)]
+unsafe fn term<S: Simd, const X: bool, const ST: bool, const MK: bool>(t: &Term, i: usize, m: S::M) -> S::V {
+    let d = S::sub(ld::<S, MK>(t.u.add(i), m), ld::<S, MK>(t.v.add(i), m));
+    let d = S::mul(d, if X { ld::<S, MK>(t.inv_p.add(i), m) } else { S::splat(t.inv) });
+    if !ST {
+        return d;
+    }
+    let (b, c, k) = if X {
+        (ld::<S, MK>(t.b_p.add(i), m), ld::<S, MK>(t.c_p.add(i), m), ld::<S, MK>(t.k_p.add(i), m))
+    } else {
+        (S::splat(t.b), S::splat(t.c), S::splat(t.k))
+    };
+    let psi = S::add(S::mul(b, ld::<S, MK>(t.psi.add(i), m)), S::mul(c, d));
+    st::<S, MK>(t.psi.add(i), psi, m);
+    S::add(S::mul(d, k), psi)
+}
+
+/// `h -= db (t1 - t2)` over cells `i0..i1` of a row.
+#[inline(always)]
+unsafe fn h_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool>(h: *mut f32, ta: &Term, tb: &Term, db: f32, i0: usize, i1: usize) {
+    #[inline(always)]
+    unsafe fn blk<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MK: bool>(h: *mut f32, ta: &Term, tb: &Term, db: S::V, i: usize, m: S::M) {
+        let t1 = term::<S, AX, SA, MK>(ta, i, m);
+        let t2 = term::<S, BX, SB, MK>(tb, i, m);
+        let x = ld::<S, MK>(h.add(i), m);
+        st::<S, MK>(h.add(i), S::sub(x, S::mul(db, S::sub(t1, t2))), m);
+    }
+    let dbv = S::splat(db);
+    let full = S::mask(S::W);
+    let mut i = i0;
+    while i + S::W <= i1 {
+        blk::<S, AX, BX, SA, SB, false>(h, ta, tb, dbv, i, full);
+        i += S::W;
+    }
+    if i < i1 {
+        blk::<S, AX, BX, SA, SB, true>(h, ta, tb, dbv, i, S::mask(i1 - i));
+    }
+}
+
+/// Material coefficients of a row: one material (`ca`, `cb`) or per cell.
+#[derive(Clone, Copy)]
+struct Mat<'a> {
+    ca: f32,
+    cb: f32,
+    cells: *const u8,
+    tab: &'a Coefs,
+    full_ca: &'a [f32],
+    full_cb: &'a [f32],
+}
+
+/// `e = ca e + cb (t1 - t2)` over cells `i0..i1` of a row (`MIX`: per-cell materials).
+#[inline(always)]
+unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: bool>(e: *mut f32, ta: &Term, tb: &Term, mt: &Mat, i0: usize, i1: usize) {
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn blk<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: bool, const MK: bool>(
+        e: *mut f32,
+        ta: &Term,
+        tb: &Term,
+        mt: &Mat,
+        ca: S::V,
+        cb: S::V,
+        i: usize,
+        n: usize,
+        m: S::M,
+    ) {
+        let t1 = term::<S, AX, SA, MK>(ta, i, m);
+        let t2 = term::<S, BX, SB, MK>(tb, i, m);
+        let (ca, cb) = if MIX { S::coefs(mt.tab, mt.full_ca, mt.full_cb, mt.cells.add(i), n, m) } else { (ca, cb) };
+        let x = ld::<S, MK>(e.add(i), m);
+        st::<S, MK>(e.add(i), S::add(S::mul(ca, x), S::mul(cb, S::sub(t1, t2))), m);
+    }
+    let (ca, cb) = (S::splat(mt.ca), S::splat(mt.cb));
+    let full = S::mask(S::W);
+    let mut i = i0;
+    while i + S::W <= i1 {
+        blk::<S, AX, BX, SA, SB, MIX, false>(e, ta, tb, mt, ca, cb, i, S::W, full);
+        i += S::W;
+    }
+    if i < i1 {
+        blk::<S, AX, BX, SA, SB, MIX, true>(e, ta, tb, mt, ca, cb, i, i1 - i, S::mask(i1 - i));
+    }
+}
+
+/// The x runs of a row: `runs` (cells and whether the x term is stretched)
+/// when one term is along x, else the whole row unstretched along x.
+#[inline(always)]
+fn x_runs<'a>(runs: &'a [(u32, u32, bool)], whole: &'a [(u32, u32, bool); 1], has_x: bool) -> &'a [(u32, u32, bool)] {
+    if has_x {
+        runs
+    } else {
+        whole
+    }
+}
+
+/// H_C on plane k (nothing when k is outside its range); `AX`/`BX`: the
+/// first/second derivative term runs along x (C = 2 / C = 1).
+///
+/// # Safety
+/// Plane k of H_C (and its CPML memories) is this thread's; E planes k and
+/// k+1 are not written meanwhile.
+#[inline(always)]
+pub unsafe fn h_plane<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+    let r = h_range(op, C);
+    if k >= r[2] {
+        return;
+    }
+    let (a, b) = ((C + 1) % 3, (C + 2) % 3);
+    // Which term runs along x (the caller's AX, BX): C = 1 has b = x, C = 2 has a = x.
+    debug_assert_eq!((AX, BX), (a == 0, b == 0));
+    let (ax, bx) = (AX, BX);
+    let (sa, sb) = (op.stride[a], op.stride[b]);
+    let whole = [(0u32, r[0] as u32, false)];
+    let runs = x_runs(&plan.h_xruns[C], &whole, ax || bx);
+    for j in 0..r[1] {
+        let row = (j + 1) + (k + 1) * op.dims[1];
+        if !op.h_rows[C][row] {
+            continue;
+        }
+        let pos = [0, j, k];
+        let p0 = pos_offset(op, pos);
+        let (eb, ea) = (raw.e[b].add(p0) as *const f32, raw.e[a].add(p0) as *const f32);
+        let (ta, qa) = Term::new(op, a, pos, eb.add(sa), eb, raw.psi_h[C][a], false);
+        let (tb, qb) = Term::new(op, b, pos, ea.add(sb), ea, raw.psi_h[C][b], false);
+        let h = raw.h[C].add(p0);
+        for &(i0, i1, xs) in runs {
+            let (i0, i1) = (i0 as usize, i1 as usize);
+            let (fa, fb) = (if ax { xs } else { qa }, if bx { xs } else { qb });
+            macro_rules! go {
+                ($fa:literal, $fb:literal) => {
+                    h_seg::<S, AX, BX, $fa, $fb>(h, &ta, &tb, op.db, i0, i1)
+                };
+            }
+            match (fa, fb) {
+                (false, false) => go!(false, false),
+                (true, false) => go!(true, false),
+                (false, true) => go!(false, true),
+                (true, true) => go!(true, true),
+            }
+        }
+    }
+}
+
+/// E_C on plane k (nothing when k is outside its range); `AX`, `BX` as for H.
+///
+/// # Safety
+/// Plane k of E_C (and its CPML memories) is this thread's; H planes k and
+/// k-1 are final for this step and not written meanwhile.
+#[inline(always)]
+pub unsafe fn e_plane<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+    let r = e_range(op, C);
+    if k >= r[2] {
+        return;
+    }
+    let (a, b) = ((C + 1) % 3, (C + 2) % 3);
+    debug_assert_eq!((AX, BX), (a == 0, b == 0));
+    let (ax, bx) = (AX, BX);
+    let (sa, sb) = (op.stride[a], op.stride[b]);
+    let whole = [(0u32, r[0] as u32, false)];
+    let runs = x_runs(&plan.e_xruns[C], &whole, ax || bx);
+    for j in 0..r[1] {
+        let row = (j + 1) + (k + 1) * op.dims[1];
+        if !op.e_rows[C][row] {
+            continue;
+        }
+        let pos = [0, j, k];
+        let p0 = pos_offset(op, pos);
+        let (hb, ha) = (raw.h[b].add(p0) as *const f32, raw.h[a].add(p0) as *const f32);
+        let (ta, qa) = Term::new(op, a, pos, hb, hb.sub(sa), raw.psi_e[C][a], true);
+        let (tb, qb) = Term::new(op, b, pos, ha, ha.sub(sb), raw.psi_e[C][b], true);
+        let e = raw.e[C].add(p0);
+        let m = plan.e_mat[C][row];
+        let mix = m == MIXED;
+        let mt = Mat {
+            ca: if mix { 0.0 } else { op.ca[m as usize] },
+            cb: if mix { 0.0 } else { op.cb[m as usize] },
+            cells: op.mat[C].as_ptr().add(p0),
+            tab: &plan.coefs,
+            full_ca: &op.ca,
+            full_cb: &op.cb,
+        };
+        for &(i0, i1, xs) in runs {
+            let (i0, i1) = (i0 as usize, i1 as usize);
+            let (fa, fb) = (if ax { xs } else { qa }, if bx { xs } else { qb });
+            macro_rules! go {
+                ($fa:literal, $fb:literal, $mix:literal) => {
+                    e_seg::<S, AX, BX, $fa, $fb, $mix>(e, &ta, &tb, &mt, i0, i1)
+                };
+            }
+            match (fa, fb, mix) {
+                (false, false, false) => go!(false, false, false),
+                (true, false, false) => go!(true, false, false),
+                (false, true, false) => go!(false, true, false),
+                (true, true, false) => go!(true, true, false),
+                (false, false, true) => go!(false, false, true),
+                (true, false, true) => go!(true, false, true),
+                (false, true, true) => go!(false, true, true),
+                (true, true, true) => go!(true, true, true),
+            }
+        }
+    }
+}
+
+/// The PMC ghosts that plane k's H determines (`cpu::fdtd_pmc_ghosts` one
+/// plane at a time): x and y faces on plane k, the z faces' ghost planes
+/// when k is the plane next to them.
+///
+/// # Safety
+/// Plane k's H is final for this step and this thread's, as are the ghost
+/// planes -1 (k = 0) and nz (k = nz - 1).
+#[inline(always)]
+pub unsafe fn pmc_plane(op: &Operator, raw: Raw, k: usize) {
+    for ax in 0..3 {
+        for side in 0..2 {
+            if !op.pmc[ax][side] {
+                continue;
+            }
+            let (ghost, inner) = if side == 0 { (-1isize, 0isize) } else { (op.n[ax] as isize, op.n[ax] as isize - 1) };
+            for c in (0..3).filter(|&c| c != ax) {
+                let r = h_range(op, c);
+                let h = raw.h[c];
+                let mirror = |mut p: [isize; 3]| {
+                    p[ax] = inner;
+                    let src = op.at3(p);
+                    p[ax] = ghost;
+                    *h.add(op.at3(p)) = -*h.add(src);
+                };
+                match ax {
+                    2 if k as isize == inner => {
+                        for j in 0..r[1] {
+                            for i in 0..r[0] {
+                                mirror([i as isize, j as isize, 0]);
+                            }
+                        }
+                    }
+                    0 | 1 if k < r[2] => {
+                        let u = 1 - ax;
+                        for iu in 0..r[u] {
+                            let mut p = [0isize, 0, k as isize];
+                            p[u] = iu as isize;
+                            mirror(p);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
