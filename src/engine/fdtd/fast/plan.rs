@@ -20,8 +20,57 @@ const WAVE_MIN_BYTES: usize = 8 << 20;
 /// Steps per thread in one wavefront block.
 const WAVE_STEPS: usize = 4;
 
+/// The field bytes (E, H and the CPML memories) of a group of planes that
+/// one pass updates H of, then E: small enough to stay in the L2 cache.
+const GROUP_BYTES: usize = 512 << 10;
+
 /// `e_mat` of a row whose cells have more than one material.
 pub const MIXED: u16 = u16::MAX;
+
+/// A derivative term along y or z at one position: the inverse spacing and
+/// the CPML coefficients there (`st`: inside the layer, b > 0).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Q {
+    pub inv: f32,
+    pub b: f32,
+    pub c: f32,
+    pub k: f32,
+    pub st: bool,
+}
+
+/// The rows (j, k) of one component the sweep updates, in plane order.
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    jk: Vec<(u16, u16)>,
+    /// Plane k's rows are `jk[at[k]..at[k + 1]]`.
+    at: Vec<u32>,
+}
+
+impl Rows {
+    /// The rows in `r` (j, k ranges) whose flag in `active` (per padded row) is set.
+    fn new(op: &Operator, r: [usize; 3], active: &[bool]) -> Rows {
+        let mut rows = Rows { jk: vec![], at: vec![0] };
+        for k in 0..op.dims[2] {
+            if k < r[2] {
+                for j in 0..r[1] {
+                    if active[(j + 1) + (k + 1) * op.dims[1]] {
+                        rows.jk.push((j as u16, k as u16));
+                    }
+                }
+            }
+            rows.at.push(rows.jk.len() as u32);
+        }
+        rows
+    }
+
+    /// The rows on planes `k0..k1` (none beyond the component's range).
+    #[inline(always)]
+    pub fn planes(&self, k0: usize, k1: usize) -> &[(u16, u16)] {
+        let last = self.at.len() - 1;
+        let (a, b) = (self.at[k0.min(last)], self.at[k1.min(last)]);
+        &self.jk[a as usize..b as usize]
+    }
+}
 
 /// The fast stepper's tables for one operator.
 #[derive(Debug, Clone)]
@@ -31,6 +80,13 @@ pub struct FastPlan {
     /// (`lo, hi, stretched`); the same for every row. Empty for component 0.
     pub h_xruns: [Vec<(u32, u32, bool)>; 3],
     pub e_xruns: [Vec<(u32, u32, bool)>; 3],
+    /// Per component: the rows to update (`op.h_rows` / `e_rows`) by plane.
+    pub h_rows: [Rows; 3],
+    pub e_rows: [Rows; 3],
+    /// Per axis (y and z; x empty), per logical position: the H-side and
+    /// E-side derivative term there.
+    pub q_h: [Vec<Q>; 3],
+    pub q_e: [Vec<Q>; 3],
     /// Per E component, per padded row: the material index of all its cells, or [`MIXED`].
     pub e_mat: [Vec<u16>; 3],
     /// The material table for the vector lookups.
@@ -42,6 +98,9 @@ pub struct FastPlan {
     pub pmc: bool,
     /// The z ranges of sweep planes (0..=nz) each thread takes; one for small grids.
     pub slabs: Vec<std::ops::Range<usize>>,
+    /// Planes per group of a slab's pass (H of the group, then its E): as
+    /// many as fit in [`GROUP_BYTES`].
+    pub group: usize,
     pub level: Level,
     /// Blocks of steps in one pass (large grids), or one sweep per step.
     pub wave: Option<Wave>,
@@ -104,11 +163,36 @@ impl FastPlan {
                 })
                 .collect()
         });
+        let h_rows = [0, 1, 2].map(|c| Rows::new(op, h_range(op, c), &op.h_rows[c]));
+        let e_rows = [0, 1, 2].map(|c| Rows::new(op, e_range(op, c), &op.e_rows[c]));
+        let q = |ax: usize, e_side: bool| -> Vec<Q> {
+            if ax == 0 {
+                return vec![];
+            }
+            let inv = if e_side { &op.inv_e[ax] } else { &op.inv_h[ax] };
+            (0..=op.n[ax])
+                .map(|pos| {
+                    let mut q = Q { inv: inv[pos + 1], ..Q::default() };
+                    if let Some(cp) = &op.pml[ax] {
+                        let (b, c, k) = if e_side { (&cp.e_b, &cp.e_c, &cp.e_kinv) } else { (&cp.h_b, &cp.h_c, &cp.h_kinv) };
+                        if pos < b.len() {
+                            (q.b, q.c, q.k) = (b[pos], c[pos], k[pos]);
+                            q.st = q.b > 0.0;
+                        }
+                    }
+                    q
+                })
+                .collect()
+        };
+        let q_h = [0, 1, 2].map(|ax| q(ax, false));
+        let q_e = [0, 1, 2].map(|ax| q(ax, true));
         let planes = op.n[2] + 1;
         let t = threads.clamp(1, (planes / 2).max(1));
         let slabs = (0..t).map(|s| s * planes / t..(s + 1) * planes / t).collect();
         let wave = (wave > 0 && !reference).then(|| Wave::new(op, wave, threads));
         let pmc = op.pmc.iter().flatten().any(|&p| p);
-        FastPlan { h_xruns, e_xruns, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, slabs, level, wave }
+        let arrays = 6 + op.pml.iter().filter(|p| p.is_some()).count() * 4;
+        let group = (GROUP_BYTES / (arrays * 4 * op.stride[2])).max(1);
+        FastPlan { h_xruns, e_xruns, h_rows, e_rows, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, slabs, group, level, wave }
     }
 }

@@ -11,7 +11,7 @@
 
 use super::super::cpu::{e_range, h_range};
 use super::super::operator::Operator;
-use super::plan::{FastPlan, MIXED};
+use super::plan::{FastPlan, Q, MIXED};
 use super::raw::Raw;
 use super::simd::{Coefs, Simd};
 
@@ -35,44 +35,38 @@ struct Term {
 }
 
 impl Term {
-    /// The term along axis `ax` of a row starting at flat `p0` (logical
-    /// position `pos` across the row), `u`/`v` already offset to the row;
-    /// `e_side`: E update (dual spacings, E-side CPML). Returns it and whether
-    /// a y/z term is stretched on this row (x terms: see the plan's runs).
+    /// The term along y or z of a row: `u`/`v` at the row's cell 0, `psi`
+    /// the CPML memory at cell 0 (unused unless `q.st`).
     #[inline(always)]
-    unsafe fn new(op: &Operator, ax: usize, pos: [usize; 3], u: *const f32, v: *const f32, psi: *mut f32, e_side: bool) -> (Term, bool) {
-        let inv = if e_side { &op.inv_e[ax] } else { &op.inv_h[ax] };
-        let mut t = Term {
-            u,
-            v,
-            inv: 0.0,
-            inv_p: std::ptr::null(),
-            b: 0.0,
-            c: 0.0,
-            k: 0.0,
-            b_p: std::ptr::null(),
-            c_p: std::ptr::null(),
-            k_p: std::ptr::null(),
-            psi: std::ptr::null_mut(),
-        };
-        if ax == 0 {
-            t.inv_p = inv.as_ptr().add(1);
-        } else {
-            t.inv = inv[pos[ax] + 1];
+    fn q(q: &Q, u: *const f32, v: *const f32, psi: *mut f32) -> Term {
+        Term { u, v, inv: q.inv, inv_p: std::ptr::null(), b: q.b, c: q.c, k: q.k, b_p: std::ptr::null(), c_p: std::ptr::null(), k_p: std::ptr::null(), psi }
+    }
+
+    /// The term along x of a row (per-cell spacings and CPML coefficients `x`).
+    #[inline(always)]
+    fn x(x: &XTerm, u: *const f32, v: *const f32, psi: *mut f32) -> Term {
+        Term { u, v, inv: 0.0, inv_p: x.inv, b: 0.0, c: 0.0, k: 0.0, b_p: x.b, c_p: x.c, k_p: x.k, psi }
+    }
+}
+
+/// The per-cell tables of the x term, indexed by the cell of the row (the
+/// CPML ones null without an x CPML).
+struct XTerm {
+    inv: *const f32,
+    b: *const f32,
+    c: *const f32,
+    k: *const f32,
+}
+
+impl XTerm {
+    #[inline(always)]
+    fn new(op: &Operator, e_side: bool) -> XTerm {
+        let inv = if e_side { &op.inv_e[0] } else { &op.inv_h[0] };
+        let mut x = XTerm { inv: inv[1..].as_ptr(), b: std::ptr::null(), c: std::ptr::null(), k: std::ptr::null() };
+        if let Some(cp) = &op.pml[0] {
+            (x.b, x.c, x.k) = if e_side { (cp.e_b.as_ptr(), cp.e_c.as_ptr(), cp.e_kinv.as_ptr()) } else { (cp.h_b.as_ptr(), cp.h_c.as_ptr(), cp.h_kinv.as_ptr()) };
         }
-        let mut stretched = false;
-        if let Some(cp) = &op.pml[ax] {
-            let (b, c, k) = if e_side { (&cp.e_b, &cp.e_c, &cp.e_kinv) } else { (&cp.h_b, &cp.h_c, &cp.h_kinv) };
-            t.psi = psi.add(pos_offset(op, pos));
-            if ax == 0 {
-                (t.b_p, t.c_p, t.k_p) = (b.as_ptr(), c.as_ptr(), k.as_ptr());
-            } else {
-                let q = pos[ax];
-                (t.b, t.c, t.k) = (b[q], c[q], k[q]);
-                stretched = t.b > 0.0;
-            }
-        }
-        (t, stretched)
+        x
     }
 }
 
@@ -196,39 +190,37 @@ fn x_runs<'a>(runs: &'a [(u32, u32, bool)], whole: &'a [(u32, u32, bool); 1], ha
     }
 }
 
-/// H_C on plane k (nothing when k is outside its range); `AX`/`BX`: the
+/// H_C on planes `k0..k1` (those in its range); `AX`/`BX`: the
 /// first/second derivative term runs along x (C = 2 / C = 1).
 ///
 /// # Safety
-/// Plane k of H_C (and its CPML memories) is this thread's; E planes k and
-/// k+1 are not written meanwhile.
+/// Planes k0..k1 of H_C (and its CPML memories) are this thread's; E planes
+/// k0..=k1 are not written meanwhile.
 #[inline(always)]
-pub unsafe fn h_plane<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
-    let r = h_range(op, C);
-    if k >= r[2] {
+pub unsafe fn h_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
+    let rows = plan.h_rows[C].planes(k0, k1);
+    if rows.is_empty() {
         return;
     }
     let (a, b) = ((C + 1) % 3, (C + 2) % 3);
-    // Which term runs along x (the caller's AX, BX): C = 1 has b = x, C = 2 has a = x.
     debug_assert_eq!((AX, BX), (a == 0, b == 0));
-    let (ax, bx) = (AX, BX);
     let (sa, sb) = (op.stride[a], op.stride[b]);
-    let whole = [(0u32, r[0] as u32, false)];
-    let runs = x_runs(&plan.h_xruns[C], &whole, ax || bx);
-    for j in 0..r[1] {
-        let row = (j + 1) + (k + 1) * op.dims[1];
-        if !op.h_rows[C][row] {
-            continue;
-        }
+    let whole = [(0u32, h_range(op, C)[0] as u32, false)];
+    let runs = x_runs(&plan.h_xruns[C], &whole, AX || BX);
+    let xt = XTerm::new(op, false);
+    let (qa, qb) = (&plan.q_h[a], &plan.q_h[b]);
+    for &(j, k) in rows {
+        let (j, k) = (j as usize, k as usize);
         let pos = [0, j, k];
         let p0 = pos_offset(op, pos);
         let (eb, ea) = (raw.e[b].add(p0) as *const f32, raw.e[a].add(p0) as *const f32);
-        let (ta, qa) = Term::new(op, a, pos, eb.add(sa), eb, raw.psi_h[C][a], false);
-        let (tb, qb) = Term::new(op, b, pos, ea.add(sb), ea, raw.psi_h[C][b], false);
+        let (pa, pb) = (raw.psi_h[C][a].wrapping_add(p0), raw.psi_h[C][b].wrapping_add(p0));
+        let (ta, sta) = if AX { (Term::x(&xt, eb.add(sa), eb, pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, eb.add(sa), eb, pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&xt, ea.add(sb), ea, pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ea.add(sb), ea, pb), q.st) };
         let h = raw.h[C].add(p0);
         for &(i0, i1, xs) in runs {
             let (i0, i1) = (i0 as usize, i1 as usize);
-            let (fa, fb) = (if ax { xs } else { qa }, if bx { xs } else { qb });
+            let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
             macro_rules! go {
                 ($fa:literal, $fb:literal) => {
                     h_seg::<S, AX, BX, $fa, $fb>(h, &ta, &tb, op.db, i0, i1)
@@ -244,35 +236,34 @@ pub unsafe fn h_plane<S: Simd, const C: usize, const AX: bool, const BX: bool>(o
     }
 }
 
-/// E_C on plane k (nothing when k is outside its range); `AX`, `BX` as for H.
+/// E_C on planes `k0..k1` (those in its range); `AX`, `BX` as for H.
 ///
 /// # Safety
-/// Plane k of E_C (and its CPML memories) is this thread's; H planes k and
-/// k-1 are final for this step and not written meanwhile.
+/// Planes k0..k1 of E_C (and its CPML memories) are this thread's; H planes
+/// k0-1..k1 are final for this step and not written meanwhile.
 #[inline(always)]
-pub unsafe fn e_plane<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
-    let r = e_range(op, C);
-    if k >= r[2] {
+pub unsafe fn e_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
+    let rows = plan.e_rows[C].planes(k0, k1);
+    if rows.is_empty() {
         return;
     }
     let (a, b) = ((C + 1) % 3, (C + 2) % 3);
     debug_assert_eq!((AX, BX), (a == 0, b == 0));
-    let (ax, bx) = (AX, BX);
     let (sa, sb) = (op.stride[a], op.stride[b]);
-    let whole = [(0u32, r[0] as u32, false)];
-    let runs = x_runs(&plan.e_xruns[C], &whole, ax || bx);
-    for j in 0..r[1] {
-        let row = (j + 1) + (k + 1) * op.dims[1];
-        if !op.e_rows[C][row] {
-            continue;
-        }
+    let whole = [(0u32, e_range(op, C)[0] as u32, false)];
+    let runs = x_runs(&plan.e_xruns[C], &whole, AX || BX);
+    let xt = XTerm::new(op, true);
+    let (qa, qb) = (&plan.q_e[a], &plan.q_e[b]);
+    for &(j, k) in rows {
+        let (j, k) = (j as usize, k as usize);
         let pos = [0, j, k];
         let p0 = pos_offset(op, pos);
         let (hb, ha) = (raw.h[b].add(p0) as *const f32, raw.h[a].add(p0) as *const f32);
-        let (ta, qa) = Term::new(op, a, pos, hb, hb.sub(sa), raw.psi_e[C][a], true);
-        let (tb, qb) = Term::new(op, b, pos, ha, ha.sub(sb), raw.psi_e[C][b], true);
+        let (pa, pb) = (raw.psi_e[C][a].wrapping_add(p0), raw.psi_e[C][b].wrapping_add(p0));
+        let (ta, sta) = if AX { (Term::x(&xt, hb, hb.sub(sa), pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, hb, hb.sub(sa), pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&xt, ha, ha.sub(sb), pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ha, ha.sub(sb), pb), q.st) };
         let e = raw.e[C].add(p0);
-        let m = plan.e_mat[C][row];
+        let m = plan.e_mat[C][(j + 1) + (k + 1) * op.dims[1]];
         let mix = m == MIXED;
         let mt = Mat {
             ca: if mix { 0.0 } else { op.ca[m as usize] },
@@ -284,7 +275,7 @@ pub unsafe fn e_plane<S: Simd, const C: usize, const AX: bool, const BX: bool>(o
         };
         for &(i0, i1, xs) in runs {
             let (i0, i1) = (i0 as usize, i1 as usize);
-            let (fa, fb) = (if ax { xs } else { qa }, if bx { xs } else { qb });
+            let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
             macro_rules! go {
                 ($fa:literal, $fb:literal, $mix:literal) => {
                     e_seg::<S, AX, BX, $fa, $fb, $mix>(e, &ta, &tb, &mt, i0, i1)

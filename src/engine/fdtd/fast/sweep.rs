@@ -13,8 +13,8 @@ use super::super::cpu::Fields;
 use super::super::operator::Operator;
 use super::plan::FastPlan;
 use super::raw::Raw;
-use super::rows::{e_plane, h_plane, pmc_plane};
-use super::simd::{Base, Level, Simd};
+use super::rows::{e_planes, h_planes, pmc_plane};
+use super::simd::{Base, Level};
 #[cfg(target_arch = "x86_64")]
 use super::simd::{Avx2, Avx512};
 
@@ -56,66 +56,84 @@ pub unsafe fn plane_step(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
 }
 
 fn dispatch(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
-    // SAFETY: the level was detected on this CPU (or is lower); the passes
-    // touch disjoint planes as described above.
+    // SAFETY: the passes touch disjoint planes as described above.
     unsafe {
-        match plan.level {
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx512 => pass_avx512(op, plan, raw, pass),
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => pass_avx2(op, plan, raw, pass),
-            _ => pass_any::<Base>(op, plan, raw, pass),
+        match pass {
+            Pass::Slab { range, defer } => {
+                // Groups of planes that stay in the caches: H of the group,
+                // then E of the group (E of plane k reads H of k-1 and k).
+                let g = plan.group;
+                let mut k = range.start;
+                while k < range.end {
+                    let k1 = (k + g).min(range.end);
+                    half(op, plan, raw, k, k1, false);
+                    let e0 = if defer && k == range.start { k + 1 } else { k };
+                    half(op, plan, raw, e0, k1, true);
+                    k = k1;
+                }
+            }
+            Pass::E(k) => half(op, plan, raw, k, k + 1, true),
+            Pass::Plane(k) => {
+                half(op, plan, raw, k, k + 1, false);
+                half(op, plan, raw, k, k + 1, true);
+            }
         }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx2,fma")]
-unsafe fn pass_avx512(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
-    pass_any::<Avx512>(op, plan, raw, pass)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn pass_avx2(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
-    pass_any::<Avx2>(op, plan, raw, pass)
-}
-
-/// H of plane k (every component), its PMC ghosts.
+/// H (and its PMC ghosts) or E of planes k0..k1 at the plan's level: one
+/// call per group of planes and half step.
+///
+/// # Safety
+/// As [`plane_step`] for the half step, over the planes.
 #[inline(always)]
-unsafe fn h_all<S: Simd>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
-    h_plane::<S, 0, false, false>(op, plan, raw, k);
-    h_plane::<S, 1, false, true>(op, plan, raw, k);
-    h_plane::<S, 2, true, false>(op, plan, raw, k);
-    if plan.pmc {
-        pmc_plane(op, raw, k);
+unsafe fn half(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, e: bool) {
+    if k0 >= k1 {
+        return;
+    }
+    // The level was detected on this CPU (or is lower).
+    match (plan.level, e) {
+        #[cfg(target_arch = "x86_64")]
+        (Level::Avx512, false) => h_avx512(op, plan, raw, k0, k1),
+        #[cfg(target_arch = "x86_64")]
+        (Level::Avx512, true) => e_avx512(op, plan, raw, k0, k1),
+        #[cfg(target_arch = "x86_64")]
+        (Level::Avx2, false) => h_avx2(op, plan, raw, k0, k1),
+        #[cfg(target_arch = "x86_64")]
+        (Level::Avx2, true) => e_avx2(op, plan, raw, k0, k1),
+        (_, false) => h_base(op, plan, raw, k0, k1),
+        (_, true) => e_base(op, plan, raw, k0, k1),
     }
 }
 
-/// E of plane k (every component).
-#[inline(always)]
-unsafe fn e_all<S: Simd>(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
-    e_plane::<S, 0, false, false>(op, plan, raw, k);
-    e_plane::<S, 1, false, true>(op, plan, raw, k);
-    e_plane::<S, 2, true, false>(op, plan, raw, k);
-}
-
-#[inline(always)]
-unsafe fn pass_any<S: Simd>(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
-    match pass {
-        Pass::Slab { range, defer } => {
-            let first = range.start;
-            for k in range {
-                h_all::<S>(op, plan, raw, k);
-                if !(defer && k == first) {
-                    e_all::<S>(op, plan, raw, k);
+/// The H and E half steps of a group of planes compiled for one level.
+macro_rules! level {
+    ($h:ident, $e:ident, $S:ty $(, $feat:literal)?) => {
+        $(#[target_feature(enable = $feat)])?
+        #[inline(never)]
+        unsafe fn $h(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
+            h_planes::<$S, 0, false, false>(op, plan, raw, k0, k1);
+            h_planes::<$S, 1, false, true>(op, plan, raw, k0, k1);
+            h_planes::<$S, 2, true, false>(op, plan, raw, k0, k1);
+            if plan.pmc {
+                for k in k0..k1 {
+                    pmc_plane(op, raw, k);
                 }
             }
         }
-        Pass::E(k) => e_all::<S>(op, plan, raw, k),
-        Pass::Plane(k) => {
-            h_all::<S>(op, plan, raw, k);
-            e_all::<S>(op, plan, raw, k);
+
+        $(#[target_feature(enable = $feat)])?
+        #[inline(never)]
+        unsafe fn $e(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
+            e_planes::<$S, 0, false, false>(op, plan, raw, k0, k1);
+            e_planes::<$S, 1, false, true>(op, plan, raw, k0, k1);
+            e_planes::<$S, 2, true, false>(op, plan, raw, k0, k1);
         }
-    }
+    };
 }
+
+#[cfg(target_arch = "x86_64")]
+level!(h_avx512, e_avx512, Avx512, "avx512f,avx512vl,avx512bw,avx2,fma");
+#[cfg(target_arch = "x86_64")]
+level!(h_avx2, e_avx2, Avx2, "avx2,fma");
+level!(h_base, e_base, Base);
