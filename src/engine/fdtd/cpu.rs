@@ -364,26 +364,33 @@ pub fn fdtd_energy(op: &Operator, f: &Fields) -> f64 {
         let (e, m) = (&f.e[c], &op.mat[c]);
         let e_plane = |kz: usize| -> f64 {
             let (ee, mm) = (&e[kz * s2..(kz + 1) * s2], &m[kz * s2..(kz + 1) * s2]);
-            nonzero_terms(ee, d0, |l, x| op.eps[mm[l] as usize] as f64 * (x as f64) * (x as f64) * (we[0][l % d0] * we[1][l / d0] * we[2][kz]))
+            nonzero_terms(ee, d0, |i, j, x| op.eps[mm[j * d0 + i] as usize] as f64 * (x as f64) * (x as f64) * (we[0][i] * we[1][j] * we[2][kz]))
         };
         tot += sum_planes(op, e_plane) * EPS0;
         let h = &f.h[c];
-        let h_plane = |kz: usize| -> f64 { nonzero_terms(&h[kz * s2..(kz + 1) * s2], d0, |l, x| (x as f64) * (x as f64) * (wh[0][l % d0] * wh[1][l / d0] * wh[2][kz])) };
+        let h_plane = |kz: usize| -> f64 { nonzero_terms(&h[kz * s2..(kz + 1) * s2], d0, |i, j, x| (x as f64) * (x as f64) * (wh[0][i] * wh[1][j] * wh[2][kz])) };
         tot += sum_planes(op, h_plane) * MU0;
     }
     tot
 }
 
-/// `term(l, x)` summed over the nonzero samples x = `v[l]` in order, row (of
-/// `row` samples) by row, skipping rows with none.
+/// `term(i, j, x)` summed in order over the nonzero samples x of `v` (rows
+/// of `row` samples, j the row, i the sample in it), skipping rows with none;
+/// the sum starts at -0.0 as `Iterator::sum` does.
 #[inline(always)]
-fn nonzero_terms(v: &[f32], row: usize, term: impl Fn(usize, f32) -> f64) -> f64 {
-    v.chunks(row)
-        .enumerate()
-        .filter(|(_, r)| r.iter().fold(false, |a, &x| a | (x != 0.0)))
-        .flat_map(|(j, r)| r.iter().enumerate().filter(|(_, &x)| x != 0.0).map(move |(i, &x)| (j * row + i, x)))
-        .map(|(l, x)| term(l, x))
-        .sum::<f64>()
+fn nonzero_terms(v: &[f32], row: usize, term: impl Fn(usize, usize, f32) -> f64) -> f64 {
+    let mut s = -0.0f64;
+    for (j, r) in v.chunks_exact(row).enumerate() {
+        if !r.iter().fold(false, |a, &x| a | (x != 0.0)) {
+            continue;
+        }
+        for (i, &x) in r.iter().enumerate() {
+            if x != 0.0 {
+                s += term(i, j, x);
+            }
+        }
+    }
+    s
 }
 
 /// `plane(kz)` over every array plane, summed in plane order (the planes in
