@@ -94,43 +94,47 @@ unsafe fn st<S: Simd, const MK: bool>(p: *mut f32, v: S::V, m: S::M) {
     }
 }
 
-/// Cells `i..i+W` (or the masked ones) of a term.
+/// Cells `p..p+W` (flat; or the masked ones) of a term whose row starts at
+/// flat `x0` (the x tables are indexed by `p - x0`).
 #[inline(always)]
-unsafe fn term<S: Simd, const X: bool, const ST: bool, const MK: bool>(t: &Term, i: usize, m: S::M) -> S::V {
-    let d = S::sub(ld::<S, MK>(t.u.add(i), m), ld::<S, MK>(t.v.add(i), m));
-    let d = S::mul(d, if X { ld::<S, MK>(t.inv_p.add(i), m) } else { S::splat(t.inv) });
+unsafe fn term<S: Simd, const X: bool, const ST: bool, const MK: bool>(t: &Term, p: usize, x0: usize, m: S::M) -> S::V {
+    let i = p.wrapping_sub(x0);
+    let d = S::sub(ld::<S, MK>(t.u.wrapping_add(p), m), ld::<S, MK>(t.v.wrapping_add(p), m));
+    let d = S::mul(d, if X { ld::<S, MK>(t.inv_p.wrapping_add(i), m) } else { S::splat(t.inv) });
     if !ST {
         return d;
     }
     let (b, c, k) = if X {
-        (ld::<S, MK>(t.b_p.add(i), m), ld::<S, MK>(t.c_p.add(i), m), ld::<S, MK>(t.k_p.add(i), m))
+        (ld::<S, MK>(t.b_p.wrapping_add(i), m), ld::<S, MK>(t.c_p.wrapping_add(i), m), ld::<S, MK>(t.k_p.wrapping_add(i), m))
     } else {
         (S::splat(t.b), S::splat(t.c), S::splat(t.k))
     };
-    let psi = S::add(S::mul(b, ld::<S, MK>(t.psi.add(i), m)), S::mul(c, d));
-    st::<S, MK>(t.psi.add(i), psi, m);
+    let psi = S::add(S::mul(b, ld::<S, MK>(t.psi.wrapping_add(p), m)), S::mul(c, d));
+    st::<S, MK>(t.psi.wrapping_add(p), psi, m);
     S::add(S::mul(d, k), psi)
 }
 
-/// `h -= db (t1 - t2)` over cells `i0..i1` of a row.
+/// `h -= db (t1 - t2)` over flat cells `p0..p1` of a row starting at flat `x0`.
 #[inline(always)]
-unsafe fn h_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool>(h: *mut f32, ta: &Term, tb: &Term, db: f32, i0: usize, i1: usize) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn h_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool>(h: *mut f32, ta: &Term, tb: &Term, db: f32, x0: usize, p0: usize, p1: usize) {
     #[inline(always)]
-    unsafe fn blk<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MK: bool>(h: *mut f32, ta: &Term, tb: &Term, db: S::V, i: usize, m: S::M) {
-        let t1 = term::<S, AX, SA, MK>(ta, i, m);
-        let t2 = term::<S, BX, SB, MK>(tb, i, m);
-        let x = ld::<S, MK>(h.add(i), m);
-        st::<S, MK>(h.add(i), S::sub(x, S::mul(db, S::sub(t1, t2))), m);
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn blk<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MK: bool>(h: *mut f32, ta: &Term, tb: &Term, db: S::V, x0: usize, p: usize, m: S::M) {
+        let t1 = term::<S, AX, SA, MK>(ta, p, x0, m);
+        let t2 = term::<S, BX, SB, MK>(tb, p, x0, m);
+        let x = ld::<S, MK>(h.add(p), m);
+        st::<S, MK>(h.add(p), S::sub(x, S::mul(db, S::sub(t1, t2))), m);
     }
     let dbv = S::splat(db);
     let full = S::mask(S::W);
-    let mut i = i0;
-    while i + S::W <= i1 {
-        blk::<S, AX, BX, SA, SB, false>(h, ta, tb, dbv, i, full);
-        i += S::W;
+    let mut p = p0;
+    while p + S::W <= p1 {
+        blk::<S, AX, BX, SA, SB, false>(h, ta, tb, dbv, x0, p, full);
+        p += S::W;
     }
-    if i < i1 {
-        blk::<S, AX, BX, SA, SB, true>(h, ta, tb, dbv, i, S::mask(i1 - i));
+    if p < p1 {
+        blk::<S, AX, BX, SA, SB, true>(h, ta, tb, dbv, x0, p, S::mask(p1 - p));
     }
 }
 
@@ -145,9 +149,11 @@ struct Mat<'a> {
     full_cb: &'a [f32],
 }
 
-/// `e = ca e + cb (t1 - t2)` over cells `i0..i1` of a row (`MIX`: per-cell materials).
+/// `e = ca e + cb (t1 - t2)` over flat cells `p0..p1` of a row starting at
+/// flat `x0` (`MIX`: per-cell materials).
 #[inline(always)]
-unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: bool>(e: *mut f32, ta: &Term, tb: &Term, mt: &Mat, i0: usize, i1: usize) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: bool>(e: *mut f32, ta: &Term, tb: &Term, mt: &Mat, x0: usize, p0: usize, p1: usize) {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn blk<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: bool, const MK: bool>(
@@ -157,25 +163,26 @@ unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const S
         mt: &Mat,
         ca: S::V,
         cb: S::V,
-        i: usize,
+        x0: usize,
+        p: usize,
         n: usize,
         m: S::M,
     ) {
-        let t1 = term::<S, AX, SA, MK>(ta, i, m);
-        let t2 = term::<S, BX, SB, MK>(tb, i, m);
-        let (ca, cb) = if MIX { S::coefs(mt.tab, mt.full_ca, mt.full_cb, mt.cells.add(i), n, m) } else { (ca, cb) };
-        let x = ld::<S, MK>(e.add(i), m);
-        st::<S, MK>(e.add(i), S::add(S::mul(ca, x), S::mul(cb, S::sub(t1, t2))), m);
+        let t1 = term::<S, AX, SA, MK>(ta, p, x0, m);
+        let t2 = term::<S, BX, SB, MK>(tb, p, x0, m);
+        let (ca, cb) = if MIX { S::coefs(mt.tab, mt.full_ca, mt.full_cb, mt.cells.add(p), n, m) } else { (ca, cb) };
+        let x = ld::<S, MK>(e.add(p), m);
+        st::<S, MK>(e.add(p), S::add(S::mul(ca, x), S::mul(cb, S::sub(t1, t2))), m);
     }
     let (ca, cb) = (S::splat(mt.ca), S::splat(mt.cb));
     let full = S::mask(S::W);
-    let mut i = i0;
-    while i + S::W <= i1 {
-        blk::<S, AX, BX, SA, SB, MIX, false>(e, ta, tb, mt, ca, cb, i, S::W, full);
-        i += S::W;
+    let mut p = p0;
+    while p + S::W <= p1 {
+        blk::<S, AX, BX, SA, SB, MIX, false>(e, ta, tb, mt, ca, cb, x0, p, S::W, full);
+        p += S::W;
     }
-    if i < i1 {
-        blk::<S, AX, BX, SA, SB, MIX, true>(e, ta, tb, mt, ca, cb, i, i1 - i, S::mask(i1 - i));
+    if p < p1 {
+        blk::<S, AX, BX, SA, SB, MIX, true>(e, ta, tb, mt, ca, cb, x0, p, p1 - p, S::mask(p1 - p));
     }
 }
 
@@ -209,21 +216,21 @@ pub unsafe fn h_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(
     let runs = x_runs(&plan.h_xruns[C], &whole, AX || BX);
     let xt = XTerm::new(op, false);
     let (qa, qb) = (&plan.q_h[a], &plan.q_h[b]);
+    // Whole arrays, indexed by the flat cell.
+    let (eb, ea, h) = (raw.e[b] as *const f32, raw.e[a] as *const f32, raw.h[C]);
+    let (pa, pb) = (raw.psi_h[C][a], raw.psi_h[C][b]);
     for &(j, k) in rows {
         let (j, k) = (j as usize, k as usize);
         let pos = [0, j, k];
         let p0 = pos_offset(op, pos);
-        let (eb, ea) = (raw.e[b].add(p0) as *const f32, raw.e[a].add(p0) as *const f32);
-        let (pa, pb) = (raw.psi_h[C][a].wrapping_add(p0), raw.psi_h[C][b].wrapping_add(p0));
-        let (ta, sta) = if AX { (Term::x(&xt, eb.add(sa), eb, pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, eb.add(sa), eb, pa), q.st) };
-        let (tb, stb) = if BX { (Term::x(&xt, ea.add(sb), ea, pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ea.add(sb), ea, pb), q.st) };
-        let h = raw.h[C].add(p0);
+        let (ta, sta) = if AX { (Term::x(&xt, eb.wrapping_add(sa), eb, pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, eb.wrapping_add(sa), eb, pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&xt, ea.wrapping_add(sb), ea, pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ea.wrapping_add(sb), ea, pb), q.st) };
         for &(i0, i1, xs) in runs {
-            let (i0, i1) = (i0 as usize, i1 as usize);
+            let (i0, i1) = (p0 + i0 as usize, p0 + i1 as usize);
             let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
             macro_rules! go {
                 ($fa:literal, $fb:literal) => {
-                    h_seg::<S, AX, BX, $fa, $fb>(h, &ta, &tb, op.db, i0, i1)
+                    h_seg::<S, AX, BX, $fa, $fb>(h, &ta, &tb, op.db, p0, i0, i1)
                 };
             }
             match (fa, fb) {
@@ -254,31 +261,25 @@ pub unsafe fn e_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(
     let runs = x_runs(&plan.e_xruns[C], &whole, AX || BX);
     let xt = XTerm::new(op, true);
     let (qa, qb) = (&plan.q_e[a], &plan.q_e[b]);
+    // Whole arrays, indexed by the flat cell.
+    let (hb, ha, e) = (raw.h[b] as *const f32, raw.h[a] as *const f32, raw.e[C]);
+    let (pa, pb) = (raw.psi_e[C][a], raw.psi_e[C][b]);
+    let mt0 = Mat { ca: 0.0, cb: 0.0, cells: op.mat[C].as_ptr(), tab: &plan.coefs, full_ca: &op.ca, full_cb: &op.cb };
     for &(j, k) in rows {
         let (j, k) = (j as usize, k as usize);
         let pos = [0, j, k];
         let p0 = pos_offset(op, pos);
-        let (hb, ha) = (raw.h[b].add(p0) as *const f32, raw.h[a].add(p0) as *const f32);
-        let (pa, pb) = (raw.psi_e[C][a].wrapping_add(p0), raw.psi_e[C][b].wrapping_add(p0));
-        let (ta, sta) = if AX { (Term::x(&xt, hb, hb.sub(sa), pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, hb, hb.sub(sa), pa), q.st) };
-        let (tb, stb) = if BX { (Term::x(&xt, ha, ha.sub(sb), pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ha, ha.sub(sb), pb), q.st) };
-        let e = raw.e[C].add(p0);
+        let (ta, sta) = if AX { (Term::x(&xt, hb, hb.wrapping_sub(sa), pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, hb, hb.wrapping_sub(sa), pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&xt, ha, ha.wrapping_sub(sb), pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ha, ha.wrapping_sub(sb), pb), q.st) };
         let m = plan.e_mat[C][(j + 1) + (k + 1) * op.dims[1]];
         let mix = m == MIXED;
-        let mt = Mat {
-            ca: if mix { 0.0 } else { op.ca[m as usize] },
-            cb: if mix { 0.0 } else { op.cb[m as usize] },
-            cells: op.mat[C].as_ptr().add(p0),
-            tab: &plan.coefs,
-            full_ca: &op.ca,
-            full_cb: &op.cb,
-        };
+        let mt = if mix { mt0 } else { Mat { ca: op.ca[m as usize], cb: op.cb[m as usize], ..mt0 } };
         for &(i0, i1, xs) in runs {
-            let (i0, i1) = (i0 as usize, i1 as usize);
+            let (i0, i1) = (p0 + i0 as usize, p0 + i1 as usize);
             let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
             macro_rules! go {
                 ($fa:literal, $fb:literal, $mix:literal) => {
-                    e_seg::<S, AX, BX, $fa, $fb, $mix>(e, &ta, &tb, &mt, i0, i1)
+                    e_seg::<S, AX, BX, $fa, $fb, $mix>(e, &ta, &tb, &mt, p0, i0, i1)
                 };
             }
             match (fa, fb, mix) {

@@ -210,9 +210,12 @@ mod x86 {
                 let idx = if n >= 8 {
                     _mm256_cvtepu8_epi32(_mm_loadl_epi64(mat as *const __m128i))
                 } else {
-                    let mut b = [0u8; 8];
-                    std::ptr::copy_nonoverlapping(mat, b.as_mut_ptr(), n);
-                    _mm256_cvtepu8_epi32(_mm_loadl_epi64(b.as_ptr() as *const __m128i))
+                    // The tail's bytes only (the row may end the array).
+                    let mut b = 0u64;
+                    for l in 0..n {
+                        b |= (*mat.add(l) as u64) << (8 * l);
+                    }
+                    _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(b as i64))
                 };
                 (_mm256_permutevar8x32_ps(_mm256_loadu_ps(t.ca.as_ptr()), idx), _mm256_permutevar8x32_ps(_mm256_loadu_ps(t.cb.as_ptr()), idx))
             } else {
