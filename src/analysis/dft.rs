@@ -9,26 +9,38 @@ use num_complex::Complex64;
 ///
 /// Per frequency a rotating phasor, renormalised every [`RENORM`] samples so
 /// rounding does not drift ([`dft_one`], the definition). The frequencies run
-/// [`LANES`] at a time, each lane with exactly the operations of `dft_one`
+/// 32, 16 or 8 at a time (AVX-512, AVX2, other), each lane with exactly the operations of `dft_one`
 /// (no fused multiply-add), so the result is `dft_one`'s bits, in vectors
 /// (AVX-512 / AVX2 where the CPU has them) with several independent phasor
 /// chains in flight.
 pub fn dft(x: &[f64], dt: f64, offset: f64, freqs: &[f64]) -> Vec<Complex64> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has the features.
+            return by_lanes::<32>(freqs, |f| unsafe { dft_lanes_avx512(x, dt, offset, f) });
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // SAFETY: as above.
+            return by_lanes::<16>(freqs, |f| unsafe { dft_lanes_avx2(x, dt, offset, f) });
+        }
+    }
+    by_lanes::<8>(freqs, |f| dft_lanes_any(x, dt, offset, f))
+}
+
+/// `lanes` over the frequencies, `L` at a time (the last group padded).
+fn by_lanes<const L: usize>(freqs: &[f64], lanes: impl Fn(&[f64; L]) -> [Complex64; L]) -> Vec<Complex64> {
     let mut out = Vec::with_capacity(freqs.len());
-    for fs in freqs.chunks(LANES) {
-        let mut lanes = [0.0; LANES];
-        lanes[..fs.len()].copy_from_slice(fs);
-        let r = dft_lanes(x, dt, offset, &lanes);
-        out.extend_from_slice(&r[..fs.len()]);
+    for fs in freqs.chunks(L) {
+        let mut f = [0.0; L];
+        f[..fs.len()].copy_from_slice(fs);
+        out.extend_from_slice(&lanes(&f)[..fs.len()]);
     }
     out
 }
 
 /// Samples between two renormalisations of the phasor.
 const RENORM: usize = 4096;
-
-/// Frequencies transformed together.
-const LANES: usize = 32;
 
 /// One frequency: the definition the lanes of [`dft`] follow.
 pub fn dft_one(x: &[f64], dt: f64, offset: f64, f: f64) -> Complex64 {
@@ -46,37 +58,22 @@ pub fn dft_one(x: &[f64], dt: f64, offset: f64, f: f64) -> Complex64 {
     acc * dt
 }
 
-fn dft_lanes(x: &[f64], dt: f64, offset: f64, f: &[f64; LANES]) -> [Complex64; LANES] {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has the features.
-            return unsafe { dft_lanes_avx512(x, dt, offset, f) };
-        }
-        if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: as above.
-            return unsafe { dft_lanes_avx2(x, dt, offset, f) };
-        }
-    }
-    dft_lanes_any(x, dt, offset, f)
-}
-
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-unsafe fn dft_lanes_avx512(x: &[f64], dt: f64, offset: f64, f: &[f64; LANES]) -> [Complex64; LANES] {
+unsafe fn dft_lanes_avx512(x: &[f64], dt: f64, offset: f64, f: &[f64; 32]) -> [Complex64; 32] {
     dft_lanes_any(x, dt, offset, f)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn dft_lanes_avx2(x: &[f64], dt: f64, offset: f64, f: &[f64; LANES]) -> [Complex64; LANES] {
+unsafe fn dft_lanes_avx2(x: &[f64], dt: f64, offset: f64, f: &[f64; 16]) -> [Complex64; 16] {
     dft_lanes_any(x, dt, offset, f)
 }
 
 /// [`dft_one`] for each lane, the lanes side by side (plain per-lane loops
 /// over arrays, which LLVM vectorises at the caller's instruction set).
 #[inline(always)]
-fn dft_lanes_any(x: &[f64], dt: f64, offset: f64, f: &[f64; LANES]) -> [Complex64; LANES] {
+fn dft_lanes_any<const LANES: usize>(x: &[f64], dt: f64, offset: f64, f: &[f64; LANES]) -> [Complex64; LANES] {
     let w: [f64; LANES] = std::array::from_fn(|l| 2.0 * std::f64::consts::PI * f[l] * dt);
     let polar = |theta: f64| Complex64::from_polar(1.0, theta);
     let (mut sr, mut si) = ([0.0; LANES], [0.0; LANES]);
@@ -137,12 +134,18 @@ mod tests {
         // Several renormalisations, a partial last block and a partial last group of lanes.
         let dt = 3.1e-13;
         let x: Vec<f64> = (0..3 * RENORM + 123).map(|i| ((i as f64 * 0.013).sin() * (-(i as f64) * 2e-4).exp())).collect();
-        let freqs: Vec<f64> = (0..LANES + 7).map(|k| 26e9 + 0.05e9 * k as f64).chain([0.0]).collect();
+        let freqs: Vec<f64> = (0..32 + 7).map(|k| 26e9 + 0.05e9 * k as f64).chain([0.0]).collect();
         for offset in [0.0, 0.5, 1.0] {
-            let got = dft(&x, dt, offset, &freqs);
-            for (&f, g) in freqs.iter().zip(&got) {
-                let want = dft_one(&x, dt, offset, f);
-                assert_eq!((g.re.to_bits(), g.im.to_bits()), (want.re.to_bits(), want.im.to_bits()), "f={f} offset {offset}");
+            let mut runs = vec![("best", dft(&x, dt, offset, &freqs)), ("8 lanes", by_lanes::<8>(&freqs, |f| dft_lanes_any(&x, dt, offset, f)))];
+            #[cfg(target_arch = "x86_64")]
+            if std::is_x86_feature_detected!("avx2") {
+                runs.push(("avx2", by_lanes::<16>(&freqs, |f| unsafe { dft_lanes_avx2(&x, dt, offset, f) })));
+            }
+            for (what, got) in runs {
+                for (&f, g) in freqs.iter().zip(&got) {
+                    let want = dft_one(&x, dt, offset, f);
+                    assert_eq!((g.re.to_bits(), g.im.to_bits()), (want.re.to_bits(), want.im.to_bits()), "{what}: f={f} offset {offset}");
+                }
             }
         }
     }

@@ -364,30 +364,46 @@ pub fn fdtd_energy(op: &Operator, f: &Fields) -> f64 {
         let (e, m) = (&f.e[c], &op.mat[c]);
         let e_plane = |kz: usize| -> f64 {
             let (ee, mm) = (&e[kz * s2..(kz + 1) * s2], &m[kz * s2..(kz + 1) * s2]);
-            nonzero_terms(ee, d0, |i, j, x| op.eps[mm[j * d0 + i] as usize] as f64 * (x as f64) * (x as f64) * (we[0][i] * we[1][j] * we[2][kz]))
+            nonzero_rows(ee, d0, |mut s, j, i0, r| {
+                let (wy, wz) = (we[1][j], we[2][kz]);
+                let (w0, mr) = (&we[0][..r.len()], &mm[i0..i0 + r.len()]);
+                for ((&x, &k), &wx) in r.iter().zip(mr).zip(w0) {
+                    if x != 0.0 {
+                        s += op.eps[k as usize] as f64 * (x as f64) * (x as f64) * (wx * wy * wz);
+                    }
+                }
+                s
+            })
         };
         tot += sum_planes(op, e_plane) * EPS0;
         let h = &f.h[c];
-        let h_plane = |kz: usize| -> f64 { nonzero_terms(&h[kz * s2..(kz + 1) * s2], d0, |i, j, x| (x as f64) * (x as f64) * (wh[0][i] * wh[1][j] * wh[2][kz])) };
+        let h_plane = |kz: usize| -> f64 {
+            nonzero_rows(&h[kz * s2..(kz + 1) * s2], d0, |mut s, j, _, r| {
+                let (wy, wz) = (wh[1][j], wh[2][kz]);
+                for (&x, &wx) in r.iter().zip(&wh[0][..r.len()]) {
+                    if x != 0.0 {
+                        s += (x as f64) * (x as f64) * (wx * wy * wz);
+                    }
+                }
+                s
+            })
+        };
         tot += sum_planes(op, h_plane) * MU0;
     }
     tot
 }
 
-/// `term(i, j, x)` summed in order over the nonzero samples x of `v` (rows
-/// of `row` samples, j the row, i the sample in it), skipping rows with none;
-/// the sum starts at -0.0 as `Iterator::sum` does.
+/// The in-order sum of a plane's nonzero samples (`v`, rows of `row`),
+/// starting at -0.0 as `Iterator::sum`: per row with any sample not ±0.0
+/// (NaN and infinities count), `row_sum(s, j, first flat index, samples)`
+/// adds the row's nonzero terms one by one to the running sum s.
 #[inline(always)]
-fn nonzero_terms(v: &[f32], row: usize, term: impl Fn(usize, usize, f32) -> f64) -> f64 {
+fn nonzero_rows(v: &[f32], row: usize, row_sum: impl Fn(f64, usize, usize, &[f32]) -> f64) -> f64 {
     let mut s = -0.0f64;
     for (j, r) in v.chunks_exact(row).enumerate() {
-        if !r.iter().fold(false, |a, &x| a | (x != 0.0)) {
-            continue;
-        }
-        for (i, &x) in r.iter().enumerate() {
-            if x != 0.0 {
-                s += term(i, j, x);
-            }
+        // The bits without the sign.
+        if r.iter().fold(0u32, |a, &x| a | (x.to_bits() << 1)) != 0 {
+            s = row_sum(s, j, j * row, r);
         }
     }
     s

@@ -264,3 +264,4 @@ fn irregular_x_cpml_steps_with_the_reference() {
     let regular = FastPlan::with(&Operator::new(&j).unwrap(), 1, Level::detect(), 0);
     assert!(!regular.reference);
 }
+

@@ -223,8 +223,8 @@ pub unsafe fn h_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(
         let (j, k) = (j as usize, k as usize);
         let pos = [0, j, k];
         let p0 = pos_offset(op, pos);
-        let (ta, sta) = if AX { (Term::x(&xt, eb.wrapping_add(sa), eb, pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, eb.wrapping_add(sa), eb, pa), q.st) };
-        let (tb, stb) = if BX { (Term::x(&xt, ea.wrapping_add(sb), ea, pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ea.wrapping_add(sb), ea, pb), q.st) };
+        let (ta, sta) = if AX { (Term::x(&xt, eb.wrapping_add(sa), eb, pa), false) } else { let q = qa.get_unchecked(pos[a]); (Term::q(q, eb.wrapping_add(sa), eb, pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&xt, ea.wrapping_add(sb), ea, pb), false) } else { let q = qb.get_unchecked(pos[b]); (Term::q(q, ea.wrapping_add(sb), ea, pb), q.st) };
         for &(i0, i1, xs) in runs {
             let (i0, i1) = (p0 + i0 as usize, p0 + i1 as usize);
             let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
@@ -264,14 +264,18 @@ pub unsafe fn e_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(
     // Whole arrays, indexed by the flat cell.
     let (hb, ha, e) = (raw.h[b] as *const f32, raw.h[a] as *const f32, raw.e[C]);
     let (pa, pb) = (raw.psi_e[C][a], raw.psi_e[C][b]);
+    // SAFETY (the unchecked look-ups below): the plan's tables cover every
+    // position (0..=n per axis) and every padded row.
+    let e_mat = &plan.e_mat[C];
+    debug_assert!(qa.len().min(qb.len()) > op.n[1].min(op.n[2]) || AX || BX);
     let mt0 = Mat { ca: 0.0, cb: 0.0, cells: op.mat[C].as_ptr(), tab: &plan.coefs, full_ca: &op.ca, full_cb: &op.cb };
     for &(j, k) in rows {
         let (j, k) = (j as usize, k as usize);
         let pos = [0, j, k];
         let p0 = pos_offset(op, pos);
-        let (ta, sta) = if AX { (Term::x(&xt, hb, hb.wrapping_sub(sa), pa), false) } else { let q = &qa[pos[a]]; (Term::q(q, hb, hb.wrapping_sub(sa), pa), q.st) };
-        let (tb, stb) = if BX { (Term::x(&xt, ha, ha.wrapping_sub(sb), pb), false) } else { let q = &qb[pos[b]]; (Term::q(q, ha, ha.wrapping_sub(sb), pb), q.st) };
-        let m = plan.e_mat[C][(j + 1) + (k + 1) * op.dims[1]];
+        let (ta, sta) = if AX { (Term::x(&xt, hb, hb.wrapping_sub(sa), pa), false) } else { let q = qa.get_unchecked(pos[a]); (Term::q(q, hb, hb.wrapping_sub(sa), pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&xt, ha, ha.wrapping_sub(sb), pb), false) } else { let q = qb.get_unchecked(pos[b]); (Term::q(q, ha, ha.wrapping_sub(sb), pb), q.st) };
+        let m = *e_mat.get_unchecked((j + 1) + (k + 1) * op.dims[1]);
         let mix = m == MIXED;
         let mt = if mix { mt0 } else { Mat { ca: op.ca[m as usize], cb: op.cb[m as usize], ..mt0 } };
         for &(i0, i1, xs) in runs {
