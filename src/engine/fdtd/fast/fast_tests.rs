@@ -63,8 +63,9 @@ fn same_bits(a: &Fields, b: &Fields) -> Result<(), String> {
 fn check(job: &SimJob, steps: usize) {
     let op = Operator::new(job).unwrap();
     for level in Level::available() {
-        for threads in [1, 2, 3, 5] {
-            let plan = FastPlan::with(&op, threads, level, 0);
+        for (threads, by_component) in [(1, false), (1, true), (2, false), (3, true), (5, false)] {
+            let mut plan = FastPlan::with(&op, threads, level, 0);
+            plan.by_component = by_component;
             let mut r = random_fields(&op, 0x5eed + threads as u64);
             let mut f = random_fields(&op, 0x5eed + threads as u64);
             for s in 0..steps {
@@ -73,7 +74,7 @@ fn check(job: &SimJob, steps: usize) {
                 step(&op, &plan, &mut f);
                 cpu::fdtd_inject(&op, &mut f, job.drive, job.pulse.value((s as f64 + 0.5) * op.dt));
                 if let Err(e) = same_bits(&r, &f) {
-                    panic!("{}: {level:?}, {} slabs, step {s}: {e}", job.label, plan.slabs.len());
+                    panic!("{}: {level:?}, {} slabs, by component {by_component}, step {s}: {e}", job.label, plan.slabs.len());
                 }
             }
         }

@@ -20,9 +20,9 @@ const WAVE_MIN_BYTES: usize = 8 << 20;
 /// Steps per thread in one wavefront block.
 const WAVE_STEPS: usize = 4;
 
-/// The field bytes (E, H and the CPML memories) of a group of planes that
-/// one pass updates H of, then E: small enough to stay in the L2 cache.
-const GROUP_BYTES: usize = 512 << 10;
+/// Fewer row sets (rows with any component) per plane than this: step
+/// component by component.
+const BY_COMPONENT_ROWS: usize = 4;
 
 /// `e_mat` of a row whose cells have more than one material.
 pub const MIXED: u16 = u16::MAX;
@@ -38,37 +38,75 @@ pub struct Q {
     pub st: bool,
 }
 
-/// The rows (j, k) of one component the sweep updates, in plane order.
+/// The rows (j) of each plane the sweep visits, with the components it
+/// updates there: bits 0-2 H_x..H_z, bits 3-5 E_x..E_z (`op.h_rows` /
+/// `e_rows` within each component's range).
 #[derive(Debug, Clone, Default)]
 pub struct Rows {
+    jm: Vec<(u16, u8)>,
+    /// Plane k's rows are `jm[at[k]..at[k + 1]]`.
+    at: Vec<u32>,
+}
+
+impl Rows {
+    fn new(op: &Operator) -> Rows {
+        let (hr, er) = ([0, 1, 2].map(|c| h_range(op, c)), [0, 1, 2].map(|c| e_range(op, c)));
+        let mut rows = Rows { jm: vec![], at: vec![0] };
+        for k in 0..op.dims[2] {
+            for j in 0..op.dims[1] {
+                let row = (j + 1) + (k + 1) * op.dims[1];
+                let mut m = 0u8;
+                for c in 0..3 {
+                    if j < hr[c][1] && k < hr[c][2] && op.h_rows[c][row] {
+                        m |= 1 << c;
+                    }
+                    if j < er[c][1] && k < er[c][2] && op.e_rows[c][row] {
+                        m |= 8 << c;
+                    }
+                }
+                if m != 0 {
+                    rows.jm.push((j as u16, m));
+                }
+            }
+            rows.at.push(rows.jm.len() as u32);
+        }
+        rows
+    }
+
+    /// The rows on plane k (none beyond the grid).
+    #[inline(always)]
+    pub fn plane(&self, k: usize) -> &[(u16, u8)] {
+        let last = self.at.len() - 1;
+        let (a, b) = (self.at[k.min(last)], self.at[(k + 1).min(last)]);
+        &self.jm[a as usize..b as usize]
+    }
+}
+
+/// The rows (j, k) of one component, in plane order (for the passes that
+/// update one component at a time).
+#[derive(Debug, Clone, Default)]
+pub struct CompRows {
     jk: Vec<(u16, u16)>,
     /// Plane k's rows are `jk[at[k]..at[k + 1]]`.
     at: Vec<u32>,
 }
 
-impl Rows {
-    /// The rows in `r` (j, k ranges) whose flag in `active` (per padded row) is set.
-    fn new(op: &Operator, r: [usize; 3], active: &[bool]) -> Rows {
-        let mut rows = Rows { jk: vec![], at: vec![0] };
-        for k in 0..op.dims[2] {
-            if k < r[2] {
-                for j in 0..r[1] {
-                    if active[(j + 1) + (k + 1) * op.dims[1]] {
-                        rows.jk.push((j as u16, k as u16));
-                    }
-                }
-            }
-            rows.at.push(rows.jk.len() as u32);
+impl CompRows {
+    /// Component `bit`'s rows in `rows`.
+    fn new(rows: &Rows, bit: u8) -> CompRows {
+        let mut c = CompRows { jk: vec![], at: vec![0] };
+        for k in 0..rows.at.len() - 1 {
+            c.jk.extend(rows.plane(k).iter().filter(|r| r.1 & bit != 0).map(|r| (r.0, k as u16)));
+            c.at.push(c.jk.len() as u32);
         }
-        rows
+        c
     }
 
-    /// The rows on planes `k0..k1` (none beyond the component's range).
+    /// The rows on planes k0..k1.
     #[inline(always)]
     pub fn planes(&self, k0: usize, k1: usize) -> &[(u16, u16)] {
         let last = self.at.len() - 1;
-        let (a, b) = (self.at[k0.min(last)], self.at[k1.min(last)]);
-        &self.jk[a as usize..b as usize]
+        &self.jk[self.at[k0.min(last)] as usize..self.at[k1.min(last)] as usize]
     }
 }
 
@@ -80,9 +118,8 @@ pub struct FastPlan {
     /// (`lo, hi, stretched`); the same for every row. Empty for component 0.
     pub h_xruns: [Vec<(u32, u32, bool)>; 3],
     pub e_xruns: [Vec<(u32, u32, bool)>; 3],
-    /// Per component: the rows to update (`op.h_rows` / `e_rows`) by plane.
-    pub h_rows: [Rows; 3],
-    pub e_rows: [Rows; 3],
+    /// The rows to update, plane by plane.
+    pub rows: Rows,
     /// Per axis (y and z; x empty), per logical position: the H-side and
     /// E-side derivative term there.
     pub q_h: [Vec<Q>; 3],
@@ -94,13 +131,15 @@ pub struct FastPlan {
     /// The operator's x CPML is not a layer at each end (the reference's
     /// split of the rows would differ from the runs): step with the reference.
     pub reference: bool,
-    /// Some face is PMC (the sweep mirrors its ghosts plane by plane).
+    /// Some face is PMC (the sweep mirrors its ghosts row by row).
     pub pmc: bool,
+    /// Few rows per plane (quasi-2D designs): a pass updates each component
+    /// over all its planes in turn instead of row by row (see `sweep.rs`),
+    /// from these lists (H_x..H_z, E_x..E_z).
+    pub by_component: bool,
+    pub comp_rows: [CompRows; 6],
     /// The z ranges of sweep planes (0..=nz) each thread takes; one for small grids.
     pub slabs: Vec<std::ops::Range<usize>>,
-    /// Planes per group of a slab's pass (H of the group, then its E): as
-    /// many as fit in [`GROUP_BYTES`].
-    pub group: usize,
     pub level: Level,
     /// Blocks of steps in one pass (large grids), or one sweep per step.
     pub wave: Option<Wave>,
@@ -163,8 +202,9 @@ impl FastPlan {
                 })
                 .collect()
         });
-        let h_rows = [0, 1, 2].map(|c| Rows::new(op, h_range(op, c), &op.h_rows[c]));
-        let e_rows = [0, 1, 2].map(|c| Rows::new(op, e_range(op, c), &op.e_rows[c]));
+        let rows_list = Rows::new(op);
+        let by_component = rows_list.jm.len() < BY_COMPONENT_ROWS * op.dims[2];
+        let comp_rows = std::array::from_fn(|c| CompRows::new(&rows_list, 1 << c));
         let q = |ax: usize, e_side: bool| -> Vec<Q> {
             if ax == 0 {
                 return vec![];
@@ -191,8 +231,6 @@ impl FastPlan {
         let slabs = (0..t).map(|s| s * planes / t..(s + 1) * planes / t).collect();
         let wave = (wave > 0 && !reference).then(|| Wave::new(op, wave, threads));
         let pmc = op.pmc.iter().flatten().any(|&p| p);
-        let arrays = 6 + op.pml.iter().filter(|p| p.is_some()).count() * 4;
-        let group = (GROUP_BYTES / (arrays * 4 * op.stride[2])).max(1);
-        FastPlan { h_xruns, e_xruns, h_rows, e_rows, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, slabs, group, level, wave }
+        FastPlan { h_xruns, e_xruns, rows: rows_list, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, by_component, comp_rows, slabs, level, wave }
     }
 }

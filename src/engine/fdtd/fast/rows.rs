@@ -70,12 +70,6 @@ impl XTerm {
     }
 }
 
-/// The flat index of cell 0 of row (j, k) (`pos` = [0, j, k]).
-#[inline(always)]
-fn pos_offset(op: &Operator, pos: [usize; 3]) -> usize {
-    1 + (pos[1] + 1) * op.stride[1] + (pos[2] + 1) * op.stride[2]
-}
-
 #[inline(always)]
 unsafe fn ld<S: Simd, const MK: bool>(p: *const f32, m: S::M) -> S::V {
     if MK {
@@ -187,7 +181,7 @@ unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const S
 }
 
 /// The x runs of a row: `runs` (cells and whether the x term is stretched)
-/// when one term is along x, else the whole row unstretched along x.
+/// when one term is along x, else the whole row (`whole`) unstretched along x.
 #[inline(always)]
 fn x_runs<'a>(runs: &'a [(u32, u32, bool)], whole: &'a [(u32, u32, bool); 1], has_x: bool) -> &'a [(u32, u32, bool)] {
     if has_x {
@@ -197,40 +191,71 @@ fn x_runs<'a>(runs: &'a [(u32, u32, bool)], whole: &'a [(u32, u32, bool); 1], ha
     }
 }
 
-/// H_C on planes `k0..k1` (those in its range); `AX`/`BX`: the
-/// first/second derivative term runs along x (C = 2 / C = 1).
-///
-/// # Safety
-/// Planes k0..k1 of H_C (and its CPML memories) are this thread's; E planes
-/// k0..=k1 are not written meanwhile.
-#[inline(always)]
-pub unsafe fn h_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
-    let rows = plan.h_rows[C].planes(k0, k1);
-    if rows.is_empty() {
-        return;
+/// What every H_C row shares: `AX`/`BX`: the first/second derivative term
+/// runs along x (C = 2 / C = 1).
+pub struct HRows<'a, const C: usize, const AX: bool, const BX: bool> {
+    runs: &'a [(u32, u32, bool)],
+    whole: [(u32, u32, bool); 1],
+    xt: XTerm,
+    qa: &'a [Q],
+    qb: &'a [Q],
+    /// Whole arrays, indexed by the flat cell.
+    eb: *const f32,
+    ea: *const f32,
+    h: *mut f32,
+    pa: *mut f32,
+    pb: *mut f32,
+    sa: usize,
+    sb: usize,
+    db: f32,
+    s1: usize,
+    s2: usize,
+}
+
+impl<'a, const C: usize, const AX: bool, const BX: bool> HRows<'a, C, AX, BX> {
+    #[inline(always)]
+    pub fn new(op: &'a Operator, plan: &'a FastPlan, raw: Raw) -> Self {
+        let (a, b) = ((C + 1) % 3, (C + 2) % 3);
+        debug_assert_eq!((AX, BX), (a == 0, b == 0));
+        HRows {
+            runs: &plan.h_xruns[C],
+            whole: [(0u32, h_range(op, C)[0] as u32, false)],
+            xt: XTerm::new(op, false),
+            qa: &plan.q_h[a],
+            qb: &plan.q_h[b],
+            eb: raw.e[b],
+            ea: raw.e[a],
+            h: raw.h[C],
+            pa: raw.psi_h[C][a],
+            pb: raw.psi_h[C][b],
+            sa: op.stride[a],
+            sb: op.stride[b],
+            db: op.db,
+            s1: op.stride[1],
+            s2: op.stride[2],
+        }
     }
-    let (a, b) = ((C + 1) % 3, (C + 2) % 3);
-    debug_assert_eq!((AX, BX), (a == 0, b == 0));
-    let (sa, sb) = (op.stride[a], op.stride[b]);
-    let whole = [(0u32, h_range(op, C)[0] as u32, false)];
-    let runs = x_runs(&plan.h_xruns[C], &whole, AX || BX);
-    let xt = XTerm::new(op, false);
-    let (qa, qb) = (&plan.q_h[a], &plan.q_h[b]);
-    // Whole arrays, indexed by the flat cell.
-    let (eb, ea, h) = (raw.e[b] as *const f32, raw.e[a] as *const f32, raw.h[C]);
-    let (pa, pb) = (raw.psi_h[C][a], raw.psi_h[C][b]);
-    for &(j, k) in rows {
-        let (j, k) = (j as usize, k as usize);
+
+    /// H_C on row (j, k).
+    ///
+    /// # Safety
+    /// The row is in H_C's range, this thread's (with its CPML memories), and
+    /// its E neighbours (rows j, j+1 on planes k, k+1) are not written meanwhile.
+    #[inline(always)]
+    pub unsafe fn row<S: Simd>(&self, j: usize, k: usize) {
+        let (a, b) = ((C + 1) % 3, (C + 2) % 3);
         let pos = [0, j, k];
-        let p0 = pos_offset(op, pos);
-        let (ta, sta) = if AX { (Term::x(&xt, eb.wrapping_add(sa), eb, pa), false) } else { let q = qa.get_unchecked(pos[a]); (Term::q(q, eb.wrapping_add(sa), eb, pa), q.st) };
-        let (tb, stb) = if BX { (Term::x(&xt, ea.wrapping_add(sb), ea, pb), false) } else { let q = qb.get_unchecked(pos[b]); (Term::q(q, ea.wrapping_add(sb), ea, pb), q.st) };
-        for &(i0, i1, xs) in runs {
+        let p0 = 1 + (j + 1) * self.s1 + (k + 1) * self.s2;
+        let (eb, ea) = (self.eb as *const f32, self.ea as *const f32);
+        // SAFETY: the plan's tables cover every position (0..=n) of y and z.
+        let (ta, sta) = if AX { (Term::x(&self.xt, eb.wrapping_add(self.sa), eb, self.pa), false) } else { let q = self.qa.get_unchecked(pos[a]); (Term::q(q, eb.wrapping_add(self.sa), eb, self.pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&self.xt, ea.wrapping_add(self.sb), ea, self.pb), false) } else { let q = self.qb.get_unchecked(pos[b]); (Term::q(q, ea.wrapping_add(self.sb), ea, self.pb), q.st) };
+        for &(i0, i1, xs) in x_runs(self.runs, &self.whole, AX || BX) {
             let (i0, i1) = (p0 + i0 as usize, p0 + i1 as usize);
             let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
             macro_rules! go {
                 ($fa:literal, $fb:literal) => {
-                    h_seg::<S, AX, BX, $fa, $fb>(h, &ta, &tb, op.db, p0, i0, i1)
+                    h_seg::<S, AX, BX, $fa, $fb>(self.h, &ta, &tb, self.db, p0, i0, i1)
                 };
             }
             match (fa, fb) {
@@ -243,47 +268,81 @@ pub unsafe fn h_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(
     }
 }
 
-/// E_C on planes `k0..k1` (those in its range); `AX`, `BX` as for H.
-///
-/// # Safety
-/// Planes k0..k1 of E_C (and its CPML memories) are this thread's; H planes
-/// k0-1..k1 are final for this step and not written meanwhile.
-#[inline(always)]
-pub unsafe fn e_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
-    let rows = plan.e_rows[C].planes(k0, k1);
-    if rows.is_empty() {
-        return;
+/// What every E_C row shares (`AX`, `BX` as for [`HRows`]).
+pub struct ERows<'a, const C: usize, const AX: bool, const BX: bool> {
+    runs: &'a [(u32, u32, bool)],
+    whole: [(u32, u32, bool); 1],
+    xt: XTerm,
+    qa: &'a [Q],
+    qb: &'a [Q],
+    hb: *const f32,
+    ha: *const f32,
+    e: *mut f32,
+    pa: *mut f32,
+    pb: *mut f32,
+    sa: usize,
+    sb: usize,
+    e_mat: &'a [u16],
+    ca: &'a [f32],
+    cb: &'a [f32],
+    mt0: Mat<'a>,
+    d1: usize,
+    s1: usize,
+    s2: usize,
+}
+
+impl<'a, const C: usize, const AX: bool, const BX: bool> ERows<'a, C, AX, BX> {
+    #[inline(always)]
+    pub fn new(op: &'a Operator, plan: &'a FastPlan, raw: Raw) -> Self {
+        let (a, b) = ((C + 1) % 3, (C + 2) % 3);
+        debug_assert_eq!((AX, BX), (a == 0, b == 0));
+        ERows {
+            runs: &plan.e_xruns[C],
+            whole: [(0u32, e_range(op, C)[0] as u32, false)],
+            xt: XTerm::new(op, true),
+            qa: &plan.q_e[a],
+            qb: &plan.q_e[b],
+            hb: raw.h[b],
+            ha: raw.h[a],
+            e: raw.e[C],
+            pa: raw.psi_e[C][a],
+            pb: raw.psi_e[C][b],
+            sa: op.stride[a],
+            sb: op.stride[b],
+            e_mat: &plan.e_mat[C],
+            ca: &op.ca,
+            cb: &op.cb,
+            mt0: Mat { ca: 0.0, cb: 0.0, cells: op.mat[C].as_ptr(), tab: &plan.coefs, full_ca: &op.ca, full_cb: &op.cb },
+            d1: op.dims[1],
+            s1: op.stride[1],
+            s2: op.stride[2],
+        }
     }
-    let (a, b) = ((C + 1) % 3, (C + 2) % 3);
-    debug_assert_eq!((AX, BX), (a == 0, b == 0));
-    let (sa, sb) = (op.stride[a], op.stride[b]);
-    let whole = [(0u32, e_range(op, C)[0] as u32, false)];
-    let runs = x_runs(&plan.e_xruns[C], &whole, AX || BX);
-    let xt = XTerm::new(op, true);
-    let (qa, qb) = (&plan.q_e[a], &plan.q_e[b]);
-    // Whole arrays, indexed by the flat cell.
-    let (hb, ha, e) = (raw.h[b] as *const f32, raw.h[a] as *const f32, raw.e[C]);
-    let (pa, pb) = (raw.psi_e[C][a], raw.psi_e[C][b]);
-    // SAFETY (the unchecked look-ups below): the plan's tables cover every
-    // position (0..=n per axis) and every padded row.
-    let e_mat = &plan.e_mat[C];
-    debug_assert!(qa.len().min(qb.len()) > op.n[1].min(op.n[2]) || AX || BX);
-    let mt0 = Mat { ca: 0.0, cb: 0.0, cells: op.mat[C].as_ptr(), tab: &plan.coefs, full_ca: &op.ca, full_cb: &op.cb };
-    for &(j, k) in rows {
-        let (j, k) = (j as usize, k as usize);
+
+    /// E_C on row (j, k).
+    ///
+    /// # Safety
+    /// The row is in E_C's range, this thread's (with its CPML memories), and
+    /// its H neighbours (rows j-1, j on planes k-1, k) are final for this
+    /// step and not written meanwhile.
+    #[inline(always)]
+    pub unsafe fn row<S: Simd>(&self, j: usize, k: usize) {
+        let (a, b) = ((C + 1) % 3, (C + 2) % 3);
         let pos = [0, j, k];
-        let p0 = pos_offset(op, pos);
-        let (ta, sta) = if AX { (Term::x(&xt, hb, hb.wrapping_sub(sa), pa), false) } else { let q = qa.get_unchecked(pos[a]); (Term::q(q, hb, hb.wrapping_sub(sa), pa), q.st) };
-        let (tb, stb) = if BX { (Term::x(&xt, ha, ha.wrapping_sub(sb), pb), false) } else { let q = qb.get_unchecked(pos[b]); (Term::q(q, ha, ha.wrapping_sub(sb), pb), q.st) };
-        let m = *e_mat.get_unchecked((j + 1) + (k + 1) * op.dims[1]);
+        let p0 = 1 + (j + 1) * self.s1 + (k + 1) * self.s2;
+        let (hb, ha) = (self.hb, self.ha);
+        // SAFETY: the plan's tables cover every position (0..=n) of y and z and every padded row.
+        let (ta, sta) = if AX { (Term::x(&self.xt, hb, hb.wrapping_sub(self.sa), self.pa), false) } else { let q = self.qa.get_unchecked(pos[a]); (Term::q(q, hb, hb.wrapping_sub(self.sa), self.pa), q.st) };
+        let (tb, stb) = if BX { (Term::x(&self.xt, ha, ha.wrapping_sub(self.sb), self.pb), false) } else { let q = self.qb.get_unchecked(pos[b]); (Term::q(q, ha, ha.wrapping_sub(self.sb), self.pb), q.st) };
+        let m = *self.e_mat.get_unchecked((j + 1) + (k + 1) * self.d1);
         let mix = m == MIXED;
-        let mt = if mix { mt0 } else { Mat { ca: op.ca[m as usize], cb: op.cb[m as usize], ..mt0 } };
-        for &(i0, i1, xs) in runs {
+        let mt = if mix { self.mt0 } else { Mat { ca: *self.ca.get_unchecked(m as usize), cb: *self.cb.get_unchecked(m as usize), ..self.mt0 } };
+        for &(i0, i1, xs) in x_runs(self.runs, &self.whole, AX || BX) {
             let (i0, i1) = (p0 + i0 as usize, p0 + i1 as usize);
             let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
             macro_rules! go {
                 ($fa:literal, $fb:literal, $mix:literal) => {
-                    e_seg::<S, AX, BX, $fa, $fb, $mix>(e, &ta, &tb, &mt, p0, i0, i1)
+                    e_seg::<S, AX, BX, $fa, $fb, $mix>(self.e, &ta, &tb, &mt, p0, i0, i1)
                 };
             }
             match (fa, fb, mix) {
@@ -300,15 +359,15 @@ pub unsafe fn e_planes<S: Simd, const C: usize, const AX: bool, const BX: bool>(
     }
 }
 
-/// The PMC ghosts that plane k's H determines (`cpu::fdtd_pmc_ghosts` one
-/// plane at a time): x and y faces on plane k, the z faces' ghost planes
-/// when k is the plane next to them.
+/// The PMC ghosts that row (j, k) of H determines (`cpu::fdtd_pmc_ghosts`
+/// row by row): the x faces' ghost cells of the row, the row's image in the
+/// y faces' ghost rows (j next to the face) and in the z faces' ghost planes
+/// (k next to the face), for the H components tangential to each face.
 ///
 /// # Safety
-/// Plane k's H is final for this step and this thread's, as are the ghost
-/// planes -1 (k = 0) and nz (k = nz - 1).
+/// Row (j, k) of H is final for this step and this thread's, as are its ghosts.
 #[inline(always)]
-pub unsafe fn pmc_plane(op: &Operator, raw: Raw, k: usize) {
+pub unsafe fn pmc_row(op: &Operator, raw: Raw, j: usize, k: usize) {
     for ax in 0..3 {
         for side in 0..2 {
             if !op.pmc[ax][side] {
@@ -317,6 +376,9 @@ pub unsafe fn pmc_plane(op: &Operator, raw: Raw, k: usize) {
             let (ghost, inner) = if side == 0 { (-1isize, 0isize) } else { (op.n[ax] as isize, op.n[ax] as isize - 1) };
             for c in (0..3).filter(|&c| c != ax) {
                 let r = h_range(op, c);
+                if j >= r[1] || k >= r[2] {
+                    continue;
+                }
                 let h = raw.h[c];
                 let mirror = |mut p: [isize; 3]| {
                     p[ax] = inner;
@@ -325,19 +387,10 @@ pub unsafe fn pmc_plane(op: &Operator, raw: Raw, k: usize) {
                     *h.add(op.at3(p)) = -*h.add(src);
                 };
                 match ax {
-                    2 if k as isize == inner => {
-                        for j in 0..r[1] {
-                            for i in 0..r[0] {
-                                mirror([i as isize, j as isize, 0]);
-                            }
-                        }
-                    }
-                    0 | 1 if k < r[2] => {
-                        let u = 1 - ax;
-                        for iu in 0..r[u] {
-                            let mut p = [0isize, 0, k as isize];
-                            p[u] = iu as isize;
-                            mirror(p);
+                    0 => mirror([0, j as isize, k as isize]),
+                    _ if [0, j, k][ax] as isize == inner => {
+                        for i in 0..r[0] {
+                            mirror([i as isize, j as isize, k as isize]);
                         }
                     }
                     _ => {}

@@ -13,10 +13,8 @@ use super::super::cpu::Fields;
 use super::super::operator::Operator;
 use super::plan::FastPlan;
 use super::raw::Raw;
-use super::rows::{e_planes, h_planes, pmc_plane};
-use super::simd::{Base, Level};
-#[cfg(target_arch = "x86_64")]
-use super::simd::{Avx2, Avx512};
+use super::rows::{pmc_row, ERows, HRows};
+use super::simd::Level;
 
 /// What one pass does.
 #[derive(Clone)]
@@ -60,80 +58,162 @@ fn dispatch(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
     unsafe {
         match pass {
             Pass::Slab { range, defer } => {
-                // Groups of planes that stay in the caches: H of the group,
-                // then E of the group (E of plane k reads H of k-1 and k).
-                let g = plan.group;
-                let mut k = range.start;
-                while k < range.end {
-                    let k1 = (k + g).min(range.end);
-                    half(op, plan, raw, k, k1, false);
-                    let e0 = if defer && k == range.start { k + 1 } else { k };
-                    half(op, plan, raw, e0, k1, true);
-                    k = k1;
-                }
+                let e0 = if defer { range.start + 1 } else { range.start };
+                fused(op, plan, raw, range.start, range.end, e0);
             }
-            Pass::E(k) => half(op, plan, raw, k, k + 1, true),
-            Pass::Plane(k) => {
-                half(op, plan, raw, k, k + 1, false);
-                half(op, plan, raw, k, k + 1, true);
-            }
+            Pass::E(k) => e_only(op, plan, raw, k),
+            Pass::Plane(k) => fused(op, plan, raw, k, k + 1, k),
         }
     }
 }
 
-/// H (and its PMC ghosts) or E of planes k0..k1 at the plan's level: one
-/// call per group of planes and half step.
+/// Planes k0..k1 row by row: at each row (j, k) H of every component, its
+/// PMC ghosts, then E of every component (E only from plane `e0` on). E of
+/// row (j, k) reads H of rows (j, k), (j-1, k) and (j, k-1), all done by
+/// then; H of row (j, k) reads E of rows (j, k), (j+1, k) and (j, k+1),
+/// none updated yet: the reference's step, with each row's fields still in
+/// the L1 cache when its E update reads them.
 ///
 /// # Safety
-/// As [`plane_step`] for the half step, over the planes.
+/// As [`plane_step`] over the planes.
 #[inline(always)]
-unsafe fn half(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, e: bool) {
-    if k0 >= k1 {
-        return;
-    }
+unsafe fn fused(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, e0: usize) {
     // The level was detected on this CPU (or is lower).
-    match (plan.level, e) {
+    match plan.level {
         #[cfg(target_arch = "x86_64")]
-        (Level::Avx512, false) => h_avx512(op, plan, raw, k0, k1),
+        Level::Avx512 => fused_avx512(op, plan, raw, k0, k1, e0),
         #[cfg(target_arch = "x86_64")]
-        (Level::Avx512, true) => e_avx512(op, plan, raw, k0, k1),
-        #[cfg(target_arch = "x86_64")]
-        (Level::Avx2, false) => h_avx2(op, plan, raw, k0, k1),
-        #[cfg(target_arch = "x86_64")]
-        (Level::Avx2, true) => e_avx2(op, plan, raw, k0, k1),
-        (_, false) => h_base(op, plan, raw, k0, k1),
-        (_, true) => e_base(op, plan, raw, k0, k1),
+        Level::Avx2 => fused_avx2(op, plan, raw, k0, k1, e0),
+        _ => fused_base(op, plan, raw, k0, k1, e0),
     }
 }
 
-/// The H and E half steps of a group of planes compiled for one level.
+/// E of every component on plane k (a deferred slab start).
+///
+/// # Safety
+/// As [`plane_step`] for the E half step.
+unsafe fn e_only(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+    match plan.level {
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx512 => e_avx512(op, plan, raw, k),
+        #[cfg(target_arch = "x86_64")]
+        Level::Avx2 => e_avx2(op, plan, raw, k),
+        _ => e_base(op, plan, raw, k),
+    }
+}
+
+/// The passes of one level: row-fused ([`fused`]) or component by
+/// component over the planes (for grids with few rows per plane, where each
+/// component's row set-up then stays in registers from plane to plane), and
+/// the E half step of one plane.
 macro_rules! level {
-    ($h:ident, $e:ident, $S:ty $(, $feat:literal)?) => {
+    ($fused:ident, $e:ident, $m:ident, $S:ty $(, $feat:literal)?) => {
+        /// One component over planes k0..k1 (its own function, so that its
+        /// row set-up is all that lives across the planes).
+        mod $m {
+            use super::super::plan::FastPlan;
+            use super::super::raw::Raw;
+            use super::super::rows::{ERows, HRows};
+            use super::Operator;
+            macro_rules! comp {
+                ($name:ident, $ty:ty, $i:expr) => {
+                    $(#[target_feature(enable = $feat)])?
+                    #[inline(never)]
+                    pub unsafe fn $name(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
+                        let rows = plan.comp_rows[$i].planes(k0, k1);
+                        if rows.is_empty() {
+                            return;
+                        }
+                        let c = <$ty>::new(op, plan, raw);
+                        for &(j, k) in rows {
+                            c.row::<$S>(j as usize, k as usize);
+                        }
+                    }
+                };
+            }
+            comp!(h0, HRows<0, false, false>, 0);
+            comp!(h1, HRows<1, false, true>, 1);
+            comp!(h2, HRows<2, true, false>, 2);
+            comp!(e0, ERows<0, false, false>, 3);
+            comp!(e1, ERows<1, false, true>, 4);
+            comp!(e2, ERows<2, true, false>, 5);
+        }
+
         $(#[target_feature(enable = $feat)])?
         #[inline(never)]
-        unsafe fn $h(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
-            h_planes::<$S, 0, false, false>(op, plan, raw, k0, k1);
-            h_planes::<$S, 1, false, true>(op, plan, raw, k0, k1);
-            h_planes::<$S, 2, true, false>(op, plan, raw, k0, k1);
-            if plan.pmc {
-                for k in k0..k1 {
-                    pmc_plane(op, raw, k);
+        unsafe fn $fused(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, e0: usize) {
+            let h = (HRows::<0, false, false>::new(op, plan, raw), HRows::<1, false, true>::new(op, plan, raw), HRows::<2, true, false>::new(op, plan, raw));
+            let e = (ERows::<0, false, false>::new(op, plan, raw), ERows::<1, false, true>::new(op, plan, raw), ERows::<2, true, false>::new(op, plan, raw));
+            if plan.by_component {
+                // H of every plane, component by component; the ghosts; then E.
+                $m::h0(op, plan, raw, k0, k1);
+                $m::h1(op, plan, raw, k0, k1);
+                $m::h2(op, plan, raw, k0, k1);
+                if plan.pmc {
+                    for k in k0..k1 {
+                        for &(j, _) in plan.rows.plane(k) {
+                            pmc_row(op, raw, j as usize, k);
+                        }
+                    }
+                }
+                $m::e0(op, plan, raw, e0, k1);
+                $m::e1(op, plan, raw, e0, k1);
+                $m::e2(op, plan, raw, e0, k1);
+                return;
+            }
+            for k in k0..k1 {
+                let with_e = k >= e0;
+                for &(j, m) in plan.rows.plane(k) {
+                    let j = j as usize;
+                    if m & 1 != 0 {
+                        h.0.row::<$S>(j, k);
+                    }
+                    if m & 2 != 0 {
+                        h.1.row::<$S>(j, k);
+                    }
+                    if m & 4 != 0 {
+                        h.2.row::<$S>(j, k);
+                    }
+                    if plan.pmc {
+                        pmc_row(op, raw, j, k);
+                    }
+                    if with_e {
+                        if m & 8 != 0 {
+                            e.0.row::<$S>(j, k);
+                        }
+                        if m & 16 != 0 {
+                            e.1.row::<$S>(j, k);
+                        }
+                        if m & 32 != 0 {
+                            e.2.row::<$S>(j, k);
+                        }
+                    }
                 }
             }
         }
 
         $(#[target_feature(enable = $feat)])?
         #[inline(never)]
-        unsafe fn $e(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
-            e_planes::<$S, 0, false, false>(op, plan, raw, k0, k1);
-            e_planes::<$S, 1, false, true>(op, plan, raw, k0, k1);
-            e_planes::<$S, 2, true, false>(op, plan, raw, k0, k1);
+        unsafe fn $e(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+            let e = (ERows::<0, false, false>::new(op, plan, raw), ERows::<1, false, true>::new(op, plan, raw), ERows::<2, true, false>::new(op, plan, raw));
+            for &(j, m) in plan.rows.plane(k) {
+                let j = j as usize;
+                if m & 8 != 0 {
+                    e.0.row::<$S>(j, k);
+                }
+                if m & 16 != 0 {
+                    e.1.row::<$S>(j, k);
+                }
+                if m & 32 != 0 {
+                    e.2.row::<$S>(j, k);
+                }
+            }
         }
     };
 }
 
 #[cfg(target_arch = "x86_64")]
-level!(h_avx512, e_avx512, Avx512, "avx512f,avx512vl,avx512bw,avx2,fma");
+level!(fused_avx512, e_avx512, by_avx512, crate::engine::fdtd::fast::simd::Avx512, "avx512f,avx512vl,avx512bw,avx2,fma");
 #[cfg(target_arch = "x86_64")]
-level!(h_avx2, e_avx2, Avx2, "avx2,fma");
-level!(h_base, e_base, Base);
+level!(fused_avx2, e_avx2, by_avx2, crate::engine::fdtd::fast::simd::Avx2, "avx2,fma");
+level!(fused_base, e_base, by_base, crate::engine::fdtd::fast::simd::Base);
