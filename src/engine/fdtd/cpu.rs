@@ -346,8 +346,8 @@ pub fn fdtd_sample_ports(op: &Operator, f: &Fields, traces: &mut [PortTrace]) {
 /// weighted by the volume of its own (dual) cell relative to the first cells'
 /// (a weight of exactly 1 on a uniform mesh).
 ///
-/// Each plane's samples are summed in flat order, the planes' sums then in
-/// plane order (the same on any number of threads). Samples that are zero
+/// Each plane's samples are summed in flat order, the planes' sums by rayon
+/// as before (bit for bit the same energy). Samples that are zero
 /// (±0.0) are left out: each would add +0.0 to a sum that is ±0.0 or
 /// positive, which changes nothing but the sign of an all-zero plane's sum,
 /// and that vanishes in the total. So rows of zeros (PEC, ghosts, the idle
@@ -409,16 +409,11 @@ fn nonzero_rows(v: &[f32], row: usize, row_sum: impl Fn(f64, usize, usize, &[f32
     s
 }
 
-/// `plane(kz)` over every array plane, summed in plane order (the planes in
-/// parallel for large grids).
+/// `plane(kz)` over every array plane, summed by rayon as the planes of the
+/// arrays always were (`par_chunks(plane).map(..).sum()`: the same length,
+/// so the same split points and the same additions).
 fn sum_planes(op: &Operator, plane: impl Fn(usize) -> f64 + Sync) -> f64 {
-    let count = op.dims[2];
-    if op.len >= PAR_MIN_CELLS {
-        let sums: Vec<f64> = (0..count).into_par_iter().map(|kz| plane(kz)).collect();
-        sums.into_iter().sum::<f64>()
-    } else {
-        (0..count).map(plane).sum::<f64>()
-    }
+    (0..op.dims[2]).into_par_iter().map(|kz| plane(kz)).sum::<f64>()
 }
 
 /// Where the first non-finite value is, for the error message.
