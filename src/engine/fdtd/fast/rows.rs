@@ -1,5 +1,5 @@
-//! One z plane of one component, row by row, in vectors of one level
-//! (`simd.rs`): each row is cut into segments where the CPML stretching of
+//! One row of one component in vectors of one level (`simd.rs`), plus its
+//! PMC ghosts: each row is cut into segments where the CPML stretching of
 //! its two derivative terms is fixed (the terms along y or z are fixed over
 //! the row, the term along x changes only at the x layers' edges), and each
 //! segment runs as full vectors plus one masked tail. A stretched term
