@@ -6,7 +6,7 @@
 //! updates its CPML memory in the same pass. The arithmetic is the
 //! reference's (`cpu::fdtd_update_h` / `fdtd_update_e` with `cpu::stretch`),
 //! operation for operation, so the bits are the same on every level. Plus
-//! the PMC ghosts of a plane. All `#[inline(always)]`: compiled inside each
+//! the PMC ghosts of a row. All `#[inline(always)]`: compiled inside each
 //! level's sweep (`sweep.rs`).
 
 use super::super::cpu::{e_range, h_range};
