@@ -150,6 +150,15 @@ fn pec_box_with_dielectric_block_matches_reference_bits() {
     let mut j = crate::bench::box_job_pml(14, 10, 0);
     j.label = "pec box".into();
     check(&j, 4);
+    // Rows long enough that E_y and E_z rows, ending on the PEC x faces with
+    // one material between, look up only their ends; E_x rows cross the
+    // block: every way of finding a row's materials is used.
+    let mut j = crate::bench::box_job_pml(50, 10, 0);
+    j.label = "pec box 50".into();
+    let plan = FastPlan::new(&Operator::new(&j).unwrap());
+    let modes = |f: fn(u16) -> bool| plan.e_mat.iter().flatten().any(|&m| f(m));
+    assert!(modes(|m| m < 256) && modes(|m| m != super::plan::MIXED && m & super::plan::WALLS != 0) && modes(|m| m == super::plan::MIXED));
+    check(&j, 2);
 }
 
 #[test]
@@ -200,6 +209,10 @@ fn long_rows_with_cpml_runs_and_masked_tails_match_reference_bits() {
     let mut j = crate::bench::workloads::graded(crate::bench::box_job_pml(23, 10, 7));
     j.label = "graded cpml box 23".into();
     check(&j, 3);
+    // E rows long enough to look up only their ends, which lie in the x layers' runs.
+    let mut j = crate::bench::box_job_pml(49, 10, 6);
+    j.label = "cpml box 49".into();
+    check(&j, 2);
 }
 
 /// A box whose E rows cross `count` dielectrics (one per x cell, cycling),

@@ -27,6 +27,14 @@ const BY_COMPONENT_ROWS: usize = 4;
 /// `e_mat` of a row whose cells have more than one material.
 pub const MIXED: u16 = u16::MAX;
 
+/// `e_mat` flag of a row whose cells but the first and the last have one
+/// material (the low byte): the ends are looked up one by one.
+pub const WALLS: u16 = 0x100;
+
+/// Rows shorter than this look every cell's material up instead (their
+/// vectors nearly all hold an end cell).
+const ENDS_MIN_CELLS: usize = 48;
+
 /// A derivative term along y or z at one position: the inverse spacing and
 /// the CPML coefficients there (`st`: inside the layer, b > 0).
 #[derive(Debug, Clone, Copy, Default)]
@@ -124,7 +132,8 @@ pub struct FastPlan {
     /// E-side derivative term there.
     pub q_h: [Vec<Q>; 3],
     pub q_e: [Vec<Q>; 3],
-    /// Per E component, per padded row: the material index of all its cells, or [`MIXED`].
+    /// Per E component, per padded row: the material index (with [`WALLS`]:
+    /// of all but the end cells) of all its cells, or [`MIXED`].
     pub e_mat: [Vec<u16>; 3],
     /// The material table for the vector lookups.
     pub coefs: Coefs,
@@ -194,8 +203,12 @@ impl FastPlan {
                     }
                     let p0 = op.at(0, j, k);
                     let mats = &op.mat[c][p0..p0 + r[0]];
+                    let n = mats.len();
                     if mats.iter().all(|&m| m == mats[0]) {
                         mats[0] as u16
+                    } else if n >= ENDS_MIN_CELLS && mats[1..n - 1].iter().all(|&m| m == mats[1]) {
+                        // The cells on the x faces (PEC walls) differ from the interior.
+                        WALLS | mats[1] as u16
                     } else {
                         MIXED
                     }

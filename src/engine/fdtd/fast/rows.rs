@@ -11,7 +11,7 @@
 
 use super::super::cpu::{e_range, h_range};
 use super::super::operator::Operator;
-use super::plan::{FastPlan, Q, MIXED};
+use super::plan::{FastPlan, Q, MIXED, WALLS};
 use super::raw::Raw;
 use super::simd::{Coefs, Simd};
 
@@ -132,11 +132,20 @@ unsafe fn h_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const S
     }
 }
 
-/// Material coefficients of a row: one material (`ca`, `cb`) or per cell.
+/// How an E row's material coefficients are found ([`e_seg`]'s `MIX`).
+const UNIFORM: u8 = 0;
+const PER_CELL: u8 = 1;
+const ENDS: u8 = 2;
+
+/// Material coefficients of a row: one material (`ca`, `cb`), per cell, or
+/// one material but at the first and last cells (`ENDS`: `ends`, the
+/// coefficients of cells 0 and `last`).
 #[derive(Clone, Copy)]
 struct Mat<'a> {
     ca: f32,
     cb: f32,
+    ends: [(f32, f32); 2],
+    last: usize,
     cells: *const u8,
     tab: &'a Coefs,
     full_ca: &'a [f32],
@@ -144,13 +153,13 @@ struct Mat<'a> {
 }
 
 /// `e = ca e + cb (t1 - t2)` over flat cells `p0..p1` of a row starting at
-/// flat `x0` (`MIX`: per-cell materials).
+/// flat `x0` (`MIX`: how the materials are found, see [`Mat`]).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: bool>(e: *mut f32, ta: &Term, tb: &Term, mt: &Mat, x0: usize, p0: usize, p1: usize) {
+unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: u8>(e: *mut f32, ta: &Term, tb: &Term, mt: &Mat, x0: usize, p0: usize, p1: usize) {
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn blk<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: bool, const MK: bool>(
+    unsafe fn blk<S: Simd, const AX: bool, const BX: bool, const SA: bool, const SB: bool, const MIX: u8, const MK: bool>(
         e: *mut f32,
         ta: &Term,
         tb: &Term,
@@ -164,7 +173,22 @@ unsafe fn e_seg<S: Simd, const AX: bool, const BX: bool, const SA: bool, const S
     ) {
         let t1 = term::<S, AX, SA, MK>(ta, p, x0, m);
         let t2 = term::<S, BX, SB, MK>(tb, p, x0, m);
-        let (ca, cb) = if MIX { S::coefs(mt.tab, mt.full_ca, mt.full_cb, mt.cells.add(p), n, m) } else { (ca, cb) };
+        let (ca, cb) = match MIX {
+            PER_CELL => S::coefs(mt.tab, mt.full_ca, mt.full_cb, mt.cells.add(p), n, m),
+            ENDS => {
+                // Cells i..i+n of the row: the ends, where in this block, get their own.
+                let i = p - x0;
+                let (mut ca, mut cb) = (ca, cb);
+                if i == 0 {
+                    (ca, cb) = (S::set_lane(ca, 0, mt.ends[0].0), S::set_lane(cb, 0, mt.ends[0].1));
+                }
+                if mt.last >= i && mt.last < i + n {
+                    (ca, cb) = (S::set_lane(ca, mt.last - i, mt.ends[1].0), S::set_lane(cb, mt.last - i, mt.ends[1].1));
+                }
+                (ca, cb)
+            }
+            _ => (ca, cb),
+        };
         let x = ld::<S, MK>(e.add(p), m);
         st::<S, MK>(e.add(p), S::add(S::mul(ca, x), S::mul(cb, S::sub(t1, t2))), m);
     }
@@ -312,7 +336,7 @@ impl<'a, const C: usize, const AX: bool, const BX: bool> ERows<'a, C, AX, BX> {
             e_mat: &plan.e_mat[C],
             ca: &op.ca,
             cb: &op.cb,
-            mt0: Mat { ca: 0.0, cb: 0.0, cells: op.mat[C].as_ptr(), tab: &plan.coefs, full_ca: &op.ca, full_cb: &op.cb },
+            mt0: Mat { ca: 0.0, cb: 0.0, ends: [(0.0, 0.0); 2], last: e_range(op, C)[0] - 1, cells: op.mat[C].as_ptr(), tab: &plan.coefs, full_ca: &op.ca, full_cb: &op.cb },
             d1: op.dims[1],
             s1: op.stride[1],
             s2: op.stride[2],
@@ -335,25 +359,39 @@ impl<'a, const C: usize, const AX: bool, const BX: bool> ERows<'a, C, AX, BX> {
         let (ta, sta) = if AX { (Term::x(&self.xt, hb, hb.wrapping_sub(self.sa), self.pa), false) } else { let q = self.qa.get_unchecked(pos[a]); (Term::q(q, hb, hb.wrapping_sub(self.sa), self.pa), q.st) };
         let (tb, stb) = if BX { (Term::x(&self.xt, ha, ha.wrapping_sub(self.sb), self.pb), false) } else { let q = self.qb.get_unchecked(pos[b]); (Term::q(q, ha, ha.wrapping_sub(self.sb), self.pb), q.st) };
         let m = *self.e_mat.get_unchecked((j + 1) + (k + 1) * self.d1);
-        let mix = m == MIXED;
-        let mt = if mix { self.mt0 } else { Mat { ca: *self.ca.get_unchecked(m as usize), cb: *self.cb.get_unchecked(m as usize), ..self.mt0 } };
+        // SAFETY: the plan's material indices are the table's.
+        let coef = |m: usize| (*self.ca.get_unchecked(m), *self.cb.get_unchecked(m));
+        let (mix, mt) = if m == MIXED {
+            (PER_CELL, self.mt0)
+        } else if m & WALLS != 0 {
+            let (ca, cb) = coef((m & 0xff) as usize);
+            let cells = self.mt0.cells.add(p0);
+            (ENDS, Mat { ca, cb, ends: [coef(*cells as usize), coef(*cells.add(self.mt0.last) as usize)], ..self.mt0 })
+        } else {
+            let (ca, cb) = coef(m as usize);
+            (UNIFORM, Mat { ca, cb, ..self.mt0 })
+        };
         for &(i0, i1, xs) in x_runs(self.runs, &self.whole, AX || BX) {
             let (i0, i1) = (p0 + i0 as usize, p0 + i1 as usize);
             let (fa, fb) = (if AX { xs } else { sta }, if BX { xs } else { stb });
             macro_rules! go {
-                ($fa:literal, $fb:literal, $mix:literal) => {
-                    e_seg::<S, AX, BX, $fa, $fb, $mix>(self.e, &ta, &tb, &mt, p0, i0, i1)
+                ($fa:literal, $fb:literal, $mix:expr) => {
+                    e_seg::<S, AX, BX, $fa, $fb, { $mix }>(self.e, &ta, &tb, &mt, p0, i0, i1)
                 };
             }
             match (fa, fb, mix) {
-                (false, false, false) => go!(false, false, false),
-                (true, false, false) => go!(true, false, false),
-                (false, true, false) => go!(false, true, false),
-                (true, true, false) => go!(true, true, false),
-                (false, false, true) => go!(false, false, true),
-                (true, false, true) => go!(true, false, true),
-                (false, true, true) => go!(false, true, true),
-                (true, true, true) => go!(true, true, true),
+                (false, false, UNIFORM) => go!(false, false, UNIFORM),
+                (true, false, UNIFORM) => go!(true, false, UNIFORM),
+                (false, true, UNIFORM) => go!(false, true, UNIFORM),
+                (true, true, UNIFORM) => go!(true, true, UNIFORM),
+                (false, false, ENDS) => go!(false, false, ENDS),
+                (true, false, ENDS) => go!(true, false, ENDS),
+                (false, true, ENDS) => go!(false, true, ENDS),
+                (true, true, ENDS) => go!(true, true, ENDS),
+                (false, false, _) => go!(false, false, PER_CELL),
+                (true, false, _) => go!(true, false, PER_CELL),
+                (false, true, _) => go!(false, true, PER_CELL),
+                (true, true, _) => go!(true, true, PER_CELL),
             }
         }
     }

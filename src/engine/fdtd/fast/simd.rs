@@ -82,6 +82,8 @@ pub trait Simd {
     unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn sub(a: Self::V, b: Self::V) -> Self::V;
     unsafe fn mul(a: Self::V, b: Self::V) -> Self::V;
+    /// `v` with lane `l` (< W) set to `x`.
+    unsafe fn set_lane(v: Self::V, l: usize, x: f32) -> Self::V;
     /// `(ca[mat[l]], cb[mat[l]])` for the lanes `l < n` (n = W: all).
     unsafe fn coefs(t: &Coefs, full_ca: &[f32], full_cb: &[f32], mat: *const u8, n: usize, m: Self::M) -> (Self::V, Self::V);
 }
@@ -148,6 +150,11 @@ impl Simd for Base {
         std::array::from_fn(|l| a[l] * b[l])
     }
     #[inline(always)]
+    unsafe fn set_lane(mut v: [f32; 4], l: usize, x: f32) -> [f32; 4] {
+        v[l] = x;
+        v
+    }
+    #[inline(always)]
     unsafe fn coefs(_t: &Coefs, full_ca: &[f32], full_cb: &[f32], mat: *const u8, n: usize, _m: usize) -> ([f32; 4], [f32; 4]) {
         fill_coefs::<4>(full_ca, full_cb, mat, n)
     }
@@ -203,6 +210,11 @@ mod x86 {
         #[inline(always)]
         unsafe fn mul(a: __m256, b: __m256) -> __m256 {
             _mm256_mul_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn set_lane(v: __m256, l: usize, x: f32) -> __m256 {
+            let at = _mm256_cmpeq_epi32(_mm256_set1_epi32(l as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            _mm256_blendv_ps(v, _mm256_set1_ps(x), _mm256_castsi256_ps(at))
         }
         #[inline(always)]
         unsafe fn coefs(t: &Coefs, full_ca: &[f32], full_cb: &[f32], mat: *const u8, n: usize, _m: __m256i) -> (__m256, __m256) {
@@ -267,6 +279,10 @@ mod x86 {
         #[inline(always)]
         unsafe fn mul(a: __m512, b: __m512) -> __m512 {
             _mm512_mul_ps(a, b)
+        }
+        #[inline(always)]
+        unsafe fn set_lane(v: __m512, l: usize, x: f32) -> __m512 {
+            _mm512_mask_mov_ps(v, (1u32 << l) as __mmask16, _mm512_set1_ps(x))
         }
         #[inline(always)]
         unsafe fn coefs(t: &Coefs, full_ca: &[f32], full_cb: &[f32], mat: *const u8, n: usize, m: __mmask16) -> (__m512, __m512) {
