@@ -1,7 +1,8 @@
-//! One whole step over the planes: H of plane k, its PMC ghosts, then E of
-//! plane k (which reads H of planes k and k-1 only, while H of plane k reads
-//! E of planes k and k+1 before they change), so the fields stream through
-//! the caches once per step. Large grids: one z slab per thread, run in
+//! One whole step in one pass over the planes, row by row ([`fused`]): at
+//! row (j, k) H of every component, its PMC ghosts, then E, so the fields
+//! stream through the caches once per step and each row's fields are still
+//! in L1 when its E update reads them; quasi-2D grids component by component
+//! over the planes instead. Large grids: one z slab per thread, run in
 //! parallel; the first E plane of every slab but the first waits until all
 //! slabs are done, because it reads the previous slab's last H plane (and
 //! that plane's H update reads it). No thread writes a plane another reads
