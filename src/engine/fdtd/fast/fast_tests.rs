@@ -279,3 +279,18 @@ fn irregular_x_cpml_steps_with_the_reference() {
     assert!(!regular.reference);
 }
 
+
+#[test]
+fn pmc_ghosts_of_rows_without_updates_match_reference_bits() {
+    // PMC faces beside PEC ones: rows on the PEC faces update no component,
+    // yet their H ghosts on the PMC faces are mirrored as in the reference.
+    for (bnd, pml) in [
+        ([[Boundary::Pmc; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]], [[0, 0], [0, 0], [3, 3]]),
+        ([[Boundary::Absorbing; 2], [Boundary::Pmc; 2], [Boundary::Pec; 2]], [[4, 3], [0, 0], [0, 0]]),
+        ([[Boundary::Pec; 2], [Boundary::Pec, Boundary::Pmc], [Boundary::Pmc, Boundary::Pec]], [[0, 0], [0, 0], [0, 0]]),
+    ] {
+        let mut j = empty_job([12, 9, 10], [1e-3; 3], bnd, pml, (1e9, 10e9));
+        j.label = format!("pmc/pec {bnd:?}");
+        check(&j, 3);
+    }
+}

@@ -103,6 +103,24 @@ unsafe fn e_only(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
     }
 }
 
+/// The PMC ghosts of plane k's rows that update no component (their H stays
+/// as it is during the step, so their ghosts can be mirrored before the
+/// others; none of them is read by this step, but the reference writes
+/// them all).
+///
+/// # Safety
+/// As [`pmc_row`] for those rows.
+unsafe fn idle_ghosts(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+    let mut listed = plan.rows.plane(k).iter().map(|r| r.0 as usize).peekable();
+    for j in 0..op.dims[1] - 1 {
+        if listed.peek() == Some(&j) {
+            listed.next();
+        } else {
+            pmc_row(op, raw, j, k);
+        }
+    }
+}
+
 /// The passes of one level: row-fused ([`fused`]) or component by
 /// component over the planes (for grids with few rows per plane, where each
 /// component's row set-up then stays in registers from plane to plane), and
@@ -152,8 +170,8 @@ macro_rules! level {
                 $m::h2(op, plan, raw, k0, k1);
                 if plan.pmc {
                     for k in k0..k1 {
-                        for &(j, _) in plan.rows.plane(k) {
-                            pmc_row(op, raw, j as usize, k);
+                        for j in 0..op.dims[1] - 1 {
+                            pmc_row(op, raw, j, k);
                         }
                     }
                 }
@@ -164,6 +182,9 @@ macro_rules! level {
             }
             for k in k0..k1 {
                 let with_e = k >= e0;
+                if plan.pmc {
+                    idle_ghosts(op, plan, raw, k);
+                }
                 for &(j, m) in plan.rows.plane(k) {
                     let j = j as usize;
                     if m & 1 != 0 {
