@@ -25,11 +25,15 @@ const LONG: Duration = Duration::from_secs(40);
 fn sigterm_and_sighup_finish_the_generation_and_resume_exactly() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_str().unwrap();
-    // Generations of a second or more, so a signal lands inside one.
-    let design = fixture(tmp.path(), "sig", "Ga(population: 48, generations: 3, seed: 9, stop: (target: None, stagnation: None))");
+    // Generations long enough that a signal lands inside one (the fast CPU
+    // stepper evaluates the fixture at ~500 designs/s on 2 cores: ~1 s each).
+    let design = fixture(tmp.path(), "sig", "Ga(population: 480, generations: 3, seed: 9, stop: (target: None, stagnation: None))");
     let design = design.to_str().unwrap();
+    let t = Instant::now();
     let (ok, text) = emvolve(&["run", design, "--backend", "cpu", "--quiet", "--runs-dir", root, "--name", "reference"]);
     assert!(ok, "{text}");
+    // Into the next generation's batch: a third of a generation of the reference (4 of them), at most 300 ms.
+    let into = (t.elapsed() / 12).clamp(Duration::from_millis(20), Duration::from_millis(300));
     let gen_of = |l: &str| l.strip_prefix("gen ")?.split('/').next()?.parse::<usize>().ok();
     for sig in ["TERM", "HUP"] {
         let name = format!("stopped-{sig}");
@@ -37,8 +41,7 @@ fn sigterm_and_sighup_finish_the_generation_and_resume_exactly() {
         let r = spawn(&["run", design, "--backend", "cpu", "--quiet", "--runs-dir", root, "--name", &name]);
         let mut seen = vec![];
         r.wait_for("gen 0/3", LONG, &mut seen);
-        // Into the next generation's batch.
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(into);
         let sent = Instant::now();
         r.signal(sig);
         let (status, out, err) = r.finish_timed();
@@ -73,7 +76,7 @@ fn a_second_signal_stops_at_once_and_the_run_stays_resumable() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_str().unwrap();
     // Generation 0 (which always runs) lasts a second or more: both signals land in it.
-    let design = fixture(tmp.path(), "twice", "Ga(population: 48, generations: 1, seed: 2, stop: (target: None, stagnation: None))");
+    let design = fixture(tmp.path(), "twice", "Ga(population: 480, generations: 1, seed: 2, stop: (target: None, stagnation: None))");
     let r = spawn(&["run", design.to_str().unwrap(), "--backend", "cpu", "--quiet", "--runs-dir", root]);
     let mut seen = vec![];
     r.wait_for("starting:", LONG, &mut seen);
@@ -99,7 +102,8 @@ fn a_second_signal_stops_at_once_and_the_run_stays_resumable() {
 fn a_run_killed_in_generation_zero_starts_over_on_resume() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().to_str().unwrap();
-    let design = fixture(tmp.path(), "zero", "Ga(population: 24, generations: 1, seed: 4, stop: (target: None, stagnation: None))");
+    // Generation 0 long enough (~0.5 s) that the kill lands in it.
+    let design = fixture(tmp.path(), "zero", "Ga(population: 240, generations: 1, seed: 4, stop: (target: None, stagnation: None))");
     let mut r = spawn(&["run", design.to_str().unwrap(), "--backend", "cpu", "--quiet", "--runs-dir", root]);
     let mut seen = vec![];
     r.wait_for("starting:", LONG, &mut seen);

@@ -346,37 +346,75 @@ pub fn fdtd_sample_ports(op: &Operator, f: &Fields, traces: &mut [PortTrace]) {
 /// Electromagnetic energy (up to a constant volume), in f64: every sample
 /// weighted by the volume of its own (dual) cell relative to the first cells'
 /// (a weight of exactly 1 on a uniform mesh).
+///
+/// Each plane's samples are summed in flat order, the planes' sums by rayon
+/// as before (bit for bit the same energy). Samples that are zero
+/// (±0.0) are left out: each would add +0.0 to a sum that is ±0.0 or
+/// positive, which changes nothing but the sign of an all-zero plane's sum,
+/// and that vanishes in the total. So rows of zeros (PEC, ghosts, the idle
+/// components of a 2.5D design) cost one vector test each.
 pub fn fdtd_energy(op: &Operator, f: &Fields) -> f64 {
     let (s2, d0) = (op.stride[2], op.dims[0]);
-    // The relative volume of the sample at padded (q0, q1, q2): its own axis
-    // `own` takes `along`, the two others `across`.
-    let weight = |own: usize, along: &[Vec<f32>; 3], across: &[Vec<f32>; 3], q: [usize; 3]| -> f64 {
-        (0..3).map(|x| if x == own { along[x][q[x]] } else { across[x][q[x]] } as f64).product::<f64>()
-    };
     let mut tot = 0.0;
     for c in 0..3 {
+        // The relative volume of a sample of an own-axis-c array: `along` on
+        // axis c, `across` on the others; (w_x w_y) w_z as the product of the three.
+        let axes = |along: &[Vec<f32>; 3], across: &[Vec<f32>; 3]| -> [Vec<f64>; 3] { std::array::from_fn(|x| if x == c { &along[x] } else { &across[x] }.iter().map(|&w| w as f64).collect()) };
+        let we = axes(&op.rel_h, &op.rel_e);
+        let wh = axes(&op.rel_e, &op.rel_h);
         let (e, m) = (&f.e[c], &op.mat[c]);
-        tot += e
-            .par_chunks(s2)
-            .zip(m.par_chunks(s2))
-            .enumerate()
-            .map(|(kz, (ee, mm))| {
-                ee.iter()
-                    .zip(mm)
-                    .enumerate()
-                    .map(|(l, (&x, &k))| op.eps[k as usize] as f64 * (x as f64) * (x as f64) * weight(c, &op.rel_h, &op.rel_e, [l % d0, l / d0, kz]))
-                    .sum::<f64>()
+        let e_plane = |kz: usize| -> f64 {
+            let (ee, mm) = (&e[kz * s2..(kz + 1) * s2], &m[kz * s2..(kz + 1) * s2]);
+            nonzero_rows(ee, d0, |mut s, j, i0, r| {
+                let (wy, wz) = (we[1][j], we[2][kz]);
+                let (w0, mr) = (&we[0][..r.len()], &mm[i0..i0 + r.len()]);
+                for ((&x, &k), &wx) in r.iter().zip(mr).zip(w0) {
+                    if x != 0.0 {
+                        s += op.eps[k as usize] as f64 * (x as f64) * (x as f64) * (wx * wy * wz);
+                    }
+                }
+                s
             })
-            .sum::<f64>()
-            * EPS0;
-        tot += f.h[c]
-            .par_chunks(s2)
-            .enumerate()
-            .map(|(kz, hh)| hh.iter().enumerate().map(|(l, &x)| (x as f64) * (x as f64) * weight(c, &op.rel_e, &op.rel_h, [l % d0, l / d0, kz])).sum::<f64>())
-            .sum::<f64>()
-            * MU0;
+        };
+        tot += sum_planes(op, e_plane) * EPS0;
+        let h = &f.h[c];
+        let h_plane = |kz: usize| -> f64 {
+            nonzero_rows(&h[kz * s2..(kz + 1) * s2], d0, |mut s, j, _, r| {
+                let (wy, wz) = (wh[1][j], wh[2][kz]);
+                for (&x, &wx) in r.iter().zip(&wh[0][..r.len()]) {
+                    if x != 0.0 {
+                        s += (x as f64) * (x as f64) * (wx * wy * wz);
+                    }
+                }
+                s
+            })
+        };
+        tot += sum_planes(op, h_plane) * MU0;
     }
     tot
+}
+
+/// The in-order sum of a plane's nonzero samples (`v`, rows of `row`),
+/// starting at -0.0 as `Iterator::sum`: per row with any sample not ±0.0
+/// (NaN and infinities count), `row_sum(s, j, first flat index, samples)`
+/// adds the row's nonzero terms one by one to the running sum s.
+#[inline(always)]
+fn nonzero_rows(v: &[f32], row: usize, row_sum: impl Fn(f64, usize, usize, &[f32]) -> f64) -> f64 {
+    let mut s = -0.0f64;
+    for (j, r) in v.chunks_exact(row).enumerate() {
+        // The bits without the sign.
+        if r.iter().fold(0u32, |a, &x| a | (x.to_bits() << 1)) != 0 {
+            s = row_sum(s, j, j * row, r);
+        }
+    }
+    s
+}
+
+/// `plane(kz)` over every array plane, summed by rayon as the planes of the
+/// arrays always were (`par_chunks(plane).map(..).sum()`: the same length,
+/// so the same split points and the same additions).
+fn sum_planes(op: &Operator, plane: impl Fn(usize) -> f64 + Sync) -> f64 {
+    (0..op.dims[2]).into_par_iter().map(|kz| plane(kz)).sum::<f64>()
 }
 
 /// Where the first non-finite value is, for the error message.

@@ -16,14 +16,7 @@ use crate::job::{PortTrace, Pulse};
 #[allow(clippy::too_many_arguments)]
 pub fn advance(op: &Operator, plan: &FastPlan, f: &mut Fields, drive: usize, pulse: &Pulse, n: usize, k: usize, traces: &mut [PortTrace], dfts: &mut [FieldDftMonitor]) {
     match &plan.wave {
-        Some(w) if dfts.is_empty() => {
-            let mut s = n;
-            while s < n + k {
-                let c = w.steps.min(n + k - s);
-                wave::block(op, plan, w, f, drive, pulse, s, c, traces);
-                s += c;
-            }
-        }
+        Some(w) if dfts.is_empty() => wave::run(op, plan, w, f, drive, pulse, n, k, traces),
         _ => {
             for s in n..n + k {
                 step(op, plan, f);

@@ -63,8 +63,9 @@ fn same_bits(a: &Fields, b: &Fields) -> Result<(), String> {
 fn check(job: &SimJob, steps: usize) {
     let op = Operator::new(job).unwrap();
     for level in Level::available() {
-        for threads in [1, 2, 3, 5] {
-            let plan = FastPlan::with(&op, threads, level, 0);
+        for (threads, by_component) in [(1, false), (1, true), (2, false), (3, true), (5, false)] {
+            let mut plan = FastPlan::with(&op, threads, level, 0);
+            plan.by_component = by_component;
             let mut r = random_fields(&op, 0x5eed + threads as u64);
             let mut f = random_fields(&op, 0x5eed + threads as u64);
             for s in 0..steps {
@@ -73,7 +74,7 @@ fn check(job: &SimJob, steps: usize) {
                 step(&op, &plan, &mut f);
                 cpu::fdtd_inject(&op, &mut f, job.drive, job.pulse.value((s as f64 + 0.5) * op.dt));
                 if let Err(e) = same_bits(&r, &f) {
-                    panic!("{}: {level:?}, {} slabs, step {s}: {e}", job.label, plan.slabs.len());
+                    panic!("{}: {level:?}, {} slabs, by component {by_component}, step {s}: {e}", job.label, plan.slabs.len());
                 }
             }
         }
@@ -149,6 +150,15 @@ fn pec_box_with_dielectric_block_matches_reference_bits() {
     let mut j = crate::bench::box_job_pml(14, 10, 0);
     j.label = "pec box".into();
     check(&j, 4);
+    // Rows long enough that E_y and E_z rows, ending on the PEC x faces with
+    // one material between, look up only their ends; E_x rows cross the
+    // block: every way of finding a row's materials is used.
+    let mut j = crate::bench::box_job_pml(50, 10, 0);
+    j.label = "pec box 50".into();
+    let plan = FastPlan::new(&Operator::new(&j).unwrap());
+    let modes = |f: fn(u16) -> bool| plan.e_mat.iter().flatten().any(|&m| f(m));
+    assert!(modes(|m| m < 256) && modes(|m| m != super::plan::MIXED && m & super::plan::WALLS != 0) && modes(|m| m == super::plan::MIXED));
+    check(&j, 2);
 }
 
 #[test]
@@ -187,4 +197,100 @@ fn waveguide_ports_on_graded_cells_match_reference_bits() {
     j.mesh = Mesh::from_lines([x, j.mesh.lines(1).to_vec(), j.mesh.lines(2).to_vec()]).unwrap();
     j.label = "wr28 guide".into();
     check(&j, 3);
+}
+
+#[test]
+fn long_rows_with_cpml_runs_and_masked_tails_match_reference_bits() {
+    // Rows of 37-38 cells: full vectors, masked tails of every length class,
+    // x runs of 5 stretched cells at each end beside 27-28 plain ones.
+    let mut j = crate::bench::box_job_pml(37, 10, 5);
+    j.label = "cpml box 37".into();
+    check(&j, 3);
+    let mut j = crate::bench::workloads::graded(crate::bench::box_job_pml(23, 10, 7));
+    j.label = "graded cpml box 23".into();
+    check(&j, 3);
+    // E rows long enough to look up only their ends, which lie in the x layers' runs.
+    let mut j = crate::bench::box_job_pml(49, 10, 6);
+    j.label = "cpml box 49".into();
+    check(&j, 2);
+}
+
+/// A box whose E rows cross `count` dielectrics (one per x cell, cycling),
+/// so the per-cell material lookups run with tables of every size class.
+fn many_materials(count: usize) -> SimJob {
+    let n = 21;
+    let mut j = crate::bench::box_job_pml(n, 10, 3);
+    j.materials.truncate(1);
+    for m in 0..count {
+        j.materials.push(Material { name: format!("d{m}"), eps_r: 1.5 + 0.1 * m as f64, sigma: 0.001 * m as f64, mu_r: 1.0, pec: m % 7 == 3 });
+    }
+    let mut mat = vec![0u8; j.mesh.cells()];
+    for k in 4..17 {
+        for jj in 2..19 {
+            for i in 0..n {
+                mat[j.mesh.idx(i, jj, k)] = if jj == 9 { 0 } else { 1 + (i % count) as u8 };
+            }
+        }
+    }
+    j.cell_mat = mat.into();
+    j.label = format!("{count} materials");
+    j
+}
+
+#[test]
+fn rows_of_many_materials_match_reference_bits() {
+    // Tables of < 8, 8-16, 16-32 and > 32 entries (edge averages add more).
+    for count in [3, 6, 12, 40] {
+        let j = many_materials(count);
+        let op = Operator::new(&j).unwrap();
+        assert!(op.ca.len() > count, "{}: {} table entries", j.label, op.ca.len());
+        check(&j, 3);
+    }
+}
+
+#[test]
+fn shipped_iris_filter_on_one_y_cell_matches_reference_bits() {
+    // The GA's workload: 2.5D (one cell along y), graded x rows, CPML along z, TE10 ports.
+    let d = crate::bench::workloads::shipped_iris_filter().unwrap();
+    let mut j = d.jobs(&d.midpoint_values(), &[0], None).unwrap().remove(0);
+    j.label = "iris filter".into();
+    check(&j, 3);
+}
+
+#[test]
+fn irregular_x_cpml_steps_with_the_reference() {
+    // A stretched cell between unstretched ones: the plan's runs would not be
+    // the reference's split, so the plan falls back to the reference step.
+    let j = crate::bench::box_job_pml(16, 10, 4);
+    let mut op = Operator::new(&j).unwrap();
+    let cp = op.pml[0].as_mut().unwrap();
+    cp.e_b[8] = 0.5;
+    cp.e_c[8] = -0.25;
+    let plan = FastPlan::with(&op, 1, Level::detect(), 0);
+    assert!(plan.reference);
+    let mut r = random_fields(&op, 9);
+    let mut f = random_fields(&op, 9);
+    for _ in 0..3 {
+        cpu::fdtd_step(&op, &mut r);
+        step(&op, &plan, &mut f);
+    }
+    same_bits(&r, &f).unwrap();
+    let regular = FastPlan::with(&Operator::new(&j).unwrap(), 1, Level::detect(), 0);
+    assert!(!regular.reference);
+}
+
+
+#[test]
+fn pmc_ghosts_of_rows_without_updates_match_reference_bits() {
+    // PMC faces beside PEC ones: rows on the PEC faces update no component,
+    // yet their H ghosts on the PMC faces are mirrored as in the reference.
+    for (bnd, pml) in [
+        ([[Boundary::Pmc; 2], [Boundary::Pec; 2], [Boundary::Absorbing; 2]], [[0, 0], [0, 0], [3, 3]]),
+        ([[Boundary::Absorbing; 2], [Boundary::Pmc; 2], [Boundary::Pec; 2]], [[4, 3], [0, 0], [0, 0]]),
+        ([[Boundary::Pec; 2], [Boundary::Pec, Boundary::Pmc], [Boundary::Pmc, Boundary::Pec]], [[0, 0], [0, 0], [0, 0]]),
+    ] {
+        let mut j = empty_job([12, 9, 10], [1e-3; 3], bnd, pml, (1e9, 10e9));
+        j.label = format!("pmc/pec {bnd:?}");
+        check(&j, 3);
+    }
 }

@@ -1,10 +1,11 @@
-//! What the fast stepper computes once per operator: per row its CPML-free
-//! span (H and E side), the runs of one material along each E row, the z
-//! slabs of the threads and the instruction set of the vector loops.
+//! What the fast stepper computes once per operator: the x runs of the rows
+//! (where the x term is CPML-stretched), the material of each E row (one, or
+//! per cell), the material table for the vector lookups, the z slabs of the
+//! threads and the instruction set of the vector loops.
 
-use super::super::cpu::{e_range, h_range, plain_span};
+use super::super::cpu::{e_range, h_range};
 use super::super::operator::Operator;
-use super::lanes::Level;
+use super::simd::{Coefs, Level};
 use super::wave::Wave;
 
 /// Grids smaller than this are stepped on one thread (as in the reference):
@@ -19,25 +20,133 @@ const WAVE_MIN_BYTES: usize = 8 << 20;
 /// Steps per thread in one wavefront block.
 const WAVE_STEPS: usize = 4;
 
-/// Cells `lo..hi` of a row share the coefficient-table index `m`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Run {
-    pub lo: u32,
-    pub hi: u32,
-    pub m: u8,
+/// Fewer row sets (rows with any component) per plane than this: step
+/// component by component.
+const BY_COMPONENT_ROWS: usize = 4;
+
+/// `e_mat` of a row whose cells have more than one material.
+pub const MIXED: u16 = u16::MAX;
+
+/// `e_mat` flag of a row whose cells but the first and the last have one
+/// material (the low byte): the ends are looked up one by one.
+pub const WALLS: u16 = 0x100;
+
+/// Rows shorter than this look every cell's material up instead (their
+/// vectors nearly all hold an end cell).
+const ENDS_MIN_CELLS: usize = 48;
+
+/// A derivative term along y or z at one position: the inverse spacing and
+/// the CPML coefficients there (`st`: inside the layer, b > 0).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Q {
+    pub inv: f32,
+    pub b: f32,
+    pub c: f32,
+    pub k: f32,
+    pub st: bool,
+}
+
+/// The rows (j) of each plane the sweep visits, with the components it
+/// updates there: bits 0-2 H_x..H_z, bits 3-5 E_x..E_z (`op.h_rows` /
+/// `e_rows` within each component's range).
+#[derive(Debug, Clone, Default)]
+pub struct Rows {
+    jm: Vec<(u16, u8)>,
+    /// Plane k's rows are `jm[at[k]..at[k + 1]]`.
+    at: Vec<u32>,
+}
+
+impl Rows {
+    fn new(op: &Operator) -> Rows {
+        let (hr, er) = ([0, 1, 2].map(|c| h_range(op, c)), [0, 1, 2].map(|c| e_range(op, c)));
+        let mut rows = Rows { jm: vec![], at: vec![0] };
+        for k in 0..op.dims[2] {
+            for j in 0..op.dims[1] {
+                let row = (j + 1) + (k + 1) * op.dims[1];
+                let mut m = 0u8;
+                for c in 0..3 {
+                    if j < hr[c][1] && k < hr[c][2] && op.h_rows[c][row] {
+                        m |= 1 << c;
+                    }
+                    if j < er[c][1] && k < er[c][2] && op.e_rows[c][row] {
+                        m |= 8 << c;
+                    }
+                }
+                if m != 0 {
+                    rows.jm.push((j as u16, m));
+                }
+            }
+            rows.at.push(rows.jm.len() as u32);
+        }
+        rows
+    }
+
+    /// The rows on plane k (none beyond the grid).
+    #[inline(always)]
+    pub fn plane(&self, k: usize) -> &[(u16, u8)] {
+        let last = self.at.len() - 1;
+        let (a, b) = (self.at[k.min(last)], self.at[(k + 1).min(last)]);
+        &self.jm[a as usize..b as usize]
+    }
+}
+
+/// The rows (j, k) of one component, in plane order (for the passes that
+/// update one component at a time).
+#[derive(Debug, Clone, Default)]
+pub struct CompRows {
+    jk: Vec<(u16, u16)>,
+    /// Plane k's rows are `jk[at[k]..at[k + 1]]`.
+    at: Vec<u32>,
+}
+
+impl CompRows {
+    /// Component `bit`'s rows in `rows`.
+    fn new(rows: &Rows, bit: u8) -> CompRows {
+        let mut c = CompRows { jk: vec![], at: vec![0] };
+        for k in 0..rows.at.len() - 1 {
+            c.jk.extend(rows.plane(k).iter().filter(|r| r.1 & bit != 0).map(|r| (r.0, k as u16)));
+            c.at.push(c.jk.len() as u32);
+        }
+        c
+    }
+
+    /// The rows on planes k0..k1.
+    #[inline(always)]
+    pub fn planes(&self, k0: usize, k1: usize) -> &[(u16, u16)] {
+        let last = self.at.len() - 1;
+        &self.jk[self.at[k0.min(last)] as usize..self.at[k1.min(last)] as usize]
+    }
 }
 
 /// The fast stepper's tables for one operator.
 #[derive(Debug, Clone)]
 pub struct FastPlan {
-    /// Per component, per padded row (flat index / row stride): the span
-    /// `lo..hi` of the row where no derivative axis is in a CPML.
-    pub h_span: [Vec<(u32, u32)>; 3],
-    pub e_span: [Vec<(u32, u32)>; 3],
-    /// Per E component: the material runs of every row, row r's at
-    /// `runs[c][run_at[c][r]..run_at[c][r + 1]]`.
-    pub runs: [Vec<Run>; 3],
-    pub run_at: [Vec<u32>; 3],
+    /// Per component with a derivative along x (1 and 2), H and E side: the
+    /// row's cells cut where the x term's CPML stretching starts or stops
+    /// (`lo, hi, stretched`); the same for every row. Empty for component 0.
+    pub h_xruns: [Vec<(u32, u32, bool)>; 3],
+    pub e_xruns: [Vec<(u32, u32, bool)>; 3],
+    /// The rows to update, plane by plane.
+    pub rows: Rows,
+    /// Per axis (y and z; x empty), per logical position: the H-side and
+    /// E-side derivative term there.
+    pub q_h: [Vec<Q>; 3],
+    pub q_e: [Vec<Q>; 3],
+    /// Per E component, per padded row: the material index (with [`WALLS`]:
+    /// of all but the end cells) of all its cells, or [`MIXED`].
+    pub e_mat: [Vec<u16>; 3],
+    /// The material table for the vector lookups.
+    pub coefs: Coefs,
+    /// The operator's x CPML is not a layer at each end (the reference's
+    /// split of the rows would differ from the runs): step with the reference.
+    pub reference: bool,
+    /// Some face is PMC (the sweep mirrors its ghosts row by row).
+    pub pmc: bool,
+    /// Few rows per plane (quasi-2D designs): a pass updates each component
+    /// over all its planes in turn instead of row by row (see `sweep.rs`),
+    /// from these lists (H_x..H_z, E_x..E_z).
+    pub by_component: bool,
+    pub comp_rows: [CompRows; 6],
     /// The z ranges of sweep planes (0..=nz) each thread takes; one for small grids.
     pub slabs: Vec<std::ops::Range<usize>>,
     pub level: Level,
@@ -58,51 +167,83 @@ impl FastPlan {
     /// thread in a wavefront block (0: one sweep per step).
     pub fn with(op: &Operator, threads: usize, level: Level, wave: usize) -> FastPlan {
         let rows = op.dims[1] * op.dims[2];
-        let span = |c: usize, e_side: bool| {
-            let r = if e_side { e_range(op, c) } else { h_range(op, c) };
-            let axes = [(c + 1) % 3, (c + 2) % 3];
-            let mut v = vec![(0u32, 0u32); rows];
-            for k in 0..r[2] {
-                for j in 0..r[1] {
-                    let (lo, hi) = plain_span(op, axes, j, k, r[0], e_side);
-                    v[op.at(0, j as isize, k as isize) / op.stride[1]] = (lo as u32, hi as u32);
+        // The x runs: cells where the x CPML stretches (b > 0) and where not.
+        let mut reference = false;
+        let mut xruns = |len: usize, e_side: bool| -> Vec<(u32, u32, bool)> {
+            let Some(cp) = &op.pml[0] else { return vec![(0, len as u32, false)] };
+            let b = if e_side { &cp.e_b } else { &cp.h_b };
+            let inside = |i: usize| b[i] > 0.0;
+            let mut v: Vec<(u32, u32, bool)> = vec![];
+            for i in 0..len {
+                match v.last_mut() {
+                    Some(r) if r.2 == inside(i) => r.1 = i as u32 + 1,
+                    _ => v.push((i as u32, i as u32 + 1, inside(i))),
+                }
+            }
+            // The reference updates the cells between the layers without
+            // looking at b: the runs agree with it only when no stretched
+            // cell lies between two unstretched ones.
+            let plain: Vec<usize> = (0..len).filter(|&i| !inside(i)).collect();
+            if let (Some(&lo), Some(&hi)) = (plain.first(), plain.last()) {
+                if (lo..hi).any(inside) {
+                    reference = true;
                 }
             }
             v
         };
-        let h_span = [0, 1, 2].map(|c| span(c, false));
-        let e_span = [0, 1, 2].map(|c| span(c, true));
-        let mut runs: [Vec<Run>; 3] = Default::default();
-        let mut run_at: [Vec<u32>; 3] = Default::default();
-        for c in 0..3 {
+        let h_xruns = [0, 1, 2].map(|c| if c == 0 { vec![] } else { xruns(h_range(op, c)[0], false) });
+        let e_xruns = [0, 1, 2].map(|c| if c == 0 { vec![] } else { xruns(e_range(op, c)[0], true) });
+        let e_mat = [0, 1, 2].map(|c| {
             let r = e_range(op, c);
-            run_at[c].push(0);
-            for row in 0..rows {
-                let (j, k) = ((row % op.dims[1]) as isize - 1, (row / op.dims[1]) as isize - 1);
-                if (0..r[1] as isize).contains(&j) && (0..r[2] as isize).contains(&k) {
+            (0..rows)
+                .map(|row| {
+                    let (j, k) = ((row % op.dims[1]) as isize - 1, (row / op.dims[1]) as isize - 1);
+                    if !((0..r[1] as isize).contains(&j) && (0..r[2] as isize).contains(&k)) {
+                        return MIXED;
+                    }
                     let p0 = op.at(0, j, k);
                     let mats = &op.mat[c][p0..p0 + r[0]];
-                    let mut lo = 0;
-                    for i in 1..=r[0] {
-                        if i == r[0] || mats[i] != mats[lo] {
-                            runs[c].push(Run { lo: lo as u32, hi: i as u32, m: mats[lo] });
-                            lo = i;
+                    let n = mats.len();
+                    if mats.iter().all(|&m| m == mats[0]) {
+                        mats[0] as u16
+                    } else if n >= ENDS_MIN_CELLS && mats[1..n - 1].iter().all(|&m| m == mats[1]) {
+                        // The cells on the x faces (PEC walls) differ from the interior.
+                        WALLS | mats[1] as u16
+                    } else {
+                        MIXED
+                    }
+                })
+                .collect()
+        });
+        let rows_list = Rows::new(op);
+        let by_component = rows_list.jm.len() < BY_COMPONENT_ROWS * op.dims[2];
+        let comp_rows = std::array::from_fn(|c| CompRows::new(&rows_list, 1 << c));
+        let q = |ax: usize, e_side: bool| -> Vec<Q> {
+            if ax == 0 {
+                return vec![];
+            }
+            let inv = if e_side { &op.inv_e[ax] } else { &op.inv_h[ax] };
+            (0..=op.n[ax])
+                .map(|pos| {
+                    let mut q = Q { inv: inv[pos + 1], ..Q::default() };
+                    if let Some(cp) = &op.pml[ax] {
+                        let (b, c, k) = if e_side { (&cp.e_b, &cp.e_c, &cp.e_kinv) } else { (&cp.h_b, &cp.h_c, &cp.h_kinv) };
+                        if pos < b.len() {
+                            (q.b, q.c, q.k) = (b[pos], c[pos], k[pos]);
+                            q.st = q.b > 0.0;
                         }
                     }
-                }
-                run_at[c].push(runs[c].len() as u32);
-            }
-        }
+                    q
+                })
+                .collect()
+        };
+        let q_h = [0, 1, 2].map(|ax| q(ax, false));
+        let q_e = [0, 1, 2].map(|ax| q(ax, true));
         let planes = op.n[2] + 1;
         let t = threads.clamp(1, (planes / 2).max(1));
         let slabs = (0..t).map(|s| s * planes / t..(s + 1) * planes / t).collect();
-        let wave = (wave > 0).then(|| Wave::new(op, wave, threads));
-        FastPlan { h_span, e_span, runs, run_at, slabs, level, wave }
-    }
-
-    /// The material runs of E component `c` on padded row `row`.
-    #[inline(always)]
-    pub fn runs_of(&self, c: usize, row: usize) -> &[Run] {
-        &self.runs[c][self.run_at[c][row] as usize..self.run_at[c][row + 1] as usize]
+        let wave = (wave > 0 && !reference).then(|| Wave::new(op, wave, threads));
+        let pmc = op.pmc.iter().flatten().any(|&p| p);
+        FastPlan { h_xruns, e_xruns, rows: rows_list, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, by_component, comp_rows, slabs, level, wave }
     }
 }

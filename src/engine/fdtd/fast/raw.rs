@@ -29,34 +29,3 @@ impl Raw {
         }
     }
 }
-
-/// `n` values from `p` (read).
-///
-/// # Safety
-/// `p..p+n` lies in one array and no other thread writes it meanwhile.
-#[inline(always)]
-pub unsafe fn run<'a>(p: *const f32, n: usize) -> &'a [f32] {
-    std::slice::from_raw_parts(p, n)
-}
-
-/// `n` values from `p` (written).
-///
-/// # Safety
-/// As [`run`], and nothing else reads or writes them meanwhile.
-#[inline(always)]
-pub unsafe fn run_mut<'a>(p: *mut f32, n: usize) -> &'a mut [f32] {
-    std::slice::from_raw_parts_mut(p, n)
-}
-
-/// The CPML memory at `p`, or none where the array is empty.
-///
-/// # Safety
-/// `base` is null or an array longer than `p` that only this thread touches at `p`.
-#[inline(always)]
-pub unsafe fn psi_at<'a>(base: *mut f32, p: usize) -> Option<&'a mut f32> {
-    if base.is_null() {
-        None
-    } else {
-        Some(&mut *base.add(p))
-    }
-}
