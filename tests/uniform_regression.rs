@@ -95,7 +95,11 @@ fn iris_filter_fdtd_is_unchanged() {
 fn iris_filter_tlm_is_unchanged() {
     let d = design("wr28_iris_filter.ron");
     let mid = d.midpoint_values();
-    check("iris tlm2d", digest(&d, &mid, &[0], Some(EngineKind::Tlm2d), None), &["11840 decay c0491f0edac9e547"], "c87ef18395fd44f7df1b777ce0f5f9ac");
+    // The modal guide ends' convolution sums in 16 partial sums since the TLM CPU
+    // speed-up (common::history_dot; before: c0491f0edac9e547, c87ef183...): with the
+    // serial sum the new run loops gave the old digest exactly; the new order moves
+    // the f32 pulses by rounding only (S within 1.4e-8, V within 2e-8 of 1.3).
+    check("iris tlm2d", digest(&d, &mid, &[0], Some(EngineKind::Tlm2d), None), &["11840 decay c0491f0efe5055ed"], "a253399190a18ad119aaa15b5c3a8134");
     // The one stop rule (engine::stop) checks the energy at the step cap too, as
     // FDTD always did; the TLM engines used to report the decay of their last
     // 64-step check (2944: c02ad0817d85d196, -13.41 dB). Only that number moved:
