@@ -48,6 +48,7 @@ mod cpu_batch;
 pub(crate) mod pack;
 pub mod scn;
 mod scn_node;
+mod scn_runs;
 pub mod shunt2d;
 #[cfg(test)]
 pub(crate) mod spectrum;

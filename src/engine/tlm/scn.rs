@@ -17,19 +17,22 @@ use rayon::prelude::*;
 
 use super::common::{self, check_job, gamma, modal_port, pad_sigmas, Lattice, ModalEnd, WgPort};
 use super::pack::{scale_traces, check_kinds, PackEnd, PackLumped, PackSpecial, PackWg, TlmPack, COEF3, META_KIND_SHIFT};
-use super::scn_node::{link, pol_of, scatter_loaded, scatter_plain, shunt_sum, stub_energy, Coef, E_LINKS};
+#[cfg(test)]
+use super::scn_node::scatter_plain;
+use super::scn_node::{link, pol_of, scatter_loaded, shunt_sum, stub_energy, Coef, E_LINKS};
+use super::scn_runs::{node_runs, sweep_plane_runs, Run};
 use crate::consts::{C0, ETA0};
 use crate::engine::StepWatch;
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
 
-const DEAD: u16 = 1 << 12;
-const SPECIAL: u16 = 1 << 13;
+pub(super) const DEAD: u16 = 1 << 12;
+pub(super) const SPECIAL: u16 = 1 << 13;
 /// Face bit f (= 2*axis + side): the link pair on that face is reflected, not connected.
-const fn face_bit(f: usize) -> u16 {
+pub(super) const fn face_bit(f: usize) -> u16 {
     1 << f
 }
 /// Override bit of face f: the reflection is -1 (PEC neighbour or sheet).
-const fn short_bit(f: usize) -> u16 {
+pub(super) const fn short_bit(f: usize) -> u16 {
     1 << (6 + f)
 }
 
@@ -42,6 +45,9 @@ pub(crate) struct Geo {
     pub coefs: Vec<Coef>,
     /// Whether any node has stubs or loss (else the stub arrays are empty).
     pub loaded: bool,
+    /// The stepped nodes in runs of alike ones ([`scn_runs`]); rebuilt once the
+    /// ports have flagged theirs special.
+    pub runs: Vec<Run>,
 }
 
 /// The node mesh: geometry and state.
@@ -194,7 +200,8 @@ impl Geo {
             }
         }
         let loaded = coefs.iter().any(|k| k.y.iter().chain(&k.z).any(|&x| x != 0.0) || k.ky.iter().chain(&k.kz).any(|&x| x != 0.25));
-        Ok((Geo { n, stride, flags, kind, coefs, loaded }, dt))
+        let runs = node_runs(&flags, &kind, n[0] * n[1]);
+        Ok((Geo { n, stride, flags, kind, coefs, loaded, runs }, dt))
     }
 }
 
@@ -221,7 +228,10 @@ impl Geo {
         g * b[l][idx]
     }
 
-    fn sweep_plane(&self, b: &[Vec<f32>; 12], kz: usize, o: &mut [&mut [f32]; 12], mut cap: Option<&mut [&mut [f32]; 3]>, mut ind: Option<&mut [&mut [f32]; 3]>) {
+    /// One plane node by node: the definition [`sweep_plane_runs`] reproduces
+    /// bit for bit (the tests' reference).
+    #[cfg(test)]
+    fn sweep_plane_reference(&self, b: &[Vec<f32>; 12], kz: usize, o: &mut [&mut [f32]; 12], mut cap: Option<&mut [&mut [f32]; 3]>, mut ind: Option<&mut [&mut [f32]; 3]>) {
         let plane = self.n[0] * self.n[1];
         let base = kz * plane;
         let mut bo = [0f32; 12];
@@ -267,10 +277,21 @@ pub(crate) fn tlm_scn_step(geo: &Geo, b: &[Vec<f32>; 12], nb: &mut [Vec<f32>; 12
     let rows: Vec<[&mut [f32]; 12]> = (0..nz).map(|_| std::array::from_fn(|l| outs[l].next().unwrap())).collect();
     let caps = split3(cap, plane, nz);
     let inds = split3(ind, plane, nz);
-    rows.into_par_iter().zip(caps).zip(inds).enumerate().for_each(|(kz, ((mut o, mut c), mut l))| {
-        geo.sweep_plane(b, kz, &mut o, c.as_mut(), l.as_mut());
-    });
+    let sweep = |(kz, ((mut o, mut c), mut l)): (usize, (([&mut [f32]; 12], Option<[&mut [f32]; 3]>), Option<[&mut [f32]; 3]>))| {
+        sweep_plane_runs(geo, b, kz, &mut o, c.as_mut(), l.as_mut());
+    };
+    // Small jobs (the GA's one-cell-thick slabs: planes of a few dozen nodes) step on the
+    // calling thread: the batch already runs its jobs in parallel, and a fork-join per
+    // step costs more than the step.
+    if plane * nz <= SERIAL_MAX_NODES {
+        rows.into_iter().zip(caps).zip(inds).enumerate().for_each(sweep);
+    } else {
+        rows.into_par_iter().zip(caps).zip(inds).enumerate().for_each(sweep);
+    }
 }
+
+/// Jobs of at most this many nodes step their planes one after the other.
+const SERIAL_MAX_NODES: usize = 1 << 15;
 
 /// Per-plane mutable views of three stub arrays (`None` when not allocated).
 fn split3(arr: &mut [Vec<f32>; 3], plane: usize, nz: usize) -> Vec<Option<[&mut [f32]; 3]>> {
@@ -471,6 +492,7 @@ impl ScnPorts {
                 }
             }
         }
+        geo.runs = node_runs(&geo.flags, &geo.kind, geo.n[0] * geo.n[1]);
         Ok(ScnPorts { ports, others, src_e, ends, drive: job.drive })
     }
 
@@ -786,6 +808,73 @@ mod tests {
                 err
             })
             .collect()
+    }
+
+    #[test]
+    fn run_blocks_step_every_kind_of_node_as_the_reference_does() {
+        // Random pulses and stubs, 12 steps of the run blocks (scn_runs) against the
+        // node-by-node sweep, every bit: a PEC box with a PMC face, a post and a sheet
+        // (unloaded: plain nodes, walls, shorts, dead cells); the same filled with a lossy
+        // magnetic dielectric (loaded); a WR-28 section with stretched cells and graded
+        // padding (absorbing faces, mixed kinds along rows); a one-cell slab.
+        let mut jobs = vec![];
+        let mut j = pec_box([19, 13, 9], 0.5e-3);
+        j.boundaries[0][1] = Boundary::Pmc;
+        for (x, y, z) in [(5, 5, 4), (6, 5, 4), (5, 6, 4)] {
+            std::sync::Arc::make_mut(&mut j.cell_mat)[(z * 13 + y) * 19 + x] = 1;
+        }
+        j.sheets.push(crate::job::Sheet { normal: Axis::Z, plane: 6, lo: [2, 3], hi: [11, 8] });
+        j.ports = vec![probe("src", 3, 3, 2, 1, 50.0)];
+        jobs.push(j.clone());
+        j.materials[0] = Material { name: "fill".into(), eps_r: 2.2, sigma: 0.05, mu_r: 1.3, pec: false };
+        jobs.push(j);
+        let mut w = wr28(EngineKind::Tlm, 12, 6, 40, 6, 5, 3);
+        w.mesh = w.mesh.with_uniform_axis(2, w.mesh.d(2)[0] * 1.04);
+        jobs.push(w);
+        jobs.push(wr28(EngineKind::Tlm, 24, 1, 60, 0, 5, 3));
+        let mut seed = 99u64;
+        let mut rnd = move || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+        };
+        let mut loaded = vec![];
+        for job in &jobs {
+            let mut m = Mesh::new(job).unwrap();
+            let _ports = ScnPorts::new(job, &mut m.geo, m.dt).unwrap();
+            loaded.push(m.geo.loaded);
+            m.b.iter_mut().flatten().for_each(|x| *x = rnd());
+            m.cap.iter_mut().chain(m.ind.iter_mut()).flatten().for_each(|x| *x = 0.01 * rnd());
+            let (plane, nz) = (m.geo.n[0] * m.geo.n[1], m.geo.n[2]);
+            let (mut rb, mut rnb, mut rc, mut ri) = (m.b.clone(), m.nb.clone(), m.cap.clone(), m.ind.clone());
+            let stepped = |i: usize| m.geo.flags[i] & (DEAD | SPECIAL) == 0;
+            let stepped: Vec<usize> = (0..m.geo.flags.len()).filter(|&i| stepped(i)).collect();
+            for step in 0..12 {
+                m.sweep();
+                let mut outs = rnb.iter_mut().map(|v| v.chunks_mut(plane)).collect::<Vec<_>>();
+                let caps = split3(&mut rc, plane, nz);
+                let inds = split3(&mut ri, plane, nz);
+                for (kz, (mut c, mut l)) in caps.into_iter().zip(inds).enumerate() {
+                    let mut o: [&mut [f32]; 12] = std::array::from_fn(|q| outs[q].next().unwrap());
+                    m.geo.sweep_plane_reference(&rb, kz, &mut o, c.as_mut(), l.as_mut());
+                }
+                for q in 0..12 {
+                    for &i in &stepped {
+                        assert_eq!(m.nb[q][i].to_bits(), rnb[q][i].to_bits(), "{} step {step} link {q} node {i}", job.label);
+                    }
+                }
+                let same = |x: &[Vec<f32>; 3], y: &[Vec<f32>; 3]| x.iter().flatten().zip(y.iter().flatten()).all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same(&m.cap, &rc) && same(&m.ind, &ri), "{} step {step}: stubs", job.label);
+                std::mem::swap(&mut m.b, &mut m.nb);
+                std::mem::swap(&mut rb, &mut rnb);
+                // Nodes the step leaves alone (ports, guide ends, dead) take the reference's values.
+                for q in 0..12 {
+                    for i in (0..m.geo.flags.len()).filter(|&i| m.geo.flags[i] & (DEAD | SPECIAL) != 0) {
+                        m.b[q][i] = rb[q][i];
+                    }
+                }
+            }
+        }
+        assert_eq!(loaded, [false, true, true, true], "the jobs cover loaded and unloaded meshes");
     }
 
     #[test]
