@@ -42,7 +42,12 @@
 // The last warp is the port warp: it samples the currents (H) while the
 // others update E and the voltages (E) while they update H of the next
 // step, one port per lane, terms summed in the CPU's order (bit-identical
-// port traces). Two barriers a step, one more at an energy check.
+// port traces; the terms' products first formed on all lanes where they fit
+// a small scratch). Two barriers a step, one more at an energy check.
+//
+// The GA's 2.5D designs (E_y, H_x, H_z stored, one cell along y, CPML along
+// z only) take oc_loop25, the same updates written for that one case; every
+// other design the general loop (oc_loop).
 
 #include "common.cuh"
 #include "fdtd_cell.cuh"
