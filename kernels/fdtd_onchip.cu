@@ -42,7 +42,12 @@
 // The last warp is the port warp: it samples the currents (H) while the
 // others update E and the voltages (E) while they update H of the next
 // step, one port per lane, terms summed in the CPU's order (bit-identical
-// port traces). Two barriers a step, one more at an energy check.
+// port traces; the terms' products first formed on all lanes where they fit
+// a small scratch). Two barriers a step, one more at an energy check.
+//
+// The GA's 2.5D designs (E_y, H_x, H_z stored, one cell along y, CPML along
+// z only) take oc_loop25, the same updates written for that one case; every
+// other design the general loop (oc_loop).
 
 #include "common.cuh"
 #include "fdtd_cell.cuh"
@@ -484,6 +489,49 @@ __device__ __forceinline__ void oc_sample_i(const PortPtrs& Q, const float* F, c
     Q.ti[(long long)p * Q.tstride + s] = I;
 }
 
+// Doubles of the port warp's product scratch (static shared memory): a
+// design with more port terms samples with oc_sample_v / oc_sample_i alone.
+#define EMV_OC_NX 128
+
+// The port warp's samples of a design with at most EMV_OC_NX terms, the
+// same sums as oc_sample_v and oc_sample_i (the CPU's operands and order):
+// the lanes first form every term's product (w x; w 0.5 (x1 + x2)) into sX,
+// then the lane of each port adds its products in order, no longer waiting
+// on a term's index and field loads between its dependent adds.
+__device__ __forceinline__ void oc_ports_v(const PortPtrs& Q, const float* F, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, double* sX, int pb, int pe, int s, int lane) {
+    for (int m = lane; m < nterm; m += 32) sX[m] = sW[m] * (double)F[sT[m]];
+    __syncwarp();
+    for (int p = pb + lane; p < pe; p += 32) {
+        const int i = p - pb;
+        const int kind = sPi[3 * i], n = sPi[3 * i + 1], t0 = sPi[3 * i + 2];
+        double v = 0.0;
+        for (int m = 0; m < n; ++m) v += sX[t0 + m];
+        Q.tv[(long long)p * Q.tstride + s] = kind == 0 ? -v * sPd[4 * i] : v;
+    }
+    __syncwarp();
+}
+
+__device__ __forceinline__ void oc_ports_i(const PortPtrs& Q, const float* F, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, const int* sMid, double* sX, int pb, int pe, int s, int lane) {
+    // (A lumped port's terms get a product too, unused: their H indices are 0, a valid slot.)
+    for (int m = lane; m < nterm; m += 32) sX[m] = sW[m] * 0.5 * ((double)F[sT[nterm + m]] + (double)F[sT[2 * nterm + m]]);
+    __syncwarp();
+    for (int p = pb + lane; p < pe; p += 32) {
+        const int i = p - pb;
+        const int kind = sPi[3 * i], n = sPi[3 * i + 1], t0 = sPi[3 * i + 2];
+        double I;
+        if (kind == 0) {
+            const int* mi = sMid + 4 * i;
+            I = ((double)F[mi[0]] - (double)F[mi[1]]) * sPd[4 * i + 2] - ((double)F[mi[2]] - (double)F[mi[3]]) * sPd[4 * i + 1];
+        } else {
+            double a = 0.0;
+            for (int m = 0; m < n; ++m) a += sX[t0 + m];
+            I = sPd[4 * i + 3] * a;
+        }
+        Q.ti[(long long)p * Q.tstride + s] = I;
+    }
+    __syncwarp();
+}
+
 // Field-area index of padded position p (relative to the design) of
 // component bit b (E_c: c, H_c: 3 + c): the zero slot when it is not stored.
 __device__ __forceinline__ int oc_store(const Oc& K, int b, int p) {
@@ -555,14 +603,8 @@ __device__ __forceinline__ bool oc_pmc_ghost(const Oc& K, int c, const int q[3],
     return false;
 }
 
-// The step loop of a design with stored mask U (k steps), with the energy
-// after every ce-th step and after the last into energy[(j * ens + d) * 2 + {0, 1}].
-template <int U>
-__device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const PortPtrs& Q, float* F, float* sPsi, const float* sL, const unsigned char* sM, const float2* sCab, const float* sG, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, const int* sMid, const int* sSrc, const float* sSc, int sf, int sn, int pb, int pe, int nsrc, int k, int ce, int ens, int d, double* energy, double* red) {
-    const int tid = threadIdx.x;
-    const int lane = tid & 31;
-    const bool upd = tid < EMV_OC_NTU;
-    OcR R;
+// What the step loops read of the layout, into registers.
+__device__ __forceinline__ void oc_regs(const Oc& K, OcR& R) {
     for (int a = 0; a < 3; ++a) R.n[a] = K.n[a];
     R.st1 = K.m[0];
     R.st2 = K.m[0] * K.m[1];
@@ -575,6 +617,184 @@ __device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const Po
     R.lt2 = K.lt[2];
     R.lp2 = K.lp[2];
     R.lo2 = K.lo[2];
+}
+
+// The energy check of oc_loop (every unit's share summed over the block),
+// into energy[(j * ens + d) * 2 + {0, 1}].
+template <int U>
+__device__ __forceinline__ void oc_check(const Oc& K, const FdtdPtrs& P, const float* F, const float* sL, const unsigned char* sM, int j, int ens, int d, double* energy, double* red) {
+    const int tid = threadIdx.x;
+    OcR R;
+    oc_regs(K, R);
+    double ae = 0.0, ah = 0.0;
+    if (tid < EMV_OC_NTU) {
+        for (int u = tid; u < K.nunits; u += EMV_OC_NTU) {
+            OcCol c;
+            oc_col(K, sL, u, c);
+            oc_energy_unit<U>(P, K, R, F, sM, c, ae, ah);
+        }
+    }
+    oc_block_sum(ae, ah, red, tid);
+    if (tid == 0) {
+        energy[((long long)j * ens + d) * 2] = ae + K.rest_e;
+        energy[((long long)j * ens + d) * 2 + 1] = ah + K.rest_h;
+    }
+}
+
+// Launch flag: take the general step loop even where oc_loop25 applies
+// (EMVOLVE_ONCHIP_GENERAL=1 on the host: to time and check one against the other).
+#define EMV_OC_GENERAL 4
+
+// Whether a design stored as E_y, H_x, H_z (U = 42) takes oc_loop25: one
+// cell along y (2.5D, the GA's iris filters), CPML along z only (or none),
+// no PMC face, one unit a thread. Then the box starts at the ghost layer
+// along x and z (E_y reads H_z along x, H_x along z) and at q = 1 along y.
+__device__ __forceinline__ bool oc_fast25(const Oc& K) {
+    return !(K.flags & EMV_OC_GENERAL) && K.m[1] == 1 && K.lo[0] == 0 && K.lo[1] == 1 && K.lo[2] == 0 && K.prof[0] < 0 && K.prof[1] < 0 && K.pmc == 0 && K.nunits <= EMV_OC_NTU;
+}
+
+// The step loop of a 2.5D design (oc_fast25): oc_loop's updates with the
+// same arithmetic (fdtd_cell.cuh, the same operands in the same order: the
+// fields stay bit for bit the CPU's), written for this one case, where a
+// generation of iris filters spends all its time. oc_loop pays about 35
+// instructions a component update for its generality (per-component
+// range and column tests, the slab lookups of three axes, per-component
+// index arithmetic over runtime slots, 56 B of spills at 1,024 threads):
+// here the column tests are two per-thread predicates, the z range only
+// the top plane's H_x, the CPML stretch only in slab planes (one test a
+// plane), the E_y both H updates read is loaded once, and the slots are
+// fixed (E_y 0, H_x 1, H_z 2). Units as oc_col maps them: box index u =
+// x + m0 z (lo = 0 along x and z, m1 = 1), planes z0, z0 + zs, ...
+__device__ __forceinline__ void oc_loop25(const Oc& K, const FdtdPtrs& P, const PortPtrs& Q, float* F, float* sPsi, const float* sL, const unsigned char* sM, const float2* sCab, const float* sG, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, const int* sMid, const int* sSrc, const float* sSc, int sf, int sn, int pb, int pe, int nsrc, int k, int ce, int ens, int d, double* energy, double* red) {
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const bool upd = tid < EMV_OC_NTU;
+    const int m0 = K.m[0], n0 = K.n[0], n2 = K.n[2], zs = K.zs, top = K.top[2];
+    const int dlin = zs * m0;
+    const float db = K.db;
+    float* Ey = F;
+    float* Hx = F + K.bs;
+    float* Hz = F + 2 * K.bs;
+    const int x = tid % m0, z0 = tid / m0;
+    // Column tests (cpu.rs e_range, h_range): E_y and H_x from x = 1 to n0 + 1, H_z to n0.
+    const bool act = upd && tid < K.nunits;
+    const bool cx = act && x >= 1;
+    const bool cz = cx && x <= n0;
+    // The first plane updated (z = 0 is the ghost layer) and its box index.
+    const int zf = z0 >= 1 ? z0 : z0 + zs;
+    const int lf = x + m0 * zf;
+    const float ie0 = sL[K.lt[0] + 4 * x], ih0 = sL[K.lt[0] + 4 * x + 2];
+    const float* lz = sL + K.lt[2];
+    const float* pz = sL + (K.lp[2] >= 0 ? K.lp[2] : 0);
+    // CPML memories along z (oc_stretch, A = 2): element x + m0 s of H_x's, E_y's region.
+    const int phx = K.psi[9 + 0 * 3 + 2] + x, pey = K.psi[1 * 3 + 2] + x;
+    const bool inj = K.inj != 0;
+    // The port warp's products in parallel (oc_ports_v) where they fit its scratch.
+    __shared__ double sX[EMV_OC_NX];
+    const bool px = nterm <= EMV_OC_NX;
+    // The plane loops are unrolled four times: a thread's planes are
+    // independent within a half step, and the loop waits on shared-memory
+    // latency more than on issue (one H100, a generation of 64 filters:
+    // 0.108 s device not unrolled, 0.090 s two planes at a time, 0.087 s four).
+    int j = 0, next = ce;
+    for (int st = 0; st < k; ++st) {
+        // H half step (cpu.rs fdtd_update_h); the port warp samples the voltages of the previous step.
+        if (cx) {
+#pragma unroll 4
+            for (int z = zf, lin = lf; z <= top; z += zs, lin += dlin) {
+                const float2 zl = *(const float2*)(lz + 4 * z + 2);
+                const int s = __float_as_int(zl.y);
+                const float e = Ey[lin];
+                if (z <= n2) {
+                    // H_x: t1 (dE_z/dy) is zero, t2 = dE_y/dz, stretched in the z slab.
+                    float t2 = (Ey[lin + m0] - e) * zl.x;
+                    if (s >= 0) {
+                        const float4 p = *(const float4*)(pz + 8 * z + 4);
+                        float* ps = sPsi + phx + m0 * s;
+                        float v = *ps;
+                        t2 = emv_stretch(t2, p.x, p.y, p.z, v);
+                        *ps = v;
+                    }
+                    Hx[lin] = emv_h_new(Hx[lin], db, 0.f, t2);
+                }
+                if (cz) {
+                    // H_z: t1 = dE_y/dx, t2 (dE_x/dy) is zero.
+                    const float t1 = (Ey[lin + 1] - e) * ih0;
+                    Hz[lin] = emv_h_new(Hz[lin], db, t1, 0.f);
+                }
+            }
+        } else if (!upd && st > 0) {
+            if (px) oc_ports_v(Q, F, sT, nterm, sW, sPd, sPi, sX, pb, pe, st - 1, lane);
+            else
+                for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, sW, sPd, sPi, p - pb, p, st - 1);
+        }
+        __syncthreads();
+        // E half step (cpu.rs fdtd_update_e) and the thread's own sources; the port warp samples the currents.
+        if (cx) {
+#pragma unroll 4
+            for (int z = zf, lin = lf; z <= top; z += zs, lin += dlin) {
+                const float2 zl = *(const float2*)(lz + 4 * z);
+                const int s = __float_as_int(zl.y);
+                // E_y: t1 = dH_x/dz (stretched in the z slab), t2 = dH_z/dx.
+                float t1 = (Hx[lin] - Hx[lin - m0]) * zl.x;
+                if (s >= 0) {
+                    const float4 p = *(const float4*)(pz + 8 * z);
+                    float* ps = sPsi + pey + m0 * s;
+                    float v = *ps;
+                    t1 = emv_stretch(t1, p.x, p.y, p.z, v);
+                    *ps = v;
+                }
+                const float t2 = (Hz[lin] - Hz[lin - 1]) * ie0;
+                const float2 ab = sCab[sM[lin]];
+                Ey[lin] = emv_e_new(Ey[lin], ab.x, ab.y, t1, t2);
+            }
+        }
+        if (upd) {
+            if (sn > 0) {
+                const float g = sG[st];
+                for (int i = sf; i < sf + sn; ++i) F[sSrc[i]] = F[sSrc[i]] + sSc[i] * g;
+            }
+        } else {
+            if (px) oc_ports_i(Q, F, sT, nterm, sW, sPd, sPi, sMid, sX, pb, pe, st, lane);
+            else
+                for (int p = pb + lane; p < pe; p += 32) oc_sample_i(Q, F, sT, nterm, sW, sPd, sPi, sMid, p - pb, p, st);
+        }
+        __syncthreads();
+        if (inj) {
+            if (!upd) {
+                const float g = sG[st];
+                for (int i = lane; i < nsrc; i += 32) F[sSrc[i]] = F[sSrc[i]] + sSc[i] * g;
+            }
+            __syncthreads();
+        }
+        if (st + 1 == next || st + 1 == k) {
+            next += ce;
+            oc_check<42>(K, P, F, sL, sM, j, ens, d, energy, red);
+            ++j;
+        }
+    }
+    if (!upd && k > 0) {
+        if (px) oc_ports_v(Q, F, sT, nterm, sW, sPd, sPi, sX, pb, pe, k - 1, lane);
+        else
+            for (int p = pb + lane; p < pe; p += 32) oc_sample_v(Q, F, sT, sW, sPd, sPi, p - pb, p, k - 1);
+    }
+}
+
+// The step loop of a design with stored mask U (k steps), with the energy
+// after every ce-th step and after the last into energy[(j * ens + d) * 2 + {0, 1}].
+template <int U>
+__device__ __forceinline__ void oc_loop(const Oc& K, const FdtdPtrs& P, const PortPtrs& Q, float* F, float* sPsi, const float* sL, const unsigned char* sM, const float2* sCab, const float* sG, const int* sT, int nterm, const double* sW, const double* sPd, const int* sPi, const int* sMid, const int* sSrc, const float* sSc, int sf, int sn, int pb, int pe, int nsrc, int k, int ce, int ens, int d, double* energy, double* red) {
+    const int tid = threadIdx.x;
+    const int lane = tid & 31;
+    const bool upd = tid < EMV_OC_NTU;
+    if constexpr (U == 42) {
+        if (oc_fast25(K)) {
+            oc_loop25(K, P, Q, F, sPsi, sL, sM, sCab, sG, sT, nterm, sW, sPd, sPi, sMid, sSrc, sSc, sf, sn, pb, pe, nsrc, k, ce, ens, d, energy, red);
+            return;
+        }
+    }
+    OcR R;
+    oc_regs(K, R);
     const int nunits = K.nunits;
     const bool inj = K.inj != 0;
     // One unit a thread (the GA's designs): it stays in registers; a thread with

@@ -7,7 +7,9 @@
 #include <barrier>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -35,6 +37,11 @@ inline unsigned char* emu_dyn_smem() { return emu_smem.data(); }
 #define __align__(n) alignas(n)
 
 inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+
+// __syncwarp(): a barrier of the calling thread's warp (32 threads, fewer in
+// a last partial warp), for the port warp's products in shared memory.
+inline std::vector<std::barrier<>*> emu_warp_barriers;
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp_barriers[(threadIdx.x + threadIdx.y * blockDim.x) / 32]->arrive_and_wait(); }
 
 // Vector types (shared-memory loads of 2 and 4 words).
 struct alignas(8) float2 {
@@ -113,6 +120,12 @@ void emu_launch(F f, dim3 grid, dim3 block, Args... args) {
         emu_smem.assign(emu_smem_bytes + 16, 0xCD);
         std::barrier<> bar(nt);
         emu_barrier = &bar;
+        std::vector<std::unique_ptr<std::barrier<>>> warps;
+        emu_warp_barriers.clear();
+        for (unsigned w = 0; w * 32 < nt; ++w) {
+            warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, nt - 32 * w)));
+            emu_warp_barriers.push_back(warps.back().get());
+        }
         std::vector<std::thread> ts;
         ts.reserve(nt);
         for (unsigned t = 0; t < nt; ++t) {
@@ -129,6 +142,7 @@ void emu_launch(F f, dim3 grid, dim3 block, Args... args) {
                 }
                 // A thread that returned early must not block the others' barriers.
                 emu_barrier->arrive_and_drop();
+                emu_warp_barriers[t / 32]->arrive_and_drop();
             });
         }
         for (auto& th : ts) th.join();

@@ -92,6 +92,20 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
     if !use_cuda {
         let (secs, upd, lo, hi) = time(&CpuBackend)?;
         line("cpu", secs, upd, lo, hi, String::new());
+        if verbose {
+            // Each job's grid and step count: what an on-chip generation's length
+            // follows (the longest-ringing jobs and the widest set each launch's time).
+            let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, None, &CpuBackend, &|_| {})?;
+            println!("job: candidate drive n_x n_y n_z cells steps");
+            for (ci, r) in rs.iter().enumerate() {
+                if let Ok(r) = r {
+                    for (di, (j, o)) in r.jobs.iter().zip(&r.outputs).enumerate() {
+                        let n = crate::engine::fdtd::Operator::new(j).map(|op| op.n).unwrap_or([0; 3]);
+                        println!("job: {ci} {di} {} {} {} {} {}", n[0], n[1], n[2], o.cells, o.steps);
+                    }
+                }
+            }
+        }
         return Ok(());
     }
     let mut be = CudaBackend::new(gpus)?;

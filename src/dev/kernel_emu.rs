@@ -51,11 +51,24 @@ pub struct KernelEmuArgs {
     /// below the peak, so that some end inside a launch.
     #[arg(long)]
     pub no_fields: bool,
+    /// Instead of the check's jobs: a design file's midpoint, every port driven
+    /// (the GA's own jobs: the shipped filter's 2.5D step loop), from zero fields.
+    #[arg(long)]
+    pub design: Option<PathBuf>,
 }
 
 pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let steps = a.steps;
-    let mut jobs = if a.zero { zero_jobs(true) } else { random_jobs(true, steps) };
+    let mut jobs = if let Some(path) = &a.design {
+        let d = crate::design::Design::load(path)?;
+        let drives: Vec<usize> = (0..d.port_names().len()).collect();
+        d.jobs(&d.midpoint_values(), &drives, None)?
+    } else if a.zero {
+        zero_jobs(true)
+    } else {
+        random_jobs(true, steps)
+    };
+    let zero = a.zero || a.design.is_some();
     // Fixed step count, the energy checked every 4 steps (the energy kernel's
     // values show in the decay the runs end with); jobs meant to blow up are left out.
     jobs.retain(|j| !j.materials.iter().any(|m| m.eps_r < 1.0));
@@ -77,7 +90,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
         }
         ops = jobs.iter().map(|j| Operator::new(j).map_err(|e: SimFailure| anyhow::anyhow!("{}: {e}", j.label))).collect::<Result<_, _>>()?;
     }
-    let init: Vec<Fields> = ops.iter().enumerate().map(|(k, op)| if a.zero { Fields::new(op) } else { random_fields(op, 7 + k as u64) }).collect();
+    let init: Vec<Fields> = ops.iter().enumerate().map(|(k, op)| if zero { Fields::new(op) } else { random_fields(op, 7 + k as u64) }).collect();
     let scheme = if a.split { Scheme::Split } else { Scheme::Fused };
     anyhow::ensure!(path == PathChoice::Streaming || a.onchip_lib.is_some(), "--path {}: needs --onchip-lib", a.path);
     let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, ..Default::default() };

@@ -51,8 +51,9 @@ pub struct OnchipFit {
     pub pattern: u8,
 }
 
-/// Shared memory the kernel keeps for its static variables (the layout, the reduction's scratch).
-const STATIC_RESERVE: usize = 1024;
+/// Shared memory the kernel keeps for its static variables (the layout, the
+/// reduction's scratch, the port warp's products: 1.8 KiB).
+const STATIC_RESERVE: usize = 2048;
 
 /// The stored-component masks the kernel's step loop is compiled for
 /// (fdtd_onchip.cu EMV_OC_CASE), fewest components first: the 2.5D sets
