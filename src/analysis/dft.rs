@@ -133,7 +133,7 @@ mod tests {
     fn lanes_give_the_bits_of_one_frequency_at_a_time() {
         // Several renormalisations, a partial last block and a partial last group of lanes.
         let dt = 3.1e-13;
-        let x: Vec<f64> = (0..3 * RENORM + 123).map(|i| ((i as f64 * 0.013).sin() * (-(i as f64) * 2e-4).exp())).collect();
+        let x: Vec<f64> = (0..3 * RENORM + 123).map(|i| (i as f64 * 0.013).sin() * (-(i as f64) * 2e-4).exp()).collect();
         let freqs: Vec<f64> = (0..32 + 7).map(|k| 26e9 + 0.05e9 * k as f64).chain([0.0]).collect();
         for offset in [0.0, 0.5, 1.0] {
             let mut runs = vec![("best", dft(&x, dt, offset, &freqs)), ("8 lanes", by_lanes::<8>(&freqs, |f| dft_lanes_any(&x, dt, offset, f)))];

@@ -76,7 +76,7 @@ impl Design {
     pub fn parse_with_budget(text: &str, origin: &str, budget: MemoryBudget) -> Result<Design, DesignError> {
         let file: DesignFile = ron_options().from_str(text).map_err(|e| DesignError::from_ron(origin, e))?;
         let checked = validate::check_static(&file, origin)?;
-        let design = Design {
+        let mut design = Design {
             origin: origin.to_string(),
             text: text.to_string(),
             file,
@@ -85,7 +85,6 @@ impl Design {
             budget,
             reference: None,
         };
-        let mut design = design;
         let mid = design.midpoint_values();
         if design.constraint_violation(&mid) == 0.0 {
             // jobs() rather than job(): it also places the far-field box.
@@ -103,12 +102,6 @@ impl Design {
         let units = geometry::Units::of(&self.file, &self.origin);
         let (_, topo) = m.mesh_with_topology(&geo, &units)?;
         Ok(Some(std::sync::Arc::new(topo)))
-    }
-
-    /// The reference topology every candidate's automatic mesh keeps where it
-    /// fits (see [`mesh::axis::lines_following`]).
-    pub fn mesh_reference(&self) -> Option<&[mesh::Topology; 3]> {
-        self.reference.as_deref()
     }
 
     /// The file name (or origin) errors refer to.

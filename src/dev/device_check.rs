@@ -334,6 +334,35 @@ fn report(tag: &str, jobs: &[SimJob], cpu: &[FdtdReference], gpu: &[Result<JobRu
     (worst, bad)
 }
 
+/// Random initial fields for `jobs`, job k's from seed `seed + k`.
+fn random_inits(jobs: &[SimJob], seed: u64) -> anyhow::Result<Vec<Fields>> {
+    jobs.iter()
+        .enumerate()
+        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, seed + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
+        .collect()
+}
+
+/// The check's random-field jobs (with their initial fields) and zero-field
+/// jobs, each with its CPU reference.
+struct Cases {
+    rjobs: Vec<SimJob>,
+    init: Vec<Fields>,
+    rcpu: Vec<FdtdReference>,
+    zjobs: Vec<SimJob>,
+    zcpu: Vec<FdtdReference>,
+}
+
+fn cases(steps: usize) -> anyhow::Result<Cases> {
+    let rjobs = random_jobs(false, steps);
+    let init = random_inits(&rjobs, 1000)?;
+    let zjobs = zero_jobs(false);
+    let t = std::time::Instant::now();
+    let rcpu = fdtd_reference(&rjobs, Some(&init));
+    let zcpu = fdtd_reference(&zjobs, None);
+    println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
+    Ok(Cases { rjobs, init, rcpu, zjobs, zcpu })
+}
+
 /// Field DFT monitors (kernel `fdtd_dft`): the random-field and zero-field
 /// jobs with the check monitors of [`super::monitor_check::attach`], fused
 /// (graphs and kernel by kernel) and split; the monitors are compared per
@@ -342,11 +371,7 @@ fn monitor_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64) -> 
     let mut rjobs = random_jobs(false, steps);
     let mut zjobs = zero_jobs(false);
     rjobs.iter_mut().chain(zjobs.iter_mut()).for_each(super::monitor_check::attach);
-    let init: Vec<Fields> = rjobs
-        .iter()
-        .enumerate()
-        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 1000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
-        .collect::<anyhow::Result<_>>()?;
+    let init = random_inits(&rjobs, 1000)?;
     let t = std::time::Instant::now();
     let rcpu = fdtd_reference(&rjobs, Some(&init));
     let zcpu = fdtd_reference(&zjobs, None);
@@ -378,20 +403,15 @@ fn monitor_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64) -> 
 /// shared memory on-chip, the others streaming; the small variants of the random
 /// jobs fit. With final fields (a launch ends at every energy check) and without
 /// (a launch spans several checks; traces, steps and S compared).
-#[allow(clippy::too_many_arguments)]
-fn onchip_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64, rjobs: &[SimJob], init: &[Fields], rcpu: &[FdtdReference], zjobs: &[SimJob], zcpu: &[FdtdReference]) -> anyhow::Result<(f64, bool)> {
+fn onchip_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64, c: &Cases) -> anyhow::Result<(f64, bool)> {
     let sjobs = random_jobs(true, steps);
-    let sinit: Vec<Fields> = sjobs
-        .iter()
-        .enumerate()
-        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 2000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
-        .collect::<anyhow::Result<_>>()?;
+    let sinit = random_inits(&sjobs, 2000)?;
     let scpu = fdtd_reference(&sjobs, Some(&sinit));
     let (mut worst, mut bad) = (0.0f64, false);
     for threads in [1024, 256] {
         for fields in [true, false] {
             be.set_options(CudaOptions { tile, path: PathChoice::Auto, onchip_threads: threads, trace_chunk: 100, ..Default::default() })?;
-            for (what, jobs, init, cpu) in [("small random", &sjobs[..], Some(&sinit[..]), &scpu[..]), ("random", rjobs, Some(init), rcpu), ("zero  ", zjobs, None, zcpu)] {
+            for (what, jobs, init, cpu) in [("small random", &sjobs[..], Some(&sinit[..]), &scpu[..]), ("random", &c.rjobs[..], Some(&c.init[..]), &c.rcpu[..]), ("zero  ", &c.zjobs[..], None, &c.zcpu[..])] {
                 let g = be.run_jobs(jobs, init, fields)?;
                 let st = be.last_stats();
                 let tag = format!("[onchip {threads}{}]", if fields { "" } else { " no fields" });
@@ -422,18 +442,7 @@ fn onchip_only(be: &mut CudaBackend, a: &DeviceCheckArgs, tile: Tile) -> anyhow:
     if a.compile_only {
         return Ok(0);
     }
-    let rjobs = random_jobs(false, a.steps);
-    let init: Vec<Fields> = rjobs
-        .iter()
-        .enumerate()
-        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 1000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
-        .collect::<anyhow::Result<_>>()?;
-    let zjobs = zero_jobs(false);
-    let t = std::time::Instant::now();
-    let rcpu = fdtd_reference(&rjobs, Some(&init));
-    let zcpu = fdtd_reference(&zjobs, None);
-    println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
-    let (worst, mut bad) = onchip_section(be, tile, a.steps, a.tol, &rjobs, &init, &rcpu, &zjobs, &zcpu)?;
+    let (worst, mut bad) = onchip_section(be, tile, a.steps, a.tol, &cases(a.steps)?)?;
     println!("device-check on-chip {}: worst relative CPU/CUDA difference {worst:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
     for f in &a.designs {
         for path in [PathChoice::Streaming, PathChoice::Auto] {
@@ -507,17 +516,8 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         println!("device-check monitors {}: worst relative CPU/CUDA difference {w:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
         return Ok(if bad { 1 } else { 0 });
     }
-    let rjobs = random_jobs(false, a.steps);
-    let init: Vec<Fields> = rjobs
-        .iter()
-        .enumerate()
-        .map(|(k, j)| Operator::new(j).map(|op| random_fields(&op, 1000 + k as u64)).map_err(|e| anyhow::anyhow!("{}: {e}", j.label)))
-        .collect::<anyhow::Result<_>>()?;
-    let zjobs = zero_jobs(false);
-    let t = std::time::Instant::now();
-    let rcpu = fdtd_reference(&rjobs, Some(&init));
-    let zcpu = fdtd_reference(&zjobs, None);
-    println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
+    let c = cases(a.steps)?;
+    let Cases { rjobs, init, rcpu, zjobs, zcpu } = &c;
     // (scheme, tile, zchunk, CUDA graphs): the first tile also kernel by kernel.
     let mut variants = vec![];
     for (k, &t) in tiles.iter().enumerate() {
@@ -545,7 +545,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     let (w, b) = monitor_section(&mut be, tiles[0], a.steps, a.tol)?;
     worst = worst.max(w);
     bad |= b;
-    let (w, b) = onchip_section(&mut be, tiles[0], a.steps, a.tol, &rjobs, &init, &rcpu, &zjobs, &zcpu)?;
+    let (w, b) = onchip_section(&mut be, tiles[0], a.steps, a.tol, &c)?;
     worst = worst.max(w);
     bad |= b;
     if a.full_steps > 0 {

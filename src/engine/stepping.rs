@@ -107,24 +107,11 @@ pub fn run(batch: &mut dyn Batch, watch: &[StepWatch]) -> Result<Vec<Result<SimO
                 }
                 let live: Vec<usize> = (0..nd).filter(|&d| running[d]).collect();
                 for d in live {
-                    let verdict = stop[d].check(nj, energy[j * nd + d], latest_finite(&traces[d]));
-                    if let Some(w) = watch.get(d) {
-                        w.report(nj, stop[d].db());
+                    if let Some(outcome) = check_design(batch, &mut stop[d], watch.get(d), d, nj, energy[j * nd + d], &traces[d])? {
+                        done[d] = Some(outcome);
+                        running[d] = false;
+                        dirty = true;
                     }
-                    let outcome = match verdict {
-                        Verdict::Continue => continue,
-                        Verdict::End(_) => {
-                            batch.retire(d)?;
-                            Ok(())
-                        }
-                        Verdict::NonFinite => {
-                            let location = batch.locate_non_finite(d)?;
-                            Err(SimFailure::NonFinite { step: nj, location })
-                        }
-                    };
-                    done[d] = Some(outcome);
-                    running[d] = false;
-                    dirty = true;
                 }
             }
             n += m * k;
@@ -139,24 +126,11 @@ pub fn run(batch: &mut dyn Batch, watch: &[StepWatch]) -> Result<Vec<Result<SimO
             steps[d] = n;
         }
         for d in (0..nd).filter(|&d| due[d]) {
-            let verdict = stop[d].check(n, energy[d], latest_finite(&traces[d]));
-            if let Some(w) = watch.get(d) {
-                w.report(n, stop[d].db());
+            if let Some(outcome) = check_design(batch, &mut stop[d], watch.get(d), d, n, energy[d], &traces[d])? {
+                done[d] = Some(outcome);
+                running[d] = false;
+                dirty = true;
             }
-            let outcome = match verdict {
-                Verdict::Continue => continue,
-                Verdict::End(_) => {
-                    batch.retire(d)?;
-                    Ok(())
-                }
-                Verdict::NonFinite => {
-                    let location = batch.locate_non_finite(d)?;
-                    Err(SimFailure::NonFinite { step: n, location })
-                }
-            };
-            done[d] = Some(outcome);
-            running[d] = false;
-            dirty = true;
         }
     }
     let mut out = Vec::with_capacity(nd);
@@ -172,6 +146,25 @@ pub fn run(batch: &mut dyn Batch, watch: &[StepWatch]) -> Result<Vec<Result<SimO
         });
     }
     Ok(out)
+}
+
+/// Design `d`'s energy check after `n` steps (its energy `energy`, its traces so
+/// far): None while it runs on, else how it ended (retired from the batch, or
+/// failed where its fields became non-finite).
+#[allow(clippy::too_many_arguments)]
+fn check_design(batch: &mut dyn Batch, stop: &mut StopState, watch: Option<&StepWatch>, d: usize, n: usize, energy: f64, traces: &[PortTrace]) -> Result<Option<Result<(), SimFailure>>, EngineError> {
+    let verdict = stop.check(n, energy, latest_finite(traces));
+    if let Some(w) = watch {
+        w.report(n, stop.db());
+    }
+    Ok(match verdict {
+        Verdict::Continue => None,
+        Verdict::End(_) => {
+            batch.retire(d)?;
+            Some(Ok(()))
+        }
+        Verdict::NonFinite => Some(Err(SimFailure::NonFinite { step: n, location: batch.locate_non_finite(d)? })),
+    })
 }
 
 /// Checks the next advance may span (1: up to the next check only): the

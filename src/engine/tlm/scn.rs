@@ -832,11 +832,7 @@ mod tests {
         w.mesh = w.mesh.with_uniform_axis(2, w.mesh.d(2)[0] * 1.04);
         jobs.push(w);
         jobs.push(wr28(EngineKind::Tlm, 24, 1, 60, 0, 5, 3));
-        let mut seed = 99u64;
-        let mut rnd = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        };
+        let mut rnd = uniform_noise(99);
         let mut loaded = vec![];
         for job in &jobs {
             let mut m = Mesh::new(job).unwrap();

@@ -1008,11 +1008,7 @@ mod tests {
         j.boundaries[0] = [Boundary::Pmc, Boundary::Absorbing];
         jobs.push(j);
         jobs.push(wr28(EngineKind::Tlm2d, 240, 1, 400, 0, 5, 3));
-        let mut seed = 12345u64;
-        let mut rnd = move || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
-        };
+        let mut rnd = uniform_noise(12345);
         let mut loaded = vec![];
         for job in &jobs {
             let mut m = Mesh::new(job).unwrap();

@@ -109,3 +109,12 @@ pub fn check_empty_wr28(job: &SimJob, gap: usize) {
         assert!((s12[k] - s.get(2, 1).unwrap()[k]).norm() < 1e-3, "reciprocity at {f}");
     }
 }
+
+/// A reproducible stream of uniform values in [-0.5, 0.5) (a 64-bit LCG from
+/// `seed`): random pulses and stubs for the step tests.
+pub fn uniform_noise(mut seed: u64) -> impl FnMut() -> f32 {
+    move || {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
+    }
+}

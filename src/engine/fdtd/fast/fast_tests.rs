@@ -111,7 +111,7 @@ fn check_wave(job: &SimJob, steps: usize) {
                 break;
             }
         }
-        let what = format!("{}: {per_thread} steps x {threads} threads, lag {}", job.label, w.lag);
+        let what = format!("{}: {per_thread} steps x {threads} threads, {} port groups", job.label, w.ports.len());
         same_bits(&r, &f).unwrap_or_else(|e| panic!("{what}: {e}"));
         for (a, b) in want.iter().zip(&got) {
             assert!(a.v.iter().zip(&b.v).all(|(x, y)| x.to_bits() == y.to_bits()) && a.v.len() == b.v.len(), "{what}: V differs");

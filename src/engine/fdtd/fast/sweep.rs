@@ -15,7 +15,7 @@ use super::super::operator::Operator;
 use super::plan::FastPlan;
 use super::raw::Raw;
 use super::rows::{pmc_row, ERows, HRows};
-use super::simd::Level;
+use super::simd::{Level, Simd};
 
 /// What one pass does.
 #[derive(Clone)]
@@ -121,6 +121,31 @@ unsafe fn idle_ghosts(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
     }
 }
 
+/// The three E components' row updaters of a pass.
+type ESet<'a> = (ERows<'a, 0, false, false>, ERows<'a, 1, false, true>, ERows<'a, 2, true, false>);
+
+#[inline(always)]
+fn e_rows<'a>(op: &'a Operator, plan: &'a FastPlan, raw: Raw) -> ESet<'a> {
+    (ERows::new(op, plan, raw), ERows::new(op, plan, raw), ERows::new(op, plan, raw))
+}
+
+/// E of row (j, k): the components its mask `m` lists (bits 3-5).
+///
+/// # Safety
+/// As [`ERows::row`] for each of them.
+#[inline(always)]
+unsafe fn e_row<S: Simd>(e: &ESet, j: usize, k: usize, m: u8) {
+    if m & 8 != 0 {
+        e.0.row::<S>(j, k);
+    }
+    if m & 16 != 0 {
+        e.1.row::<S>(j, k);
+    }
+    if m & 32 != 0 {
+        e.2.row::<S>(j, k);
+    }
+}
+
 /// The passes of one level: row-fused ([`fused`]) or component by
 /// component over the planes (for grids with few rows per plane, where each
 /// component's row set-up then stays in registers from plane to plane), and
@@ -162,7 +187,7 @@ macro_rules! level {
         #[inline(never)]
         unsafe fn $fused(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, e0: usize) {
             let h = (HRows::<0, false, false>::new(op, plan, raw), HRows::<1, false, true>::new(op, plan, raw), HRows::<2, true, false>::new(op, plan, raw));
-            let e = (ERows::<0, false, false>::new(op, plan, raw), ERows::<1, false, true>::new(op, plan, raw), ERows::<2, true, false>::new(op, plan, raw));
+            let e = e_rows(op, plan, raw);
             if plan.by_component {
                 // H of every plane, component by component; the ghosts; then E.
                 $m::h0(op, plan, raw, k0, k1);
@@ -200,15 +225,7 @@ macro_rules! level {
                         pmc_row(op, raw, j, k);
                     }
                     if with_e {
-                        if m & 8 != 0 {
-                            e.0.row::<$S>(j, k);
-                        }
-                        if m & 16 != 0 {
-                            e.1.row::<$S>(j, k);
-                        }
-                        if m & 32 != 0 {
-                            e.2.row::<$S>(j, k);
-                        }
+                        e_row::<$S>(&e, j, k, m);
                     }
                 }
             }
@@ -217,18 +234,9 @@ macro_rules! level {
         $(#[target_feature(enable = $feat)])?
         #[inline(never)]
         unsafe fn $e(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
-            let e = (ERows::<0, false, false>::new(op, plan, raw), ERows::<1, false, true>::new(op, plan, raw), ERows::<2, true, false>::new(op, plan, raw));
+            let e = e_rows(op, plan, raw);
             for &(j, m) in plan.rows.plane(k) {
-                let j = j as usize;
-                if m & 8 != 0 {
-                    e.0.row::<$S>(j, k);
-                }
-                if m & 16 != 0 {
-                    e.1.row::<$S>(j, k);
-                }
-                if m & 32 != 0 {
-                    e.2.row::<$S>(j, k);
-                }
+                e_row::<$S>(&e, j as usize, k, m);
             }
         }
     };

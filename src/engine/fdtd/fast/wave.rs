@@ -28,9 +28,6 @@ pub struct Wave {
     /// blocks of `steps / threads`).
     pub steps: usize,
     pub threads: usize,
-    /// Planes between consecutive steps while they wait at the widest port
-    /// (its planes + 2; 1 without ports).
-    pub lag: usize,
     /// Ports whose planes overlap, together: (lowest, highest plane, ports).
     /// A group's source and samples run together, in the reference's order.
     pub ports: Vec<(usize, usize, Vec<usize>)>,
@@ -57,9 +54,8 @@ impl Wave {
         for g in &mut ports {
             g.2.sort();
         }
-        let lag = ports.iter().map(|(lo, hi, _)| hi - lo + 2).max().unwrap_or(1).max(1);
         let threads = threads.max(1);
-        Wave { steps: steps_per_thread.max(1) * threads, threads, lag, ports }
+        Wave { steps: steps_per_thread.max(1) * threads, threads, ports }
     }
 }
 
