@@ -35,6 +35,9 @@ struct Dctx {
     int slab_n[3];
     float db;
     int line[3];
+    // The design's psi offsets (FdtdDesign::psi_off): global by default, a
+    // shared-memory copy in fdtd_step (read on every CPML term).
+    const long long* psi_off;
 };
 
 struct Blk {
@@ -62,6 +65,7 @@ __device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
     K.coef = D->coef_off;
     K.pmc = D->pmc;
     K.db = D->db;
+    K.psi_off = D->psi_off;
     const int t0 = D->tiles[0];
     const int tpp = t0 * D->tiles[1];
     const int ch = lb / tpp;
@@ -127,7 +131,9 @@ __device__ __forceinline__ long long psi_index(const Dctx& K, int sl, int qx, in
     int cd[3] = {K.dims[0], K.dims[1], K.dims[2]};
     q[A] = sl;
     cd[A] = K.slab_n[A];
-    return K.D->psi_off[C * 3 + A] + q[0] + (long long)cd[0] * (q[1] + (long long)cd[1] * q[2]);
+    // In-design part in 32 bits: one psi array has at most the design's padded
+    // cell count, which the host checks fits an i32 (batch.rs).
+    return K.psi_off[C * 3 + A] + (q[0] + cd[0] * (q[1] + cd[1] * q[2]));
 }
 
 // What the update needs of one position along one axis: the CPML profile
@@ -381,7 +387,8 @@ __device__ __forceinline__ void cp_wait() {}
 #elif !defined(EMV_EMU)
 __device__ __forceinline__ void cp4(float* dst, const float* src, bool ok) {
     unsigned s;
-    asm volatile("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }\n" : "=r"(s) : "l"(dst));
+    // The intrinsic (not inline cvta) lets the compiler fold the stage's base.
+    s = (unsigned)__cvta_generic_to_shared(dst);
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 4 : 0) : "memory");
 }
 __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -638,6 +645,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     __shared__ Prof sPy[2][EMV_TY + 1];
     __shared__ float sCa[256];
     __shared__ float sCb[256];
+    __shared__ long long sPsiOff[9];
     Dctx K;
     Blk B;
     load_ctx(P, K, B);
@@ -678,6 +686,8 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         sCa[i] = P.ca[K.coef + i];
         sCb[i] = P.cb[K.coef + i];
     }
+    if (tid < 9) sPsiOff[tid] = K.D->psi_off[tid];
+    K.psi_off = sPsiOff;  // read only after the loop's first barrier
     int in = 0, c0, f0, c1, f1, c2, f2;
     classify<0>(K, qx, qy, in, c0, f0);
     classify<1>(K, qx, qy, in, c1, f1);

@@ -24,7 +24,15 @@ fn build(spec: &ModuleSpec, arch: &'static str, extra: Option<&str>) -> Result<P
         arch: Some(arch),
         // No contraction into fused multiply-adds: the CPU engine rounds every product.
         fmad: Some(false),
-        options: spec.defines.iter().cloned().chain(extra.map(String::from)).collect(),
+        // EMVOLVE_NVRTC_OPTS (space separated, e.g. "-lineinfo"): extra options for
+        // profiling builds; they change no arithmetic unless they say so.
+        options: spec
+            .defines
+            .iter()
+            .cloned()
+            .chain(extra.map(String::from))
+            .chain(std::env::var("EMVOLVE_NVRTC_OPTS").unwrap_or_default().split_whitespace().map(String::from))
+            .collect(),
         ..Default::default()
     };
     compile_ptx_with_opts(&spec.source, opts)
