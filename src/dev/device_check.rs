@@ -488,8 +488,17 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
                     }
                 }
             }
+            for t in super::tlm_check::ONCHIP_THREADS {
+                match be.tlm_onchip_compile_report(t) {
+                    Ok(r) => print!("{r}"),
+                    Err(e) => {
+                        println!("TLM on-chip kernel compilation FAILED for {t} threads:\n{e}");
+                        return Ok(2);
+                    }
+                }
+            }
         } else {
-            tlm_bad = super::tlm_check::device_check(&be, &shapes, a.tol)?.1;
+            tlm_bad = super::tlm_check::device_check(&mut be, &shapes, a.tol)?.1;
         }
         if a.engine == CheckEngine::Tlm {
             return Ok(if tlm_bad { 1 } else { 0 });
