@@ -15,6 +15,12 @@
 // engine's; the f64 sums (mode amplitude, convolution, port signals, energy)
 // are added in this kernel's order (rounding only).
 //
+// Shared memory of a block: the pulses of both parities (4 links x nl each,
+// nl: the nodes rounded up to whole warps), the stubs where they fit (7 x nl),
+// the design's meta words (nl), its coefficient kinds (TLM_COEF2 floats each)
+// and its plain flags (nl / 32 bytes): a node's update reads global memory
+// only for stubs left in the pool.
+//
 // Work of a step, four barriers:
 //   1. every thread: its share of the ordinary nodes (b -> nb) and of the
 //      terms of the sums that read only b: each guide end's mode amplitude and
@@ -37,8 +43,11 @@
 #define TLM_OC_MAXV 16
 // Words per design of the on-chip table (onchip.rs WORDS):
 // stubs on chip, first end, ends, first lumped port, lumped ports, first
-// guide port, guide ports, first source, sources, a sample node is special.
-#define TLM_OC_WORDS 10
+// guide port, guide ports, first source, sources, a sample node is special,
+// coefficient kinds.
+#define TLM_OC_WORDS 11
+// Convolution terms of a guide end a thread loads at once (their loads in flight together).
+#define TLM_OC_CONV 8
 
 #ifdef EMV_EMU
 #define TLM_OC_SMEM float* smem = (float*)emu_dyn_smem();
@@ -74,6 +83,28 @@ __device__ __forceinline__ void oc_reduce(int n, double* red, double* out) {
         if (lane == 0 && v < n) out[v] = x;
     }
     __syncthreads();
+}
+
+// A guide end's convolution sum over the history (tlm.cu tlm_end_block:
+// sum_j kern[j] hist[step - 1 - j], j < K), the thread's terms
+// TLM_OC_CONV at a time so that their loads overlap (the history and kernel
+// are in global memory: this sum is the longest latency chain of a step).
+__device__ __forceinline__ double oc_conv(const double* __restrict__ kern, const double* __restrict__ hist, int step, int K) {
+    double acc = 0.0;
+    int j = threadIdx.x;
+    for (; j + (TLM_OC_CONV - 1) * TLM_OC_NT < K; j += TLM_OC_CONV * TLM_OC_NT) {
+        double kk[TLM_OC_CONV];
+        double hh[TLM_OC_CONV];
+#pragma unroll
+        for (int u = 0; u < TLM_OC_CONV; ++u) {
+            kk[u] = kern[j + u * TLM_OC_NT];
+            hh[u] = hist[step - 1 - j - u * TLM_OC_NT];
+        }
+#pragma unroll
+        for (int u = 0; u < TLM_OC_CONV; ++u) acc += kk[u] * hh[u];
+    }
+    for (; j < K; j += TLM_OC_NT) acc += kern[j] * hist[step - 1 - j];
+    return acc;
 }
 
 // Stored energy of node i (tlm.cu tlm_energy, the same terms in the same order).
@@ -123,19 +154,27 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
     // Link stride in shared memory: whole warps of nodes.
     const int nl = (nodes + 31) & ~31;
     const bool sstub = W[0] != 0;
+    const int ncoef = W[10];
     float* s0 = smem;
     float* s1 = smem + 4 * nl;
-    // The block's design: node 0 at shared index 0; meta and plain flags of its
-    // own nodes (G.off is a multiple of 128); stubs in shared memory or the pool.
+    float* sStub = smem + 8 * nl;
+    unsigned* sMeta = (unsigned*)(sStub + (sstub ? 7 * nl : 0));
+    float* sCoef = (float*)(sMeta + nl);
+    unsigned char* sPlain = (unsigned char*)(sCoef + ncoef * TLM_COEF2);
+    // The block's design: node 0 at shared index 0, its own coefficient kinds
+    // from 0, its meta words and plain flags (G.off is a multiple of 128) and
+    // stubs (where they fit) in shared memory.
     TlmDesign D = G;
     D.off = 0;
+    D.coef_off = 0;
     TlmPtrs Q = P;
-    Q.meta = P.meta + G.off;
-    Q.plain = P.plain + (G.off >> 5);
+    Q.meta = sMeta;
+    Q.plain = sPlain;
+    Q.coef = sCoef;
     Q.L = nl;
     if (sstub) {
         D.soff = 0;
-        Q.stub = smem + 8 * nl;
+        Q.stub = sStub;
         Q.LS = nl;
     }
     const int st[3] = {G.stride[0], G.stride[1], G.stride[2]};
@@ -143,7 +182,10 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
         for (int i = t; i < nodes; i += TLM_OC_NT) s0[q * nl + i] = P.b[q * P.L + G.off + i];
     if (sstub)
         for (int q = 0; q < 7; ++q)
-            for (int i = t; i < nodes; i += TLM_OC_NT) Q.stub[q * nl + i] = P.stub[q * P.LS + G.soff + i];
+            for (int i = t; i < nodes; i += TLM_OC_NT) sStub[q * nl + i] = P.stub[q * P.LS + G.soff + i];
+    for (int i = t; i < nl; i += TLM_OC_NT) sMeta[i] = i < nodes ? P.meta[G.off + i] : 0u;
+    for (int i = t; i < ncoef * TLM_COEF2; i += TLM_OC_NT) sCoef[i] = P.coef[(long long)G.coef_off * TLM_COEF2 + i];
+    for (int i = t; i < nl / 32; i += TLM_OC_NT) sPlain[i] = P.plain[(G.off >> 5) + i];
     __syncthreads();
     const int e0 = W[1], ne = W[2], l0 = W[3], nlp = W[4], w0 = W[5], nw = W[6], src0 = W[7], nsrc = W[8];
     const int n0 = P.step0[0];
@@ -161,12 +203,7 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
             double acc = 0.0;
             for (int j = t; j < E.slots; j += TLM_OC_NT) acc += (double)b[E.link * nl + P.end_node[E.slot_off + j]] * P.end_phi[E.slot_off + j];
             oc_put(acc, v++, red);
-            const int K = tlm_imin(step, E.kern_len);
-            const double* kern = P.end_kern + E.kern_off;
-            const double* hist = P.end_hist + E.hist_off;
-            acc = 0.0;
-            for (int j = t; j < K; j += TLM_OC_NT) acc += kern[j] * hist[step - 1 - j];
-            oc_put(acc, v++, red);
+            oc_put(oc_conv(P.end_kern + E.kern_off, P.end_hist + E.hist_off, step, tlm_imin(step, E.kern_len)), v++, red);
         }
         for (int p = 0; p < nlp; ++p) {
             const TlmLumped& L = P.lumped[l0 + p];
@@ -278,5 +315,5 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
         for (int i = t; i < nodes; i += TLM_OC_NT) out[q * P.L + G.off + i] = b[q * nl + i];
     if (sstub)
         for (int q = 0; q < 7; ++q)
-            for (int i = t; i < nodes; i += TLM_OC_NT) P.stub[q * P.LS + G.soff + i] = Q.stub[q * nl + i];
+            for (int i = t; i < nodes; i += TLM_OC_NT) P.stub[q * P.LS + G.soff + i] = sStub[q * nl + i];
 }

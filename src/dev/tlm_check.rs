@@ -218,8 +218,10 @@ pub const ONCHIP_THREADS: [usize; 3] = [256, 512, 1024];
 /// launch shape, then with the 2D designs on-chip for each block size (one
 /// energy check a launch, as the list's jobs check at different intervals),
 /// then its 2D jobs checking at one interval (several checks a launch, jobs
-/// ending at different checks inside one).
-pub fn device_check(be: &mut CudaBackend, configs: &[TlmConfig], tol: f64) -> anyhow::Result<(f64, bool)> {
+/// ending at different checks inside one); with `generation` > 0, that many
+/// random candidates of the shipped iris filter in 2D through the user's path,
+/// on-chip and streaming, against the CPU (S-parameters and steps).
+pub fn device_check(be: &mut CudaBackend, configs: &[TlmConfig], tol: f64, generation: usize) -> anyhow::Result<(f64, bool)> {
     for &c in configs {
         match be.tlm_compile_report(c) {
             Ok(r) => print!("{r}"),
@@ -281,6 +283,17 @@ pub fn device_check(be: &mut CudaBackend, configs: &[TlmConfig], tol: f64) -> an
     let (w, b) = report("[tlm onchip 512 x8 checks]", &j2, &cpu2, &dev, tol);
     worst = worst.max(w);
     bad |= b;
+    if generation > 0 {
+        // The TLM engines are uniform-mesh methods: the filter as it shipped on a/28.
+        let f = std::path::Path::new("tests/fixtures/uniform/wr28_iris_filter.ron");
+        for path in [PathChoice::Auto, PathChoice::Streaming] {
+            be.set_options(CudaOptions { path, ..base.clone() })?;
+            println!("[tlm generation, path {}]", path.name());
+            bad |= super::device_designs::check_generation(f, generation, Some(EngineKind::Tlm2d), &*be, tol)?;
+            let st = be.last_stats();
+            println!("  path {}: {} designs on-chip, {} streaming, device {:.3} s", path.name(), st.onchip_designs, st.streaming_designs, st.kernel_s);
+        }
+    }
     be.set_options(base)?;
     println!(
         "device-check TLM {}: worst relative CPU/CUDA TLM difference {worst:.2e} (tolerance {tol:.0e}) over {} jobs, launch shapes {}, on-chip blocks {:?}",

@@ -12,7 +12,7 @@
 use super::abi::TLM_CUH;
 use super::plan::Plan;
 use crate::engine::device::ModuleSpec;
-use crate::engine::tlm::pack::{TlmPack, META_SPECIAL};
+use crate::engine::tlm::pack::{TlmPack, COEF2, META_SPECIAL};
 
 /// The kernels of `kernels/tlm_onchip.cu`, in launch order.
 pub const KERNELS: [&str; 1] = ["tlm_shunt_onchip"];
@@ -24,7 +24,7 @@ pub const ONCHIP_CU: &str = include_str!("../../../../kernels/tlm_onchip.cu");
 pub const MAX_SUMS: usize = 16;
 
 /// Words per design of the kernel's table (`TLM_OC_WORDS`).
-pub const WORDS: usize = 10;
+pub const WORDS: usize = 11;
 
 /// Shared memory the kernel keeps for its static variables: the reduction's
 /// scratch (16 sums of up to 32 warps) and two rows of 16 totals, 4.3 KiB.
@@ -79,22 +79,25 @@ pub(crate) fn plan_design(pk: &TlmPack, max_shared: usize) -> Result<OnchipFit, 
         return Err(format!("{ne} guide ends, {nl} lumped and {nw} guide ports: more sums than one reduction carries ({MAX_SUMS})"));
     }
     let room = max_shared.saturating_sub(STATIC_RESERVE);
-    let links = 2 * pk.links() * stride(pk.nodes()) * 4;
-    if links > room {
-        return Err(format!("needs {:.0} KiB of shared memory per block, the device gives {:.0} KiB", links as f64 / 1024.0, room as f64 / 1024.0));
+    // The kernel's layout: pulses of both parities, stubs (where they fit), meta
+    // words, coefficient kinds, plain flags (a byte per 32 nodes).
+    let nl = stride(pk.nodes());
+    let base = 4 * (2 * pk.links() * nl + nl + pk.coefs.len()) + nl / 32;
+    if base > room {
+        return Err(format!("needs {:.0} KiB of shared memory per block, the device gives {:.0} KiB", base as f64 / 1024.0, room as f64 / 1024.0));
     }
-    let with_stubs = links + pk.stubs() * stride(pk.nodes()) * 4;
+    let with_stubs = base + 4 * pk.stubs() * nl;
     if pk.loaded && with_stubs <= room {
         return Ok(OnchipFit { bytes: with_stubs, stubs_on_chip: true });
     }
-    Ok(OnchipFit { bytes: links, stubs_on_chip: false })
+    Ok(OnchipFit { bytes: base, stubs_on_chip: false })
 }
 
 /// The kernel's table (`WORDS` per design of `plan`, each planned on-chip as
 /// `fits` says): stubs on chip, its guide ends, lumped ports, guide ports and
-/// free sources as (first, count) in the plan's tables, and whether a
-/// guide-port sample node is special (then the kernel waits for the special
-/// nodes before sampling). Err when a design's entries are not contiguous.
+/// free sources as (first, count) in the plan's tables, whether a guide-port
+/// sample node is special (then the kernel waits for the special nodes before
+/// sampling), and its coefficient kinds. Err when a design's entries are not contiguous.
 pub(crate) fn table(plan: &Plan, packs: &[&TlmPack], fits: &[OnchipFit]) -> Result<Vec<i32>, String> {
     let range = |design: &dyn Fn(usize) -> i32, n: usize, d: usize| -> Result<(i32, i32), String> {
         let ix: Vec<usize> = (0..n).filter(|&i| design(i) == d as i32).collect();
@@ -116,7 +119,8 @@ pub(crate) fn table(plan: &Plan, packs: &[&TlmPack], fits: &[OnchipFit]) -> Resu
             _ => return Err(format!("design {d}: more than one run of sources")),
         };
         let special_sample = pk.wgs.iter().flat_map(|w| &w.lo).any(|&n| pk.meta[n] & META_SPECIAL != 0);
-        t.extend([fits[d].stubs_on_chip as i32, ends.0, ends.1, lumped.0, lumped.1, wgs.0, wgs.1, src.0, src.1, special_sample as i32]);
+        let kinds = (pk.coefs.len() / COEF2) as i32;
+        t.extend([fits[d].stubs_on_chip as i32, ends.0, ends.1, lumped.0, lumped.1, wgs.0, wgs.1, src.0, src.1, special_sample as i32, kinds]);
     }
     Ok(t)
 }
@@ -150,12 +154,14 @@ mod tests {
         let packs = filter_packs();
         let pk = &packs[0];
         let fit = plan_design(pk, 232_448).unwrap();
-        let links = 2 * 4 * stride(pk.nodes()) * 4;
-        assert!(fit.bytes == links || (fit.stubs_on_chip && fit.bytes == links + 7 * stride(pk.nodes()) * 4), "{fit:?}");
-        // Exactly the room the links need (and the static reserve) is enough; 4 bytes less is not.
-        let tight = plan_design(pk, links + STATIC_RESERVE).unwrap();
-        assert_eq!((tight.bytes, tight.stubs_on_chip), (links, false));
-        let e = plan_design(pk, links + STATIC_RESERVE - 4).unwrap_err();
+        // Pulses of both parities, meta words, coefficients, plain flags.
+        let nl = stride(pk.nodes());
+        let base = 4 * (8 * nl + nl + pk.coefs.len()) + nl / 32;
+        assert!(fit.bytes == base || (fit.stubs_on_chip && fit.bytes == base + 7 * nl * 4), "{fit:?}");
+        // Exactly the room that needs (and the static reserve) is enough; 4 bytes less is not.
+        let tight = plan_design(pk, base + STATIC_RESERVE).unwrap();
+        assert_eq!((tight.bytes, tight.stubs_on_chip), (base, false));
+        let e = plan_design(pk, base + STATIC_RESERVE - 4).unwrap_err();
         assert!(e.contains("KiB"), "{e}");
         assert!(plan_design(pk, 0).is_err());
         let j3 = crate::dev::tlm_check::iris_filter_jobs(EngineKind::Tlm).unwrap().remove(0);
@@ -185,6 +191,7 @@ mod tests {
                 assert!(s.design == d as i32 && s.over_link == -1);
             }
             assert_eq!(w[0], fits[d].stubs_on_chip as i32);
+            assert_eq!(w[10] as usize * COEF2, pk.coefs.len());
         }
         // The filter: two modal ends, two guide ports, the driven one's source layer; the
         // 2D check job: two lumped ports, no guide port, no source run.
