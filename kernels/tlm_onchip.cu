@@ -46,7 +46,8 @@
 // guide port, guide ports, first source, sources, a sample node is special,
 // coefficient kinds.
 #define TLM_OC_WORDS 11
-// Convolution terms of a guide end a thread loads at once (their loads in flight together).
+// History terms of the guide ends' convolution a thread loads at once (half
+// of them j's for each of two ends, with their kernel values): loads in flight together.
 #define TLM_OC_CONV 8
 
 #ifdef EMV_EMU
@@ -85,26 +86,39 @@ __device__ __forceinline__ void oc_reduce(int n, double* red, double* out) {
     __syncthreads();
 }
 
-// A guide end's convolution sum over the history (tlm.cu tlm_end_block:
-// sum_j kern[j] hist[step - 1 - j], j < K), the thread's terms
-// TLM_OC_CONV at a time so that their loads overlap (the history and kernel
-// are in global memory: this sum is the longest latency chain of a step).
-__device__ __forceinline__ double oc_conv(const double* __restrict__ kern, const double* __restrict__ hist, int step, int K) {
-    double acc = 0.0;
+// The convolution sums of two guide ends over one kernel table (tlm.cu
+// tlm_end_block: sum_j kern[j] hist[step - 1 - j], j < K; a design's ends
+// share the table when their cut-off and run length agree; an end alone
+// passes its history twice): each kernel value loaded once, the thread's
+// terms TLM_OC_CONV / 2 j at a time so that their loads overlap. This sum
+// streams the histories and the table from global memory every step (O(step)
+// bytes): with a population running, it is the step's bulk.
+__device__ __forceinline__ void oc_conv2(const double* __restrict__ kern, const double* __restrict__ h0, const double* __restrict__ h1, int step, int K, double& c0, double& c1) {
+    c0 = 0.0;
+    c1 = 0.0;
     int j = threadIdx.x;
-    for (; j + (TLM_OC_CONV - 1) * TLM_OC_NT < K; j += TLM_OC_CONV * TLM_OC_NT) {
-        double kk[TLM_OC_CONV];
-        double hh[TLM_OC_CONV];
+    constexpr int U = TLM_OC_CONV / 2;
+    for (; j + (U - 1) * TLM_OC_NT < K; j += U * TLM_OC_NT) {
+        double kk[U];
+        double a[U];
+        double b[U];
 #pragma unroll
-        for (int u = 0; u < TLM_OC_CONV; ++u) {
+        for (int u = 0; u < U; ++u) {
             kk[u] = kern[j + u * TLM_OC_NT];
-            hh[u] = hist[step - 1 - j - u * TLM_OC_NT];
+            a[u] = h0[step - 1 - j - u * TLM_OC_NT];
+            b[u] = h1[step - 1 - j - u * TLM_OC_NT];
         }
 #pragma unroll
-        for (int u = 0; u < TLM_OC_CONV; ++u) acc += kk[u] * hh[u];
+        for (int u = 0; u < U; ++u) {
+            c0 += kk[u] * a[u];
+            c1 += kk[u] * b[u];
+        }
     }
-    for (; j < K; j += TLM_OC_NT) acc += kern[j] * hist[step - 1 - j];
-    return acc;
+    for (; j < K; j += TLM_OC_NT) {
+        const double k = kern[j];
+        c0 += k * h0[step - 1 - j];
+        c1 += k * h1[step - 1 - j];
+    }
 }
 
 // Stored energy of node i (tlm.cu tlm_energy, the same terms in the same order).
@@ -198,12 +212,19 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
         // 1. Ordinary nodes, and the sums over b.
         for (int i = t; i < nodes; i += TLM_OC_NT) shunt_node(Q, &D, st, i);
         int v = 0;
+        // Two ends over one kernel table (the usual guide: both its ends) in one pass.
+        const bool pair = ne == 2 && P.ends[e0].kern_off == P.ends[e0 + 1].kern_off && P.ends[e0].kern_len == P.ends[e0 + 1].kern_len;
+        double cp0 = 0.0, cp1 = 0.0;
         for (int e = 0; e < ne; ++e) {
             const TlmEnd& E = P.ends[e0 + e];
             double acc = 0.0;
             for (int j = t; j < E.slots; j += TLM_OC_NT) acc += (double)b[E.link * nl + P.end_node[E.slot_off + j]] * P.end_phi[E.slot_off + j];
             oc_put(acc, v++, red);
-            oc_put(oc_conv(P.end_kern + E.kern_off, P.end_hist + E.hist_off, step, tlm_imin(step, E.kern_len)), v++, red);
+            if (!pair || e == 0) {
+                const double* h1 = P.end_hist + P.ends[e0 + (pair ? 1 : e)].hist_off;
+                oc_conv2(P.end_kern + E.kern_off, P.end_hist + E.hist_off, h1, step, tlm_imin(step, E.kern_len), cp0, cp1);
+            }
+            oc_put(pair && e == 1 ? cp1 : cp0, v++, red);
         }
         for (int p = 0; p < nlp; ++p) {
             const TlmLumped& L = P.lumped[l0 + p];

@@ -44,10 +44,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub box_pml: Option<usize>,
     /// With --generation on CUDA: paths to time (onchip, streaming, auto; comma
-    /// separated): FDTD's, or with --design-engine tlm2d the 2D TLM's.
+    /// separated): FDTD's, or with --design-engine tlm2d the 2D TLM's. With
+    /// --engine tlm, onchip (or auto) adds the 2D population on the on-chip kernel.
     #[arg(long, value_delimiter = ',', default_value = "streaming")]
     pub paths: Vec<String>,
-    /// With --generation: threads per block of the on-chip kernel to time (comma separated).
+    /// Threads per block of the on-chip kernel to time (comma separated; --generation, --engine tlm).
     #[arg(long, value_delimiter = ',', default_value = "1024")]
     pub onchip_threads: Vec<usize>,
     /// With --generation: energy checks an on-chip launch may span, to time
@@ -166,7 +167,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let shapes: Vec<cuda::tlm::TlmConfig> =
             a.tlm_shapes.iter().map(|t| cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
         anyhow::ensure!(!shapes.is_empty(), "--tlm-shapes: at least one");
-        return tlm::run(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes);
+        return tlm::run(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes, &a.paths, &a.onchip_threads);
     }
     fdtd::run(a, s1, s2, use_cuda)
 }
