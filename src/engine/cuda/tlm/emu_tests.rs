@@ -11,7 +11,11 @@ use std::process::Command;
 
 use rand::{Rng, SeedableRng};
 
-use super::{drive_from, OnchipRun, TlmConfig};
+use super::{OnchipRun, TlmConfig, TlmDevBatch};
+use crate::engine::device::{download_vec, upload, Device};
+use crate::engine::stepping;
+use crate::engine::EngineError;
+use crate::job::{SimFailure, SimOutput};
 use crate::engine::device::emu::EmuDevice;
 use crate::engine::tlm::pack::TlmPack;
 use crate::engine::tlm::shunt2d::onchip::{tlm_shunt_onchip, ShuntState};
@@ -70,6 +74,47 @@ fn cpu_run(job: &SimJob, init: &(Vec<f32>, Vec<f32>)) -> (Vec<PortTrace>, Vec<f3
         assert!(e.is_finite() && e > 0.0);
     }
     (traces, st.pulses())
+}
+
+/// [`drive`] from given pulses and stub states (per design: link-major pulses,
+/// `links x nodes`; stub states `stubs x nodes` where it has stubs, in the
+/// pool's order); also returns each design's final pulses. For comparing the
+/// kernels with the CPU twins from random fields.
+#[allow(clippy::too_many_arguments)]
+fn drive_from(
+    dev: &mut dyn Device,
+    jobs: &[&SimJob],
+    packs: &[&TlmPack],
+    cfg: TlmConfig,
+    port_threads: u32,
+    trace_chunk: usize,
+    onchip: Option<OnchipRun>,
+    init: &[(Vec<f32>, Vec<f32>)],
+) -> Result<(Vec<Result<SimOutput, SimFailure>>, Vec<Vec<f32>>), EngineError> {
+    let mut b = TlmDevBatch::new(dev, jobs, packs, cfg, port_threads, trace_chunk, onchip)?;
+    for (d, (links, stubs)) in init.iter().enumerate() {
+        let (n, off) = (packs[d].nodes(), b.plan.designs[d].off as usize);
+        for q in 0..b.plan.links {
+            upload(b.dev, b.bufs.links[0], q * b.plan.l + off, &links[q * n..(q + 1) * n])?;
+        }
+        if packs[d].loaded {
+            let soff = b.plan.designs[d].soff as usize;
+            for q in 0..b.plan.stubs {
+                upload(b.dev, b.bufs.stub, q * b.plan.ls + soff, &stubs[q * n..(q + 1) * n])?;
+            }
+        }
+    }
+    let out = stepping::run(&mut b, &[])?;
+    let mut fin = vec![];
+    for (d, pk) in packs.iter().enumerate() {
+        let off = b.plan.designs[d].off as usize;
+        let mut v = vec![];
+        for q in 0..b.plan.links {
+            v.extend(download_vec::<f32>(b.dev, b.bufs.links[b.cur], q * b.plan.l + off, pk.nodes())?);
+        }
+        fin.push(v);
+    }
+    Ok((out, fin))
 }
 
 /// Largest |a - b| over the largest |a|.

@@ -17,8 +17,11 @@ pub mod abi;
 #[cfg(test)]
 mod emu_tests;
 pub mod onchip;
+mod onchip_run;
 pub mod plan;
 
+use self::onchip_run::OcRun;
+pub use self::onchip_run::OnchipRun;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -123,29 +126,6 @@ pub struct DriveStats {
     pub smem_bytes: f64,
 }
 
-/// The on-chip launch of a sub-batch (every design of it on-chip, 2D).
-struct OcRun {
-    m: usize,
-    /// onchip::table, and the energies after each check of a launch.
-    table: Buf,
-    en: Buf,
-    /// Dynamic shared memory per block (the largest design's).
-    smem: u32,
-    threads: u32,
-    /// Energy checks one launch may span and their common interval.
-    checks: usize,
-    ce: usize,
-    /// Modelled shared-memory bytes of one step, per design.
-    step_smem: Vec<f64>,
-}
-
-/// How a sub-batch takes the on-chip path: threads per block, energy checks a launch may span.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OnchipRun {
-    pub threads: usize,
-    pub checks: usize,
-}
-
 /// Buffers the loop rewrites or reads back.
 struct Bufs {
     links: [Buf; 2],
@@ -202,7 +182,7 @@ impl<'a> TlmDevBatch<'a> {
         let plan = Plan::new(packs, &max_steps, (cfg.threads * cfg.npt) as usize).map_err(EngineError::Cuda)?;
         let dim3 = plan.dim3;
         let (kcap, checks) = match onchip {
-            Some(o) => onchip_chunk(jobs, trace_chunk, o.checks),
+            Some(o) => onchip_run::chunk(jobs, trace_chunk, o.checks),
             None => (trace_chunk.max(1), 1),
         };
         let all = vec![true; nd];
@@ -280,7 +260,7 @@ impl<'a> TlmDevBatch<'a> {
         let kernels = [Kernel::Step.index(dim3), Kernel::Ports.index(dim3), Kernel::Sample.index(dim3), Kernel::Energy.index(dim3)];
         let bufs = Bufs { links: [b0, b1], stub, blocks, jobs: jobs_b, wg_list, gval, due, tv, ti, energy, step0 };
         let oc = match onchip {
-            Some(o) => Some(Self::onchip_setup(dev, jobs, packs, &plan, o, checks)?),
+            Some(o) => Some(OcRun::new(dev, jobs, packs, &plan, o, checks)?),
             None => None,
         };
         Ok(TlmDevBatch {
@@ -304,50 +284,6 @@ impl<'a> TlmDevBatch<'a> {
             stats: DriveStats::default(),
             oc,
         })
-    }
-
-    /// Load the on-chip kernel and size its launch for these designs (each
-    /// planned on-chip by the caller: `onchip::plan_design`).
-    fn onchip_setup(dev: &mut dyn Device, jobs: &[&SimJob], packs: &[&TlmPack], plan: &Plan, o: OnchipRun, checks: usize) -> Result<OcRun, EngineError> {
-        onchip::validate_threads(o.threads).map_err(EngineError::Cuda)?;
-        let max = dev.max_shared();
-        let mut fits = vec![];
-        for (d, pk) in packs.iter().enumerate() {
-            fits.push(onchip::plan_design(pk, max).map_err(|e| EngineError::Cuda(format!("design '{}' cannot run on-chip: {e}", jobs[d].label)))?);
-        }
-        let m = dev.load(&onchip::module(o.threads as u32))?;
-        let table = alloc_with(dev, &onchip::table(plan, packs, &fits).map_err(EngineError::Cuda)?, 0)?;
-        let en = dev.alloc(jobs.len() * checks.max(1) * 8)?;
-        let smem = fits.iter().map(|f| f.bytes).max().unwrap_or(0) as u32;
-        let ce = jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1);
-        let step_smem = packs.iter().zip(&fits).map(|(pk, f)| onchip::step_smem_bytes(pk, f)).collect();
-        Ok(OcRun { m, table, en, smem, threads: o.threads as u32, checks, ce, step_smem })
-    }
-
-    /// One launch of the on-chip kernel: `k` steps of every running design,
-    /// in place in field set 0, the energies after every check into `oc.en`
-    /// (after every `ce` steps when one launch spans several checks, else after the k-th).
-    fn launch_onchip(&mut self, k: usize) -> Result<(), EngineError> {
-        let Some(oc) = &self.oc else { return Ok(()) };
-        let ce = if oc.checks > 1 { oc.ce.min(k) } else { k };
-        let (table, en) = (self.dev.ptr(oc.table), self.dev.ptr(oc.en));
-        let (kk, ce, nd) = (k as i32, ce as i32, self.jobs.len() as i32);
-        let dims = Dims::linear(self.sizes.0, oc.threads);
-        device::launch_shared(self.dev, oc.m, 0, dims, oc.smem, &[&self.pp[0], &table, &kk, &ce, &en, &nd])
-    }
-}
-
-/// Steps of an on-chip sub-batch's launches at most (its sample and source
-/// buffers) and the energy checks one launch may span: `checks` where every
-/// job checks at the same interval, else up to the next check within
-/// `trace_chunk` (as the FDTD on-chip path: `fdtd::onchip_chunk`).
-fn onchip_chunk(jobs: &[&SimJob], trace_chunk: usize, checks: usize) -> (usize, usize) {
-    let ce = jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1);
-    let same = jobs.iter().all(|j| j.stop.check_every.max(1) == ce);
-    if same && checks > 1 {
-        (ce * checks, checks)
-    } else {
-        (trace_chunk.min(ce).max(1), 1)
     }
 }
 
@@ -534,48 +470,6 @@ pub(crate) fn drive(
     Ok((out, b.stats))
 }
 
-
-/// [`drive`] from given pulses and stub states (per design: link-major pulses,
-/// `links x nodes`; stub states `stubs x nodes` where it has stubs, in the
-/// pool's order); also returns each design's final pulses. For comparing the
-/// kernels with the CPU twins from random fields.
-#[cfg(test)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn drive_from(
-    dev: &mut dyn Device,
-    jobs: &[&SimJob],
-    packs: &[&TlmPack],
-    cfg: TlmConfig,
-    port_threads: u32,
-    trace_chunk: usize,
-    onchip: Option<OnchipRun>,
-    init: &[(Vec<f32>, Vec<f32>)],
-) -> Result<(Vec<Result<SimOutput, SimFailure>>, Vec<Vec<f32>>), EngineError> {
-    let mut b = TlmDevBatch::new(dev, jobs, packs, cfg, port_threads, trace_chunk, onchip)?;
-    for (d, (links, stubs)) in init.iter().enumerate() {
-        let (n, off) = (packs[d].nodes(), b.plan.designs[d].off as usize);
-        for q in 0..b.plan.links {
-            upload(b.dev, b.bufs.links[0], q * b.plan.l + off, &links[q * n..(q + 1) * n])?;
-        }
-        if packs[d].loaded {
-            let soff = b.plan.designs[d].soff as usize;
-            for q in 0..b.plan.stubs {
-                upload(b.dev, b.bufs.stub, q * b.plan.ls + soff, &stubs[q * n..(q + 1) * n])?;
-            }
-        }
-    }
-    let out = stepping::run(&mut b, &[])?;
-    let mut fin = vec![];
-    for (d, pk) in packs.iter().enumerate() {
-        let off = b.plan.designs[d].off as usize;
-        let mut v = vec![];
-        for q in 0..b.plan.links {
-            v.extend(download_vec::<f32>(b.dev, b.bufs.links[b.cur], q * b.plan.l + off, pk.nodes())?);
-        }
-        fin.push(v);
-    }
-    Ok((out, fin))
-}
 
 /// Run a device's share of TLM jobs (indices into `jobs`, packs alongside),
 /// one engine kind at a time, in sub-batches that fit its memory. 2D designs
