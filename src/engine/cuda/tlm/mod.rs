@@ -637,5 +637,6 @@ pub(crate) fn run(
         results.extend(res);
     }
     st.wall_s = t0.elapsed().as_secs_f64();
+    st.loop_s = (st.wall_s - st.setup_s).max(0.0);
     Ok((results, st))
 }
