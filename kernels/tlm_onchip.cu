@@ -8,8 +8,9 @@
 // filters (a few thousand nodes, thousands of steps), which the streaming
 // kernels of tlm.cu run at launch latency (three launches a step).
 //
-// CPU twin: shunt2d.rs tlm_shunt_onchip (tlm_shunt_step + tlm_shunt_ports +
-// swap + tlm_shunt_sample per step, tlm_shunt_energy at each check). The
+// CPU twin: src/engine/tlm/shunt2d_onchip.rs tlm_shunt_onchip (tlm_shunt_step
+// + tlm_shunt_ports + swap + tlm_shunt_sample per step, tlm_shunt_energy at
+// each check). The
 // per-node arithmetic is tlm.cu's (shunt_node, shunt_special: the same
 // functions over block-local pointers), so the pulses are bit for bit the CPU
 // engine's; the f64 sums (mode amplitude, convolution, port signals, energy)
@@ -21,7 +22,7 @@
 // and its plain flags (nl / 32 bytes): a node's update reads global memory
 // only for stubs left in the pool.
 //
-// Work of a step, four barriers:
+// Work of a step, four barriers (two more at an energy check):
 //   1. every thread: its share of the ordinary nodes (b -> nb) and of the
 //      terms of the sums that read only b: each guide end's mode amplitude and
 //      convolution, each lumped port's series-circuit sums; the sums reduced;
