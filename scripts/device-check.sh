@@ -41,8 +41,10 @@ t0=$(date +%s)
 "$BIN" dev device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --tlm-shapes "${TLM_SHAPES:-256x2,128x4}" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
 rc=$?
 # Per variant: the worst line of each kind, every failing line, and the verdict.
-# --- TLM on CUDA: device-check also compares the TLM kernels (lines "[tlm SHAPE] ...").
+# --- TLM on CUDA: device-check also compares the TLM kernels (lines "[tlm SHAPE] ..."),
+# and the 2D jobs on the on-chip kernel (lines "[tlm onchip THREADS] ...").
 grep -E "^\[tlm 256x2\]|^TLM CPU reference" "$OUT/check.log" | cut -c1-190
+grep -E "^\[tlm onchip 1024\]|^\[tlm onchip 512 x8 checks\]|^\[tlm onchip [0-9]+\] mixed" "$OUT/check.log" | cut -c1-190
 # --- end TLM
 grep -E "FAIL|error|panic" "$OUT/check.log" | cut -c1-240 | head -30
 grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-170
@@ -58,11 +60,22 @@ if [ "${CHECK_GEN:-64}" -gt 0 ]; then
   echo "exit code $?"
   grep -E "^\[generation|PASS|FAIL" "$OUT/check-generation.log" | cut -c1-220 | tail -4
 fi
+if [ "${CHECK_GEN:-64}" -gt 0 ]; then
+  echo "== 2-'. the same generation in 2D TLM (uniform a/28 filter), CPU against CUDA on-chip and streaming"
+  "$BIN" dev device-check --engine tlm --gpus "$GPUS" --tlm-shapes 256x2 --generation "${CHECK_GEN:-64}" > "$OUT/check-generation-tlm.log" 2>&1
+  echo "exit code $?"
+  grep -E "^\[generation|^  path|^device-check TLM" "$OUT/check-generation-tlm.log" | cut -c1-220
+fi
 echo "== 2a. one GA generation as one batch: 64 random WR-28 iris filters, on-chip vs streaming (adaptive and exact 32x8 tile) vs the planner's choice"
 "$BIN" bench --backend cuda --gpus "$GPUS" --design designs/wr28_iris_filter.ron --generation 64 --tiles auto,32x8 \
     --paths onchip,streaming,auto --population 0 --n 16 --steps 5 > "$OUT/generation.log" 2>&1
 echo "generation bench exit code $?"
 grep -E "^generation of|^\||error" "$OUT/generation.log" | cut -c1-300
+echo "== 2a'. the same in 2D TLM (uniform a/28 filter): on-chip vs streaming"
+"$BIN" bench --backend cuda --gpus "$GPUS" --design tests/fixtures/uniform/wr28_iris_filter.ron --design-engine tlm2d --generation 64 \
+    --paths streaming,onchip --onchip-threads 512,1024 --population 0 --n 16 --steps 5 > "$OUT/generation-tlm.log" 2>&1
+echo "TLM generation bench exit code $?"
+grep -E "^generation of|^\||error" "$OUT/generation-tlm.log" | cut -c1-300
 # On-chip section of the check (lines "[onchip THREADS] ...") and the shipped designs per path.
 grep -E "^\[onchip|^  \[onchip|^  path " "$OUT/check.log" | cut -c1-200
 
@@ -124,7 +137,7 @@ echo "no-CPML bench exit code $?"
 grep -E "error" "$OUT/bench.log"
 # --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations); TLM_BENCH=0 skips them.
 [ "${TLM_BENCH:-1}" = 1 ] && "$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
-    --tlm-shapes "${TLM_SHAPES:-256x2}" > "$OUT/bench-tlm.log" 2>&1
+    --tlm-shapes "${TLM_SHAPES:-256x2}" --paths streaming,onchip --onchip-threads 1024 > "$OUT/bench-tlm.log" 2>&1
 echo "TLM bench exit code $?"
 # --- end TLM
 grep -E "error|panic" "$OUT/bench.log"

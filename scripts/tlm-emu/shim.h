@@ -25,6 +25,15 @@ inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
 
+// Dynamic shared memory (extern __shared__ on the device): one buffer, sized
+// by emu_set_shared before a launch and refilled per block with 0xCD bytes (a
+// large negative float), so a read of a position never written shows.
+#define EMV_EMU 1
+#define __align__(n) alignas(n)
+inline std::vector<unsigned char> emu_smem;
+inline size_t emu_smem_bytes = 0;
+inline unsigned char* emu_dyn_smem() { return emu_smem.data(); }
+
 namespace emu {
 inline bool coop = false;
 inline ucontext_t sched;
@@ -61,6 +70,7 @@ inline void launch(unsigned grid, unsigned block, bool cooperative, const std::f
     for (auto& s : stacks) s.resize(256 * 1024);
     for (unsigned b = 0; b < grid; ++b) {
         blockIdx.x = b;
+        if (emu_smem_bytes) emu_smem.assign(emu_smem_bytes + 16, 0xCD);
         for (unsigned t = 0; t < block; ++t) {
             getcontext(&ctx[t]);
             ctx[t].uc_stack.ss_sp = stacks[t].data();
@@ -93,6 +103,20 @@ inline void __syncthreads() {
     }
     emu::state[emu::cur] = 1;
     swapcontext(&emu::ctx[emu::cur], &emu::sched);
+}
+
+// __shfl_down_sync over a whole block: every thread of the block calls it
+// together (the on-chip kernel uses it only in block-wide reductions); each
+// passes its value through a slot between two barriers and reads lane + d of
+// its own warp (its own value past the warp's end, as on the device).
+inline double emu_shfl[1024];
+inline double __shfl_down_sync(unsigned, double v, unsigned d) {
+    const unsigned t = threadIdx.x;
+    emu_shfl[t] = v;
+    __syncthreads();
+    const double r = (t & 31) + d < 32 && t + d < blockDim.x ? emu_shfl[t + d] : v;
+    __syncthreads();
+    return r;
 }
 
 inline double atomicAdd(double* a, double v) {

@@ -1,6 +1,7 @@
 //! A design file timed as the optimiser runs it: once at its midpoint (every
 //! port driven, its own end criterion), and one GA generation of random
-//! feasible candidates simulated as one batch.
+//! feasible candidates simulated as one batch; on its own engine or another
+//! (`--design-engine`).
 
 use std::time::Instant;
 
@@ -10,16 +11,16 @@ use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice};
 use crate::engine::{cpu::CpuBackend, Backend};
 
 /// One design as the optimiser runs it: midpoint values, every port driven, the design's end criterion.
-pub fn midpoint(path: &std::path::Path, use_cuda: bool, gpus: &[usize]) -> anyhow::Result<()> {
+pub fn midpoint(path: &std::path::Path, engine: Option<crate::job::EngineKind>, use_cuda: bool, gpus: &[usize]) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let backend: Box<dyn crate::engine::Backend> = if use_cuda { Box::new(CudaBackend::new(gpus)?) } else { Box::new(CpuBackend) };
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let values = design.midpoint_values();
     // Once to warm up (kernel compilation, allocation), once timed.
     // (A failed design shows in the timed run below.)
-    let _ = crate::evaluate::evaluate_one(&design, &values, &drives, None, backend.as_ref())?;
+    let _ = crate::evaluate::evaluate_one(&design, &values, &drives, engine, backend.as_ref())?;
     let t = Instant::now();
-    let r = crate::evaluate::evaluate_one(&design, &values, &drives, None, backend.as_ref())?;
+    let r = crate::evaluate::evaluate_one(&design, &values, &drives, engine, backend.as_ref())?;
     let secs = t.elapsed().as_secs_f64();
     let s = r.map_err(|e| anyhow::anyhow!("{}: {e}", design.name()))?;
     println!(
@@ -55,19 +56,19 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], verbose: bool) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
     anyhow::ensure!(!cands.is_empty(), "{}: no feasible random candidate in {} draws", design.name(), 100 * n);
     let t = Instant::now();
     for c in &cands {
-        design.jobs(c, &drives, None)?;
+        design.jobs(c, &drives, engine)?;
     }
     println!("generation of {} {} candidates: their jobs (geometry, voxels) built in {:.2} s", cands.len(), design.name(), t.elapsed().as_secs_f64());
     let time = |backend: &dyn Backend| -> anyhow::Result<(f64, f64, usize, usize)> {
         let t = Instant::now();
-        let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, None, backend, &|_| {})?;
+        let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, backend, &|_| {})?;
         let secs = t.elapsed().as_secs_f64();
         let mut upd = 0.0;
         let (mut lo, mut hi) = (usize::MAX, 0);
@@ -95,7 +96,7 @@ pub fn generation(path: &std::path::Path, n: usize, use_cuda: bool, gpus: &[usiz
         if verbose {
             // Each job's grid and step count: what an on-chip generation's length
             // follows (the longest-ringing jobs and the widest set each launch's time).
-            let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, None, &CpuBackend, &|_| {})?;
+            let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, &CpuBackend, &|_| {})?;
             println!("job: candidate drive n_x n_y n_z cells steps");
             for (ci, r) in rs.iter().enumerate() {
                 if let Ok(r) = r {

@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// Also time a design file at its midpoint, every port driven, to its own end criterion.
     #[arg(long)]
     pub design: Option<std::path::PathBuf>,
+    /// With --design: simulate it with this engine instead of its own (fdtd,
+    /// tlm, tlm2d; e.g. tlm2d times the 2D TLM generation, on-chip against streaming with --paths).
+    #[arg(long, value_enum)]
+    pub design_engine: Option<crate::cli::args::EngineArg>,
     /// With --design: also time one GA generation, this many random feasible
     /// candidates of the design (fixed seed) simulated as one batch, per --tiles
     /// variant on CUDA (exactly that tile; "auto": the backend's adaptive default).
@@ -39,10 +43,12 @@ pub struct BenchArgs {
     /// CPML cells on each face of the box (default 10; 0: PEC walls, no CPML).
     #[arg(long)]
     pub box_pml: Option<usize>,
-    /// With --generation on CUDA: FDTD paths to time (onchip, streaming, auto; comma separated).
+    /// With --generation on CUDA: paths to time (onchip, streaming, auto; comma
+    /// separated): FDTD's, or with --design-engine tlm2d the 2D TLM's. With
+    /// --engine tlm, onchip (or auto) adds the 2D population on the on-chip kernel.
     #[arg(long, value_delimiter = ',', default_value = "streaming")]
     pub paths: Vec<String>,
-    /// With --generation: threads per block of the on-chip kernel to time (comma separated).
+    /// Threads per block of the on-chip kernel to time (comma separated; --generation, --engine tlm).
     #[arg(long, value_delimiter = ',', default_value = "1024")]
     pub onchip_threads: Vec<usize>,
     /// With --generation: energy checks an on-chip launch may span, to time
@@ -151,16 +157,17 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let s2 = a.steps2.unwrap_or(2 * a.steps).max(s1 + 1);
     let use_cuda = use_cuda(a.backend)?;
     if let Some(path) = &a.design {
-        design::midpoint(path, use_cuda, &a.gpus)?;
+        let engine = a.design_engine.map(crate::job::EngineKind::from);
+        design::midpoint(path, engine, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, &a.onchip_threads, &a.onchip_checks, a.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, &a.paths, &a.onchip_threads, &a.onchip_checks, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {
         let shapes: Vec<cuda::tlm::TlmConfig> =
             a.tlm_shapes.iter().map(|t| cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
         anyhow::ensure!(!shapes.is_empty(), "--tlm-shapes: at least one");
-        return tlm::run(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes);
+        return tlm::run(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes, &a.paths, &a.onchip_threads);
     }
     fdtd::run(a, s1, s2, use_cuda)
 }

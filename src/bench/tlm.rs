@@ -1,12 +1,14 @@
 //! `emvolve bench --engine tlm`: a large 3D TLM box, a batched 3D population of
 //! iris sections and a batched 2D population of the shipped iris filter, each
-//! for every launch shape; on CUDA with kernel Gnodes/s, bytes per node and the
+//! for every launch shape of the streaming kernels and (with `--paths onchip`)
+//! the 2D population on the on-chip kernel per block size; on CUDA with kernel
+//! Gnodes/s, bytes per node (on-chip: shared-memory bytes, modelled) and the
 //! fraction of the measured copy bandwidth.
 
 use super::table::{measure, print_table, row};
 use crate::design::DesignError;
 use crate::engine::cuda::tlm::TlmConfig;
-use crate::engine::cuda::{self, CudaBackend};
+use crate::engine::cuda::{self, CudaBackend, CudaOptions, PathChoice};
 use crate::engine::{cpu::CpuBackend, Backend};
 use crate::job::*;
 
@@ -66,8 +68,11 @@ pub fn filter_2d_population(count: usize, steps: usize) -> Result<Vec<SimJob>, D
     Ok(v)
 }
 
-/// The TLM table: every workload at `s1` and `s2` steps, per launch shape on CUDA.
-pub fn run(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: bool, gpus: &[usize], configs: &[TlmConfig]) -> anyhow::Result<()> {
+/// The TLM table: every workload at `s1` and `s2` steps, per launch shape on
+/// CUDA (streaming kernels), and the 2D population on-chip for each of
+/// `onchip_threads` when `paths` holds onchip or auto.
+#[allow(clippy::too_many_arguments)]
+pub fn run(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: bool, gpus: &[usize], configs: &[TlmConfig], paths: &[String], onchip_threads: &[usize]) -> anyhow::Result<()> {
     let box_jobs = move |s: usize| vec![box_job(n, s)];
     let pop3 = move |s: usize| iris_sections(pop, cells, s, -1000.0);
     // Built once (the design's geometry), re-stepped per measurement.
@@ -82,6 +87,7 @@ pub fn run(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: b
             })
             .collect()
     };
+    let onchip = paths.iter().any(|p| p == "onchip" || p == "auto");
     let mut workloads: Vec<(String, Box<dyn Fn(usize) -> Vec<SimJob>>)> = vec![(format!("TLM box {n}^3, vacuum, PEC"), Box::new(box_jobs))];
     if pop > 0 {
         workloads.push((format!("TLM 3D population {pop} x {cells} nodes, TE10 ends"), Box::new(pop3)));
@@ -100,10 +106,11 @@ pub fn run(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: b
     if !cuda::available() {
         anyhow::bail!("--backend cuda: {}", cuda::unavailable_reason());
     }
-    let be = CudaBackend::new(gpus)?;
+    let mut be = CudaBackend::new(gpus)?;
     let header = format!("backend: cuda on {}", be.devices().join("; "));
     let copy = be.copy_bandwidth(0, 1 << 30, 10)?;
-    for (name, make) in &workloads {
+    for (wi, (name, make)) in workloads.iter().enumerate() {
+        be.set_options(CudaOptions { path: PathChoice::Streaming, ..Default::default() })?;
         for &c in configs {
             be.set_tlm_config(c)?;
             // Warm-up: compiles the launch shape once.
@@ -116,6 +123,20 @@ pub fn run(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: b
             r.bytes = Some(st.bytes / st.cell_updates);
             r.bw = Some(st.bytes / st.kernel_s);
             rows.push(r);
+        }
+        // The 2D population (the last workload) on-chip: one block per design.
+        if onchip && wi == 2 {
+            for &t in onchip_threads {
+                be.set_options(CudaOptions { path: PathChoice::Onchip, onchip_threads: t, ..Default::default() })?;
+                be.run_batch(&make(2))?;
+                let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
+                let st = be.last_stats();
+                let mut r = row(format!("{name} [on-chip, {t} threads]"), &make(1), s1, s2, w1, w2, u);
+                r.setup_s = Some(st.setup_s);
+                r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
+                r.bytes = Some(st.smem_bytes / st.cell_updates);
+                rows.push(r);
+            }
         }
     }
     print_table(&header, Some(copy), "node", "workload [threads x nodes/thread]", &rows);

@@ -454,7 +454,7 @@ fn onchip_only(be: &mut CudaBackend, a: &DeviceCheckArgs, tile: Tile) -> anyhow:
         }
         if a.generation > 0 {
             be.set_options(CudaOptions { tile, ..Default::default() })?;
-            bad |= super::device_designs::check_generation(f, a.generation, &*be, a.tol)?;
+            bad |= super::device_designs::check_generation(f, a.generation, None, &*be, a.tol)?;
         }
     }
     println!("device-check --onchip-only: {}", if bad { "FAIL" } else { "PASS" });
@@ -488,8 +488,17 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
                     }
                 }
             }
+            for t in super::tlm_check::ONCHIP_THREADS {
+                match be.tlm_onchip_compile_report(t) {
+                    Ok(r) => print!("{r}"),
+                    Err(e) => {
+                        println!("TLM on-chip kernel compilation FAILED for {t} threads:\n{e}");
+                        return Ok(2);
+                    }
+                }
+            }
         } else {
-            tlm_bad = super::tlm_check::device_check(&be, &shapes, a.tol)?.1;
+            tlm_bad = super::tlm_check::device_check(&mut be, &shapes, a.tol, a.generation)?.1;
         }
         if a.engine == CheckEngine::Tlm {
             return Ok(if tlm_bad { 1 } else { 0 });
@@ -617,7 +626,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     if a.generation > 0 {
         for f in &a.designs {
             be.set_options(CudaOptions { tile: tiles[0], ..Default::default() })?;
-            design_bad |= super::device_designs::check_generation(f, a.generation, &be, a.tol)?;
+            design_bad |= super::device_designs::check_generation(f, a.generation, None, &be, a.tol)?;
         }
     }
     println!("shipped designs: {}", if design_bad { "FAIL" } else { "PASS" });

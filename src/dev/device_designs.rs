@@ -54,16 +54,16 @@ pub fn check(files: &[PathBuf], engines: &[Option<EngineKind>], gpu: &dyn Backen
 /// Compare CPU and `gpu` on `n` random feasible candidates of `file` (a GA
 /// generation's first draw, every port driven, the design's own end
 /// criterion): S as relative differences and the steps of every job; returns
-/// true when any differs beyond `tol`.
-pub fn check_generation(file: &std::path::Path, n: usize, gpu: &dyn Backend, tol: f64) -> anyhow::Result<bool> {
+/// true when any differs beyond `tol`. `engine`: the design's own (None) or another.
+pub fn check_generation(file: &std::path::Path, n: usize, engine: Option<crate::job::EngineKind>, gpu: &dyn Backend, tol: f64) -> anyhow::Result<bool> {
     let design = Design::load(file)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = crate::bench::design::random_candidates(&design, n);
     let t = std::time::Instant::now();
-    let c = crate::evaluate::evaluate_designs(&design, &cands, &drives, None, &crate::engine::cpu::CpuBackend, &|_| {})?;
+    let c = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, &crate::engine::cpu::CpuBackend, &|_| {})?;
     let tc = t.elapsed().as_secs_f64();
     let t = std::time::Instant::now();
-    let g = crate::evaluate::evaluate_designs(&design, &cands, &drives, None, gpu, &|_| {})?;
+    let g = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, gpu, &|_| {})?;
     let tg = t.elapsed().as_secs_f64();
     let (mut worst, mut bad, mut same_steps, mut exact) = (0.0f64, false, 0, 0);
     for (k, (c, g)) in c.iter().zip(&g).enumerate() {

@@ -11,7 +11,7 @@ use clap::Args;
 use super::compare::{self, end_name, fdtd_reference, tlm_reference, FDTD_RULES, TLM_RULES};
 use crate::design::DesignError;
 use crate::engine::cuda::tlm::{self as ctlm, TlmConfig};
-use crate::engine::cuda::{CudaBackend, JobRun};
+use crate::engine::cuda::{CudaBackend, CudaOptions, JobRun, PathChoice};
 use crate::engine::tlm::pack::TlmPack;
 use crate::job::*;
 
@@ -210,9 +210,18 @@ pub fn report(tag: &str, jobs: &[SimJob], cpu: &[Result<SimOutput, SimFailure>],
     (worst, bad)
 }
 
+/// Block sizes of the 2D on-chip kernel device-check compiles and compares.
+pub const ONCHIP_THREADS: [usize; 3] = [256, 512, 1024];
+
 /// device-check's TLM part: the check list in one mixed batch (plus one FDTD
-/// job, compared with the CPU FDTD engine), for each launch shape.
-pub fn device_check(be: &CudaBackend, configs: &[TlmConfig], tol: f64) -> anyhow::Result<(f64, bool)> {
+/// job, compared with the CPU FDTD engine), on the streaming kernels for each
+/// launch shape, then with the 2D designs on-chip for each block size (one
+/// energy check a launch, as the list's jobs check at different intervals),
+/// then its 2D jobs checking at one interval (several checks a launch, jobs
+/// ending at different checks inside one); with `generation` > 0, that many
+/// random candidates of the shipped iris filter in 2D through the user's path,
+/// on-chip and streaming, against the CPU (S-parameters and steps).
+pub fn device_check(be: &mut CudaBackend, configs: &[TlmConfig], tol: f64, generation: usize) -> anyhow::Result<(f64, bool)> {
     for &c in configs {
         match be.tlm_compile_report(c) {
             Ok(r) => print!("{r}"),
@@ -231,28 +240,67 @@ pub fn device_check(be: &CudaBackend, configs: &[TlmConfig], tol: f64) -> anyhow
     let mut batch = tjobs.clone();
     batch.push(fjob.clone());
     let (mut worst, mut bad) = (0.0f64, false);
-    for &c in configs {
-        be.set_tlm_config(c)?;
+    let base = be.options().clone();
+    let mut variants: Vec<(String, CudaOptions)> = configs.iter().map(|c| (format!("tlm {c}"), CudaOptions { path: PathChoice::Streaming, ..base.clone() })).collect();
+    for t in ONCHIP_THREADS {
+        variants.push((format!("tlm onchip {t}"), CudaOptions { path: PathChoice::Auto, onchip_threads: t, ..base.clone() }));
+    }
+    for (k, (tag, opts)) in variants.into_iter().enumerate() {
+        if let Some(&c) = configs.get(k) {
+            be.set_tlm_config(c)?;
+        }
+        be.set_options(opts)?;
         let t = Instant::now();
         let res = be.run_jobs(&batch, None, false)?;
         let st = be.last_stats();
-        println!("[tlm {c}] mixed batch of {} TLM + 1 FDTD jobs: {:.2} s wall, {:.2} s kernels", tjobs.len(), t.elapsed().as_secs_f64(), st.kernel_s);
+        println!(
+            "[{tag}] mixed batch of {} TLM + 1 FDTD jobs: {:.2} s wall, {:.2} s kernels ({} TLM designs on-chip, {:.3} s)",
+            tjobs.len(),
+            t.elapsed().as_secs_f64(),
+            st.kernel_s,
+            st.onchip_designs,
+            st.onchip_kernel_s
+        );
         let mut res: Vec<Result<JobRun, SimFailure>> = res;
         let fres = res.pop().ok_or_else(|| anyhow::anyhow!("the backend returned no result for the FDTD job of the batch"))?;
         let dev: Vec<Result<SimOutput, SimFailure>> = res.into_iter().map(|r| r.map(|j| j.out)).collect();
-        let (w, b) = report(&format!("[tlm {c}]"), &tjobs, &cpu, &dev, tol);
+        let (w, b) = report(&format!("[{tag}]"), &tjobs, &cpu, &dev, tol);
         worst = worst.max(w);
         bad |= b;
         let d = compare::diff(&fjob, fcpu[0].0.as_ref(), fres.as_ref().map(|g| &g.out), FDTD_RULES);
         let ok = d.ok(tol);
         bad |= !ok;
-        println!("[tlm {c}] FDTD job in the same batch: {} V {:.1e} I {:.1e} {}", fjob.label, d.v, d.i, if ok { "ok" } else { "FAIL" });
+        println!("[{tag}] FDTD job in the same batch: {} V {:.1e} I {:.1e} {}", fjob.label, d.v, d.i, if ok { "ok" } else { "FAIL" });
     }
+    // The 2D jobs checking every 64 steps: launches of 8 checks.
+    let mut j2: Vec<SimJob> = tjobs.iter().filter(|j| j.engine == EngineKind::Tlm2d).cloned().collect();
+    j2.iter_mut().for_each(|j| j.stop.check_every = 64);
+    let cpu2 = tlm_reference(&j2);
+    be.set_options(CudaOptions { path: PathChoice::Onchip, onchip_threads: 512, onchip_checks: 8, ..base.clone() })?;
+    let t = Instant::now();
+    let dev: Vec<Result<SimOutput, SimFailure>> = be.run_jobs(&j2, None, false)?.into_iter().map(|r| r.map(|j| j.out)).collect();
+    println!("[tlm onchip 512 x8 checks] {} 2D jobs checking every 64 steps: {:.2} s wall, {:.3} s kernels", j2.len(), t.elapsed().as_secs_f64(), be.last_stats().kernel_s);
+    let (w, b) = report("[tlm onchip 512 x8 checks]", &j2, &cpu2, &dev, tol);
+    worst = worst.max(w);
+    bad |= b;
+    if generation > 0 {
+        // The TLM engines are uniform-mesh methods: the filter as it shipped on a/28.
+        let f = std::path::Path::new("tests/fixtures/uniform/wr28_iris_filter.ron");
+        for path in [PathChoice::Auto, PathChoice::Streaming] {
+            be.set_options(CudaOptions { path, ..base.clone() })?;
+            println!("[tlm generation, path {}]", path.name());
+            bad |= super::device_designs::check_generation(f, generation, Some(EngineKind::Tlm2d), &*be, tol)?;
+            let st = be.last_stats();
+            println!("  path {}: {} designs on-chip, {} streaming, device {:.3} s", path.name(), st.onchip_designs, st.streaming_designs, st.kernel_s);
+        }
+    }
+    be.set_options(base)?;
     println!(
-        "device-check TLM {}: worst relative CPU/CUDA TLM difference {worst:.2e} (tolerance {tol:.0e}) over {} jobs, launch shapes {}",
+        "device-check TLM {}: worst relative CPU/CUDA TLM difference {worst:.2e} (tolerance {tol:.0e}) over {} jobs, launch shapes {}, on-chip blocks {:?}",
         if bad { "FAIL" } else { "PASS" },
         tjobs.len(),
-        configs.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+        configs.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(","),
+        ONCHIP_THREADS
     );
     Ok((worst, bad))
 }
@@ -268,12 +316,30 @@ pub struct TlmEmuArgs {
     /// Steps between trace copies (small values exercise the chunking).
     #[arg(long, default_value_t = 37)]
     pub trace_chunk: usize,
+    /// Emulator library of the on-chip kernel (scripts/tlm-emu/onchip.cpp): the
+    /// batch then runs through the backend's planner, the 2D designs that fit a
+    /// block on-chip, the others (3D) on the streaming kernels.
+    #[arg(long)]
+    pub onchip_lib: Option<PathBuf>,
+    /// With --onchip-lib: energy checks one on-chip launch may span (1: a launch ends at every check).
+    #[arg(long, default_value_t = 3)]
+    pub onchip_checks: usize,
+    /// Only the 2D jobs of the check list (the on-chip path's).
+    #[arg(long)]
+    pub only_2d: bool,
+    /// Every job checks its energy at this interval (the same for all: an
+    /// on-chip launch then spans several checks, jobs ending at different ones inside it).
+    #[arg(long)]
+    pub check_every: Option<usize>,
 }
 
 /// `emvolve dev tlm-emu`: the TLM check list (small) through the CUDA
 /// backend's stepping loop on the CPU emulation of kernels/tlm.cu, against the
 /// CPU engines.
 pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
+    if let Some(oc) = &a.onchip_lib {
+        return emu_onchip(&a, oc);
+    }
     let mut dev = crate::engine::device::emu::EmuDevice::open(&[a.lib.as_path()]).map_err(|e| anyhow::anyhow!(e))?;
     let cfg = TlmConfig {
         threads: dev.define("tlm", "TLM_THREADS").unwrap_or(256) as u32,
@@ -302,7 +368,7 @@ pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
         }
         let js: Vec<&SimJob> = sel.iter().map(|(i, _)| &jobs[*i]).collect();
         let ps: Vec<&TlmPack> = sel.iter().map(|(_, p)| p).collect();
-        let (res, _) = ctlm::drive(&mut dev, &js, &ps, cfg, port_threads, a.trace_chunk)?;
+        let (res, _) = ctlm::drive(&mut dev, &js, &ps, cfg, port_threads, a.trace_chunk, None)?;
         crate::engine::device::Device::release(&mut dev)?;
         for ((i, _), r) in sel.iter().zip(res) {
             dev_res[*i] = Some(r);
@@ -317,4 +383,40 @@ pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
     let (worst, bad) = report("[emu]", &jobs, &cpu, &dev_res, a.tol);
     println!("tlm-emu {}: worst relative CPU/emulated difference {worst:.2e} (tolerance {:.0e})", if bad { "FAIL" } else { "PASS" }, a.tol);
     Ok(if bad { 1 } else { 0 })
+}
+
+/// `emvolve dev tlm-emu --onchip-lib`: the check list (small; `--only-2d`: its
+/// 2D jobs) through the emulated backend's planner, the 2D designs on the
+/// emulated on-chip kernel, against the CPU engines. Fails when no design ran on-chip.
+fn emu_onchip(a: &TlmEmuArgs, oclib: &std::path::Path) -> anyhow::Result<i32> {
+    let mut jobs = check_jobs(true)?;
+    if a.only_2d {
+        jobs.retain(|j| j.engine == EngineKind::Tlm2d);
+    }
+    if let Some(ce) = a.check_every {
+        jobs.iter_mut().for_each(|j| j.stop.check_every = ce);
+    }
+    let opts = CudaOptions { path: PathChoice::Auto, trace_chunk: a.trace_chunk, onchip_checks: a.onchip_checks, verbose: true, ..Default::default() };
+    let be = CudaBackend::emulated(&[a.lib.as_path(), oclib], opts)?;
+    let t = Instant::now();
+    let cpu = tlm_reference(&jobs);
+    println!("CPU reference: {:.1} s", t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let dev: Vec<Result<SimOutput, SimFailure>> = be.run_jobs(&jobs, None, false)?.into_iter().map(|r| r.map(|j| j.out)).collect();
+    let st = be.last_stats();
+    println!(
+        "emulated batch: {:.1} s, {} designs on-chip ({} threads a block, {} checks a launch), {} streaming",
+        t.elapsed().as_secs_f64(),
+        st.onchip_designs,
+        be.options().onchip_threads,
+        a.onchip_checks,
+        st.streaming_designs
+    );
+    let (worst, bad) = report("[emu onchip]", &jobs, &cpu, &dev, a.tol);
+    let none = st.onchip_designs == 0;
+    if none {
+        println!("tlm-emu FAIL: no design ran on-chip");
+    }
+    println!("tlm-emu on-chip {}: worst relative CPU/emulated difference {worst:.2e} (tolerance {:.0e})", if bad || none { "FAIL" } else { "PASS" }, a.tol);
+    Ok(if bad || none { 1 } else { 0 })
 }

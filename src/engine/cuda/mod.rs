@@ -99,7 +99,7 @@ impl CudaBackend {
             opts.tile = Tile { tx: tx as usize, ty: ty as usize, ns: ns as usize, minb: 0 };
         }
         opts.adapt = false;
-        if let Some(t) = dev.define("fdtd_onchip", "EMV_OC_NT") {
+        if let Some(t) = dev.define("fdtd_onchip", "EMV_OC_NT").or_else(|| dev.define("tlm_onchip", "TLM_OC_NT")) {
             opts.onchip_threads = t as usize;
         }
         let mut cfg = TlmConfig::DEFAULT;
@@ -209,6 +209,21 @@ impl CudaBackend {
         Ok(out)
     }
 
+    /// Compile the 2D TLM on-chip kernel for blocks of `threads` on every device
+    /// and report its registers, local memory, static shared memory and occupancy.
+    pub fn tlm_onchip_compile_report(&self, threads: usize) -> Result<String, EngineError> {
+        tlm::onchip::validate_threads(threads).map_err(EngineError::Cuda)?;
+        let mut out = String::new();
+        for (i, d) in self.devices.iter().enumerate() {
+            let mut d = lock(d);
+            let t = Instant::now();
+            let m = d.load(&tlm::onchip::module(threads as u32))?;
+            out += &format!("device {i} ({}), TLM on-chip, {threads} threads a block: compiled and loaded in {:.2} s, up to {} B of shared memory a block\n", d.describe(), t.elapsed().as_secs_f64(), d.max_shared());
+            out += &report_line(tlm::onchip::KERNELS[0], d.attrs(m, 0, threads as u32));
+        }
+        Ok(out)
+    }
+
     /// Shared-memory bandwidth of device `idx` (all SMs, bytes/s), when known.
     pub fn shared_bandwidth(&self, idx: usize) -> Option<f64> {
         self.devices.get(idx).and_then(|d| lock(d).shared_bandwidth())
@@ -238,12 +253,14 @@ impl CudaBackend {
                 return Err(EngineError::Cuda("initial fields are an FDTD feature; this batch holds TLM jobs".into()));
             }
             let cfg = *lock(&self.tlm_cfg);
-            let (res, s) = tlm::run(&self.devices, jobs, &tlm_idx, cfg, self.tlm_port_threads, self.opts.trace_chunk, self.opts.graphs)?;
+            let (res, s) = tlm::run(&self.devices, jobs, &tlm_idx, cfg, self.tlm_port_threads, &self.opts)?;
             for (i, r) in res {
                 results[i] = Some(r.map(|out| JobRun { out, fields: None }));
             }
             tlm_st = s;
         }
+        // The FDTD part's own setup time starts here (the TLM part's is in tlm_st).
+        let t_fdtd = Instant::now();
         // FDTD: one operator per structure (a design's drives share it), on all cores;
         // invalid jobs are settled here.
         let groups = super::cpu::structure_groups(jobs);
@@ -274,7 +291,7 @@ impl CudaBackend {
                 }
             }
         }
-        let setup_ops = t0.elapsed().as_secs_f64();
+        let setup_ops = t_fdtd.elapsed().as_secs_f64();
         // Spread over the devices by work (cells x steps).
         let cost: Vec<f64> = gpu_jobs.iter().map(|&i| jobs[i].mesh.cells() as f64 * jobs[i].stop.max_steps as f64).collect();
         let shares = batch::spread(&cost, self.devices.len());
@@ -319,11 +336,17 @@ impl CudaBackend {
         }
         // TLM sub-batches ran before the FDTD ones: their times add.
         st.setup_s += tlm_st.setup_s;
+        st.loop_s += tlm_st.loop_s;
         st.kernel_s += tlm_st.kernel_s;
         st.cell_updates += tlm_st.cell_updates;
         st.bytes += tlm_st.bytes;
         st.sub_batches += tlm_st.sub_batches;
         st.gpus_used = st.gpus_used.max(tlm_st.gpus_used);
+        st.onchip_designs += tlm_st.onchip_designs;
+        st.streaming_designs += tlm_st.streaming_designs;
+        st.onchip_kernel_s += tlm_st.onchip_kernel_s;
+        st.onchip_cell_updates += tlm_st.onchip_cell_updates;
+        st.smem_bytes += tlm_st.smem_bytes;
         st.wall_s = t0.elapsed().as_secs_f64();
         *lock(&self.stats) = st;
         Ok(results

@@ -179,8 +179,9 @@ impl Device for EmuDevice {
         Ok(())
     }
 
+    /// The largest block any on-chip library emulates (`-DEMU_MAX_SHARED`; 0 without one).
     fn max_shared(&mut self) -> usize {
-        self.define("fdtd_onchip", "EMU_MAX_SHARED").map_or(0, |v| v.max(0) as usize)
+        ["fdtd_onchip", "tlm_onchip"].iter().filter_map(|m| self.define(m, "EMU_MAX_SHARED")).map(|v| v.max(0) as usize).max().unwrap_or(0)
     }
 
     fn launch_shared(&mut self, m: usize, k: usize, dims: Dims, shared: u32, args: &[*mut c_void]) -> Result<(), EngineError> {

@@ -912,6 +912,10 @@ fn sample_wg(mesh: &Mesh, g: &common::Cells, w: &WgPort, m: usize) -> (f64, f64)
 }
 
 #[cfg(test)]
+#[path = "shunt2d_onchip.rs"]
+pub(crate) mod onchip;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::tlm::spectrum::{peak_in, windowed};

@@ -195,10 +195,12 @@ mod tests {
     #[test]
     fn every_tlm_kernel_has_a_cpu_twin() {
         let mut names = kernel_names(TLM_CU);
+        names.extend(kernel_names(super::super::onchip::ONCHIP_CU));
         names.sort();
         let mut want = KERNELS.to_vec();
+        want.extend(super::super::onchip::KERNELS);
         want.sort();
-        assert_eq!(names, want, "kernels of tlm.cu and abi::KERNELS");
+        assert_eq!(names, want, "kernels of tlm.cu and tlm_onchip.cu, and abi::KERNELS and onchip::KERNELS");
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/tlm");
         let mut cpu = String::new();
         for ent in std::fs::read_dir(&dir).unwrap() {

@@ -7,13 +7,21 @@
 //! steps it through the one stepping loop ([`drive`]): per step the node
 //! kernel, the port kernel (guide-end convolutions, lumped ports, sources)
 //! and, after the swap, the guide-port sampler; at checks the energy kernel.
-//! Each design leaves the launch tables when it ends. The device is a
-//! [`Device`]: a GPU, or the CPU emulation of the same kernel source
+//! Each design leaves the launch tables when it ends. 2D designs that fit a
+//! thread block's shared memory may take the on-chip path instead ([`onchip`]:
+//! one launch per chunk of steps, one block per design). The device is a
+//! [`Device`]: a GPU, or the CPU emulation of the same kernel sources
 //! (`scripts/tlm-emu.sh`), which checks kernels and host loop without a GPU.
 
 pub mod abi;
+#[cfg(test)]
+mod emu_tests;
+pub mod onchip;
+mod onchip_run;
 pub mod plan;
 
+use self::onchip_run::OcRun;
+pub use self::onchip_run::OnchipRun;
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -22,7 +30,7 @@ use rayon::prelude::*;
 use self::abi::{Kernel, TlmPtrs, KERNELS};
 use self::plan::Plan;
 use super::batch::{split_to_fit, spread};
-use super::options::RunStats;
+use super::options::{CudaOptions, PathChoice, RunStats};
 use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
 use crate::engine::stepping::{self, Batch};
 use crate::engine::tlm::pack::TlmPack;
@@ -114,11 +122,16 @@ pub struct DriveStats {
     pub kernel_s: f64,
     pub node_updates: f64,
     pub bytes: f64,
+    /// Modelled shared-memory bytes of the on-chip steps.
+    pub smem_bytes: f64,
 }
 
 /// Buffers the loop rewrites or reads back.
 struct Bufs {
     links: [Buf; 2],
+    /// The stub pool (the tests start it from given states: drive_from).
+    #[cfg_attr(not(test), allow(dead_code))]
+    stub: Buf,
     blocks: Buf,
     jobs: Buf,
     wg_list: Buf,
@@ -157,17 +170,21 @@ struct TlmDevBatch<'a> {
     hv: Vec<f64>,
     hi: Vec<f64>,
     stats: DriveStats,
+    oc: Option<OcRun>,
 }
 
 impl<'a> TlmDevBatch<'a> {
     /// Lay the batch out and upload it (allocations, tables).
-    fn new(dev: &'a mut dyn Device, jobs: &'a [&'a SimJob], packs: &'a [&'a TlmPack], cfg: TlmConfig, port_threads: u32, trace_chunk: usize) -> Result<Self, EngineError> {
+    fn new(dev: &'a mut dyn Device, jobs: &'a [&'a SimJob], packs: &'a [&'a TlmPack], cfg: TlmConfig, port_threads: u32, trace_chunk: usize, onchip: Option<OnchipRun>) -> Result<Self, EngineError> {
         let nd = jobs.len();
         let m = dev.load(&module(cfg, port_threads))?;
         let max_steps: Vec<usize> = jobs.iter().map(|j| j.stop.max_steps).collect();
         let plan = Plan::new(packs, &max_steps, (cfg.threads * cfg.npt) as usize).map_err(EngineError::Cuda)?;
         let dim3 = plan.dim3;
-        let kcap = trace_chunk.max(1);
+        let (kcap, checks) = match onchip {
+            Some(o) => onchip_run::chunk(jobs, trace_chunk, o.checks),
+            None => (trace_chunk.max(1), 1),
+        };
         let all = vec![true; nd];
 
         let link_bytes = plan.links * plan.l * 4;
@@ -241,7 +258,11 @@ impl<'a> TlmDevBatch<'a> {
         };
         let pp = [ptrs(0), ptrs(1)];
         let kernels = [Kernel::Step.index(dim3), Kernel::Ports.index(dim3), Kernel::Sample.index(dim3), Kernel::Energy.index(dim3)];
-        let bufs = Bufs { links: [b0, b1], blocks, jobs: jobs_b, wg_list, gval, due, tv, ti, energy, step0 };
+        let bufs = Bufs { links: [b0, b1], stub, blocks, jobs: jobs_b, wg_list, gval, due, tv, ti, energy, step0 };
+        let oc = match onchip {
+            Some(o) => Some(OcRun::new(dev, jobs, packs, &plan, o, checks)?),
+            None => None,
+        };
         Ok(TlmDevBatch {
             dev,
             m,
@@ -261,6 +282,7 @@ impl<'a> TlmDevBatch<'a> {
             hv: vec![],
             hi: vec![],
             stats: DriveStats::default(),
+            oc,
         })
     }
 }
@@ -284,6 +306,13 @@ impl Batch for TlmDevBatch<'_> {
     /// Launch tables of the running designs: node blocks, port jobs, guide ports.
     fn set_running(&mut self, running: &[bool]) -> Result<(), EngineError> {
         self.running = running.to_vec();
+        if self.oc.is_some() {
+            // One block per running design.
+            let t: Vec<i32> = (0..running.len()).filter(|&d| running[d]).flat_map(|d| [d as i32, 0]).collect();
+            upload(self.dev, self.bufs.blocks, 0, &t)?;
+            self.sizes = ((t.len() / 2) as u32, 0, 0);
+            return Ok(());
+        }
         let t = self.plan.block_table(running);
         let nblocks = (t.len() / 2) as u32;
         upload(self.dev, self.bufs.blocks, 0, &t)?;
@@ -306,11 +335,20 @@ impl Batch for TlmDevBatch<'_> {
                 g[d * kcap + s] = self.jobs[d].pulse.value((n + s) as f64 * self.packs[d].dt);
             }
             self.stats.node_updates += self.packs[d].nodes() as f64 * k as f64;
-            self.stats.bytes += self.plan.step_bytes[d] * k as f64;
+            if self.oc.is_none() {
+                self.stats.bytes += self.plan.step_bytes[d] * k as f64;
+            }
         }
         upload(self.dev, self.bufs.gval, 0, &g)?;
         upload(self.dev, self.bufs.step0, 0, &[n as i32])?;
         self.dev.mark()?;
+        if let Some(oc) = &self.oc {
+            let smem: f64 = (0..nd).filter(|&d| self.running[d]).map(|d| oc.step_smem[d]).sum();
+            self.stats.smem_bytes += smem * k as f64;
+            self.launch_onchip(k)?;
+            self.kk = k;
+            return Ok(());
+        }
         let (nblocks, njobs, nwg) = self.sizes;
         let (m, cfg, port_threads, [k_step, k_ports, k_sample, _], pp) = (self.m, self.cfg, self.port_threads, self.kernels, self.pp);
         let launch_chunk = |dev: &mut dyn Device, mut cur: usize| -> Result<usize, EngineError> {
@@ -348,6 +386,10 @@ impl Batch for TlmDevBatch<'_> {
     /// (the chunk's kernel time) and the copies of energies and samples.
     fn end_chunk(&mut self, due: &[bool]) -> Result<Vec<f64>, EngineError> {
         let nd = self.jobs.len();
+        if self.oc.is_some() {
+            // The on-chip kernel left every running design's energy at the chunk end.
+            return self.end_checks(1);
+        }
         let any_due = due.iter().any(|&x| x);
         if any_due && self.sizes.0 > 0 {
             let flags: Vec<i32> = due.iter().map(|&x| x as i32).collect();
@@ -365,12 +407,35 @@ impl Batch for TlmDevBatch<'_> {
         Ok(w)
     }
     fn samples(&mut self, d: usize, traces: &mut [PortTrace]) {
-        for s in 0..self.kk {
+        let kk = self.kk;
+        self.samples_part(d, traces, 0, kk);
+    }
+    fn samples_part(&mut self, d: usize, traces: &mut [PortTrace], from: usize, to: usize) {
+        for s in from..to {
             for (pi, &slot) in self.plan.port_slot[d].iter().enumerate() {
                 traces[pi].v.push(self.hv[slot * self.kcap + s]);
                 traces[pi].i.push(self.hi[slot * self.kcap + s]);
             }
         }
+    }
+    fn checks_per_advance(&self) -> usize {
+        self.oc.as_ref().map_or(1, |oc| oc.checks)
+    }
+    /// The on-chip kernel's energies after each of the launch's `m` checks, the
+    /// wait for the device (the launch's kernel time), and the copies of energies and samples.
+    fn end_checks(&mut self, m: usize) -> Result<Vec<f64>, EngineError> {
+        let Some(oc) = &self.oc else {
+            return Err(EngineError::Cuda("the streaming TLM batch has no energy checks inside an advance".into()));
+        };
+        let (en, nd) = (oc.en, self.jobs.len());
+        self.stats.kernel_s += self.dev.elapsed()?;
+        let w: Vec<f64> = download_vec(self.dev, en, 0, nd * m)?;
+        if self.plan.nslots > 0 {
+            let len = self.plan.nslots * self.kcap;
+            self.hv = download_vec(self.dev, self.bufs.tv, 0, len)?;
+            self.hi = download_vec(self.dev, self.bufs.ti, 0, len)?;
+        }
+        Ok(w)
     }
     fn locate_non_finite(&mut self, d: usize) -> Result<String, EngineError> {
         let off = self.plan.designs[d].off as usize;
@@ -387,7 +452,8 @@ impl Batch for TlmDevBatch<'_> {
 
 /// Step a batch of packed TLM jobs of one engine kind on `dev` until each
 /// design ends, through the one stepping loop (the stop rule and failures as
-/// the CPU engines have them). `trace_chunk`: steps between copies of the samples.
+/// the CPU engines have them). `trace_chunk`: steps between copies of the
+/// samples; `onchip`: every design on the on-chip kernel (2D, each fitting a block).
 pub(crate) fn drive(
     dev: &mut dyn Device,
     jobs: &[&SimJob],
@@ -395,9 +461,10 @@ pub(crate) fn drive(
     cfg: TlmConfig,
     port_threads: u32,
     trace_chunk: usize,
+    onchip: Option<OnchipRun>,
 ) -> Result<(Vec<Result<SimOutput, SimFailure>>, DriveStats), EngineError> {
     let t0 = Instant::now();
-    let mut b = TlmDevBatch::new(dev, jobs, packs, cfg, port_threads, trace_chunk)?;
+    let mut b = TlmDevBatch::new(dev, jobs, packs, cfg, port_threads, trace_chunk, onchip)?;
     b.stats.setup_s = t0.elapsed().as_secs_f64();
     let out = stepping::run(&mut b, &[])?;
     Ok((out, b.stats))
@@ -405,8 +472,9 @@ pub(crate) fn drive(
 
 
 /// Run a device's share of TLM jobs (indices into `jobs`, packs alongside),
-/// one engine kind at a time, in sub-batches that fit its memory.
-#[allow(clippy::too_many_arguments)]
+/// one engine kind at a time, in sub-batches that fit its memory. 2D designs
+/// are planned per design (`opts.path`): on-chip where one fits a block, else
+/// on the streaming kernels; on-chip and streaming designs run as separate sub-batches.
 fn run_share(
     dev: &mut dyn Device,
     jobs: &[SimJob],
@@ -414,53 +482,95 @@ fn run_share(
     idx: &[usize],
     cfg: TlmConfig,
     port_threads: u32,
-    trace_chunk: usize,
-    graphs: bool,
+    opts: &CudaOptions,
 ) -> Result<(Vec<(usize, Result<SimOutput, SimFailure>)>, RunStats), EngineError> {
     let budget = dev.budget()?;
+    let budget = opts.mem_limit.map_or(budget, |m| budget.min(m));
     let pack = |i: usize| packs.get(i).and_then(|p| p.as_ref()).ok_or_else(|| EngineError::Cuda(format!("TLM job {i} has no pack")));
+    let max_shared = if opts.path == PathChoice::Streaming { 0 } else { dev.max_shared() };
     let mut out = vec![];
     let mut st = RunStats::default();
     for dim3 in [true, false] {
-        let mut sel = vec![];
+        let (mut on, mut off) = (vec![], vec![]);
         for &i in idx {
-            if pack(i)?.dim3 == dim3 {
-                sel.push(i);
+            let pk = pack(i)?;
+            if pk.dim3 != dim3 {
+                continue;
+            }
+            // The planner: on-chip where the design fits a block, unless streaming is asked for.
+            let fit = if opts.path == PathChoice::Streaming { Err("streaming asked for".to_string()) } else { onchip::plan_design(pk, max_shared) };
+            match fit {
+                Ok(f) => {
+                    if opts.verbose {
+                        eprintln!("planner: {} ({} nodes) on-chip, {} B shared memory, stubs {}", jobs[i].label, pk.nodes(), f.bytes, if f.stubs_on_chip { "on chip" } else if pk.loaded { "in the pool" } else { "none" });
+                    }
+                    on.push(i);
+                }
+                Err(why) if opts.path == PathChoice::Onchip => {
+                    return Err(EngineError::Cuda(format!("--path onchip: design '{}' cannot run on-chip on {}: {why}", jobs[i].label, dev.describe())));
+                }
+                Err(why) => {
+                    if opts.verbose {
+                        eprintln!("planner: {} ({} nodes) streaming: {why}", jobs[i].label, pk.nodes());
+                    }
+                    off.push(i);
+                }
             }
         }
-        if sel.is_empty() {
-            continue;
-        }
-        let mut needs = vec![];
-        for &i in &sel {
-            needs.push(Plan::job_bytes(pack(i)?, jobs[i].stop.max_steps));
-        }
-        let parts = split_to_fit(&needs, budget).map_err(|q| {
-            EngineError::Cuda(format!(
-                "design '{}' needs {:.2} GiB of device memory, {} can give {:.2} GiB",
-                jobs[sel[q]].label,
-                needs[q] as f64 / (1u64 << 30) as f64,
-                dev.describe(),
-                budget as f64 / (1u64 << 30) as f64
-            ))
-        })?;
-        for part in parts {
-            let sub: Vec<usize> = sel[part].to_vec();
-            let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
-            let mut pk = vec![];
-            for &i in &sub {
-                pk.push(pack(i)?);
+        for (sel, onchip) in [(on, true), (off, false)] {
+            if sel.is_empty() {
+                continue;
             }
-            dev.set_graphs(graphs);
-            let res = drive(dev, &js, &pk, cfg, port_threads, trace_chunk);
-            dev.release()?;
-            let (res, s) = res?;
-            st.setup_s += s.setup_s;
-            st.kernel_s += s.kernel_s;
-            st.cell_updates += s.node_updates;
-            st.bytes += s.bytes;
-            st.sub_batches += 1;
-            out.extend(sub.into_iter().zip(res));
+            let mut needs = vec![];
+            for &i in &sel {
+                needs.push(Plan::job_bytes(pack(i)?, jobs[i].stop.max_steps));
+            }
+            let parts = split_to_fit(&needs, budget).map_err(|q| {
+                EngineError::Cuda(format!(
+                    "design '{}' needs {:.2} GiB of device memory, {} can give {:.2} GiB",
+                    jobs[sel[q]].label,
+                    needs[q] as f64 / (1u64 << 30) as f64,
+                    dev.describe(),
+                    budget as f64 / (1u64 << 30) as f64
+                ))
+            })?;
+            for part in parts {
+                let sub: Vec<usize> = sel[part].to_vec();
+                let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
+                let mut pk = vec![];
+                for &i in &sub {
+                    pk.push(pack(i)?);
+                }
+                dev.set_graphs(opts.graphs);
+                let oc = onchip.then_some(OnchipRun { threads: opts.onchip_threads, checks: opts.onchip_checks });
+                let res = drive(dev, &js, &pk, cfg, port_threads, opts.trace_chunk, oc);
+                dev.release()?;
+                let (res, s) = res?;
+                if opts.verbose {
+                    eprintln!(
+                        "sub-batch of {} TLM {} designs {}: device {:.3} s, {:.2} Gnodes/s",
+                        sub.len(),
+                        if dim3 { "3D" } else { "2D" },
+                        if onchip { "on-chip" } else { "streaming" },
+                        s.kernel_s,
+                        s.node_updates / s.kernel_s.max(1e-12) / 1e9
+                    );
+                }
+                st.setup_s += s.setup_s;
+                st.kernel_s += s.kernel_s;
+                st.cell_updates += s.node_updates;
+                st.bytes += s.bytes;
+                st.sub_batches += 1;
+                if onchip {
+                    st.onchip_designs += sub.len();
+                    st.onchip_kernel_s += s.kernel_s;
+                    st.onchip_cell_updates += s.node_updates;
+                    st.smem_bytes += s.smem_bytes;
+                } else {
+                    st.streaming_designs += sub.len();
+                }
+                out.extend(sub.into_iter().zip(res));
+            }
         }
     }
     Ok((out, st))
@@ -473,8 +583,7 @@ pub(crate) fn run(
     idx: &[usize],
     cfg: TlmConfig,
     port_threads: u32,
-    trace_chunk: usize,
-    graphs: bool,
+    opts: &CudaOptions,
 ) -> Result<(Vec<(usize, Result<SimOutput, SimFailure>)>, RunStats), EngineError> {
     let t0 = Instant::now();
     let packed: Vec<(usize, Result<TlmPack, SimFailure>)> =
@@ -505,7 +614,7 @@ pub(crate) fn run(
                 let dev = &devices[g];
                 sc.spawn(move || {
                     let mut dev = dev.lock().unwrap_or_else(|p| p.into_inner());
-                    run_share(dev.as_mut(), jobs, packs_ref, &sel, cfg, port_threads, trace_chunk, graphs)
+                    run_share(dev.as_mut(), jobs, packs_ref, &sel, cfg, port_threads, opts)
                 })
             })
             .collect();
@@ -520,8 +629,14 @@ pub(crate) fn run(
         st.bytes += s.bytes;
         st.sub_batches += s.sub_batches;
         st.gpus_used += 1;
+        st.onchip_designs += s.onchip_designs;
+        st.streaming_designs += s.streaming_designs;
+        st.onchip_kernel_s = st.onchip_kernel_s.max(s.onchip_kernel_s);
+        st.onchip_cell_updates += s.onchip_cell_updates;
+        st.smem_bytes += s.smem_bytes;
         results.extend(res);
     }
     st.wall_s = t0.elapsed().as_secs_f64();
+    st.loop_s = (st.wall_s - st.setup_s).max(0.0);
     Ok((results, st))
 }
