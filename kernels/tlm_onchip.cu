@@ -19,17 +19,29 @@
 // Shared memory of a block: the pulses of both parities (4 links x nl each,
 // nl: the nodes rounded up to whole warps), the stubs where they fit (7 x nl),
 // the design's meta words (nl), its coefficient kinds (TLM_COEF2 floats each)
-// and its plain flags (nl / 32 bytes): a node's update reads global memory
-// only for stubs left in the pool.
+// and its plain flags (nl / 32 bytes), the design's guide ends and guide
+// ports (static). Stubs that do not fit (the iris filter's: all its nodes are
+// loaded) stay in registers instead: a thread's first TLM_OC_R ordinary nodes
+// and its first special node keep their stub states there for the launch, so
+// only the rest (nodes past R x threads, specials past one a thread, lumped
+// ports) read and write the pool.
 //
-// Work of a step, four barriers (two more at an energy check):
+// Work of a step, four barriers (two more at an energy check, three with
+// register stubs):
 //   1. every thread: its share of the ordinary nodes (b -> nb) and of the
 //      terms of the sums that read only b: each guide end's mode amplitude and
 //      convolution, each lumped port's series-circuit sums; the sums reduced;
 //   2. every thread: its share of the special nodes (guide-end faces with
-//      their returning pulse, sources, lumped-port nodes) and, from b and nb,
+//      their returning pulse and sources, one a thread across the warps;
+//      lumped-port nodes) and, from b and nb,
 //      of the guide ports' sample terms (behind one more barrier where a
 //      sample node is special); the sums reduced, thread 0 stores the samples.
+// A sum that fits one warp (a guide end's mode amplitude, a guide port's
+// sample) runs on its own warp (oc_base), and warps without terms of a sum
+// skip its shuffles (oc_put): the totals are the same.
+// Profile (Nsight Compute, one launch, the 2D iris filter at 1,024 threads,
+// H100): ~44k warp instructions a step at ~2.5 of 4 IPC, a quarter of the
+// stall samples at the reductions' barriers (docs/BENCHMARKS.md).
 // The host (src/engine/cuda/tlm/onchip.rs) plans which designs fit and
 // computes the same shared-memory size.
 
@@ -74,13 +86,14 @@ __device__ __forceinline__ double oc_warp_sum(double x) {
     return x;
 }
 
-// Thread's partial x of sum v: its warp's total into red[v][warp]. Only the
-// first cnt threads hold terms of the sum: a warp past them stores its total,
-// 0.0 (the sum of its zero partials), without the shuffles. (The emulation's
-// shuffle is block-wide: there every warp shuffles.)
-__device__ __forceinline__ void oc_put(double x, int v, double* red, int cnt) {
+// Thread's partial x of sum v: its warp's total into red[v][warp]. Only
+// threads lo..hi-1 hold terms of the sum: a warp outside them stores its
+// total, 0.0 (the sum of its zero partials), without the shuffles. (The
+// emulation's shuffle is block-wide: there every warp shuffles.)
+__device__ __forceinline__ void oc_put(double x, int v, double* red, int lo, int hi) {
 #ifndef EMV_EMU
-    if ((int)(threadIdx.x & ~31u) >= cnt) {
+    const int w0 = (int)(threadIdx.x & ~31u);
+    if (w0 >= hi || w0 + 32 <= lo) {
         if ((threadIdx.x & 31) == 0) red[v * TLM_OC_NW + (threadIdx.x >> 5)] = 0.0;
         return;
     }
@@ -257,6 +270,40 @@ __device__ __forceinline__ double oc_node_energy_reg(const TlmPtrs& Q, const Tlm
     return acc;
 }
 
+// First thread of the terms of a sum of cnt terms, the idx-th of its kind: a
+// sum that fits one warp goes to warp NW - 1 - idx (mod NW), away from warp 0,
+// which runs the first special nodes (one warp's shuffle tree, the same total
+// in any warp: the other warps add 0.0); a larger one starts at thread 0.
+__device__ __forceinline__ int oc_base(int cnt, int idx) {
+    return cnt <= 32 ? 32 * (TLM_OC_NW - 1 - idx % TLM_OC_NW) : 0;
+}
+
+// tlm.cu shunt_special of a loaded design (no injection) with node's stub
+// states in registers sq (capacitive, the two inductive): the same arithmetic.
+__device__ __forceinline__ void oc_special_reg(const TlmPtrs& P, const TlmDesign* D, const int st[3], int node, float add, int over_link, float over_val, float sq[3]) {
+    const long long L = P.L;
+    const long long g = node;
+    const unsigned m = P.meta[g] & ~TLM_SPECIAL;
+    const unsigned kind = m >> TLM_KIND_SHIFT;
+    const float* __restrict__ k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
+    float a[4];
+    shunt_gather(P.b, L, g, st, m, k, a);
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+        if (q == over_link) a[q] = over_val;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) a[q] += add;
+    float c = sq[0];
+    float l[2] = {sq[1], sq[2]};
+    float o[4];
+    shunt_scatter(a, o, &c, l, k, 0.0f);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) P.nb[q * L + g] = o[q];
+    sq[0] = c;
+    sq[1] = l[0];
+    sq[2] = l[1];
+}
+
 // P: the batch's pointers (P.b: the pulses in and out, P.blocks: one (design,
 // 0) pair per block); oc: TLM_OC_WORDS per design; k steps from step
 // P.step0[0]; the energy after every ce-th step into en[check * nd + design].
@@ -327,6 +374,27 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
     // Special nodes of a step: the ends' (in end order), then the free sources.
     int nsp = nsrc;
     for (int e = 0; e < ne; ++e) nsp += sEnd[e].spec_n;
+    // The thread's first special node (q = t): its end (ne: a free source),
+    // entry, returning pulse's link index and slot weight, and (stubs in the
+    // pool) its stub states, in registers.
+    const bool qreg = t < nsp;
+    int qe = ne;
+    TlmSpecial qS = {};
+    int qbi = 0;
+    double qph = 0.0;
+    float qst[3] = {0.0f, 0.0f, 0.0f};
+    if (qreg) {
+        int r = t;
+        qe = 0;
+        while (qe < ne && r >= sEnd[qe].spec_n) r -= sEnd[qe++].spec_n;
+        qS = qe < ne ? P.specials[sEnd[qe].spec_off + r] : P.specials[src0 + r];
+        if (qe < ne) {
+            qbi = sEnd[qe].link * nl + P.end_node[qS.over_slot];
+            qph = P.end_phi[qS.over_slot];
+        }
+        if (rstub)
+            for (int c = 0; c < 3; ++c) qst[c] = P.stub[c * P.LS + G.soff + qS.node];
+    }
     float* b = s0;
     float* nb = s1;
     // Steps since the last energy check, checks so far.
@@ -351,15 +419,16 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
         double cp0 = 0.0, cp1 = 0.0;
         for (int e = 0; e < ne; ++e) {
             const TlmEnd& E = sEnd[e];
+            const int eb = oc_base(E.slots, e);
             double acc = 0.0;
-            for (int j = t; j < E.slots; j += TLM_OC_NT) acc += (double)b[E.link * nl + P.end_node[E.slot_off + j]] * P.end_phi[E.slot_off + j];
-            oc_put(acc, v++, red, E.slots);
+            for (int j = t - eb; j >= 0 && j < E.slots; j += TLM_OC_NT) acc += (double)b[E.link * nl + P.end_node[E.slot_off + j]] * P.end_phi[E.slot_off + j];
+            oc_put(acc, v++, red, eb, eb + E.slots);
             const int K = tlm_imin(step, E.kern_len);
             if (!pair || e == 0) {
                 const double* h1 = P.end_hist + sEnd[pair ? 1 : e].hist_off;
                 oc_conv2(P.end_kern + E.kern_off, P.end_hist + E.hist_off, h1, step, K, cp0, cp1);
             }
-            oc_put(pair && e == 1 ? cp1 : cp0, v++, red, K);
+            oc_put(pair && e == 1 ? cp1 : cp0, v++, red, 0, K);
         }
         for (int p = 0; p < nlp; ++p) {
             const TlmLumped& L = P.lumped[l0 + p];
@@ -376,15 +445,29 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
                 sk += ky;
                 for (int r = 0; r < 4; ++r) il += (double)(a[r] - b[r * nl + node]);
             }
-            oc_put(s2k, v++, red, L.nodes);
-            oc_put(sk, v++, red, L.nodes);
-            oc_put(il, v++, red, L.nodes);
+            oc_put(s2k, v++, red, 0, L.nodes);
+            oc_put(sk, v++, red, 0, L.nodes);
+            oc_put(il, v++, red, 0, L.nodes);
         }
         oc_reduce(v, red, sum1);
         // 2. Special nodes, then the samples.
         const float sv = (float)gv;
         // One special a thread, across the warps (the ends' and the sources' at once).
-        for (int q = t; q < nsp; q += TLM_OC_NT) {
+        if (qreg) {
+            if (qe < ne) {
+                const TlmEnd& E = sEnd[qe];
+                const double bm = sum1[2 * qe] / E.phi2;
+                const double am = (bm * (E.rho - 1.0) - E.eta_l * sum1[2 * qe + 1]) / (1.0 + E.rho);
+                const double bi = (double)b[qbi];
+                const float over = (float)(E.g * (bi - bm * qph) + am * qph);
+                if (rstub) oc_special_reg(Q, &D, st, qS.node, sv * qS.w, qS.over_link, over, qst);
+                else shunt_special(Q, &D, qS.node, sv * qS.w, 0.0f, qS.over_link, over);
+            } else {
+                if (rstub) oc_special_reg(Q, &D, st, qS.node, sv * qS.w, -1, 0.0f, qst);
+                else shunt_special(Q, &D, qS.node, sv * qS.w, 0.0f, -1, 0.0f);
+            }
+        }
+        for (int q = t + TLM_OC_NT; q < nsp; q += TLM_OC_NT) {
             int e = 0, r = q;
             while (e < ne && r >= sEnd[e].spec_n) r -= sEnd[e++].spec_n;
             if (e < ne) {
@@ -419,14 +502,15 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
             const float inj = (float)(L.z * i);
             double acc = 0.0;
             for (int q = t; q < L.nodes; q += TLM_OC_NT) acc -= (double)shunt_special(Q, &D, P.lumped_node[L.node_off + q], 0.0f, inj, -1, 0.0f);
-            oc_put(acc, v++, red, L.nodes);
+            oc_put(acc, v++, red, 0, L.nodes);
         }
         // A special sample node's pulses of this step are written above.
         if (W[9]) __syncthreads();
         for (int w = 0; w < nw; ++w) {
             const TlmWg& Wg = sWg[w];
+            const int wb = oc_base(Wg.terms, w);
             double vv = 0.0, ii = 0.0;
-            for (int j = t; j < Wg.terms; j += TLM_OC_NT) {
+            for (int j = t - wb; j >= 0 && j < Wg.terms; j += TLM_OC_NT) {
                 // tlm.cu tlm_sample (2D): b the last step's pulses, nb this step's.
                 const double wt = P.wg_w[Wg.term_off + j];
                 const int node = P.wg_lo[Wg.term_off + j];
@@ -445,8 +529,8 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
                 vv += 0.5 * ((an + bn) + (ap + bp)) * wt * Wg.dw;
                 ii += 0.5 * ((an - bn0) + (bp0 - ap)) / Wg.z * wt * Wg.de;
             }
-            oc_put(vv, v++, red, Wg.terms);
-            oc_put(ii, v++, red, Wg.terms);
+            oc_put(vv, v++, red, wb, wb + Wg.terms);
+            oc_put(ii, v++, red, wb, wb + Wg.terms);
         }
         oc_reduce(v, red, sum2);
         if (t == 0) {
@@ -466,6 +550,10 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
         nb = x;
         if (++cs == ce) {
             cs = 0;
+            // The register stub states of the first special nodes to the pool, for their energy.
+            if (rstub && qreg)
+                for (int c = 0; c < 3; ++c) P.stub[c * P.LS + G.soff + qS.node] = qst[c];
+            if (rstub) __syncthreads();
             Q.b = b;
             double acc = 0.0;
             if (rstub) {
@@ -478,12 +566,14 @@ extern "C" __global__ void __launch_bounds__(TLM_OC_NT) tlm_shunt_onchip(TlmPtrs
             } else {
                 for (int i = t; i < nodes; i += TLM_OC_NT) acc += oc_node_energy(Q, &D, i);
             }
-            oc_put(acc, 0, red, nodes);
+            oc_put(acc, 0, red, 0, nodes);
             oc_reduce(1, red, sum2);
             if (t == 0) en[nck * nd + d] = sum2[0];
             ++nck;
         }
     }
+    if (rstub && qreg)
+        for (int c = 0; c < 3; ++c) P.stub[c * P.LS + G.soff + qS.node] = qst[c];
     // The pulses (and stubs) back to the pool for the next launch and the host.
     float* out = (float*)P.b;
     for (int q = 0; q < 4; ++q)
