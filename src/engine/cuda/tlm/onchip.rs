@@ -27,8 +27,9 @@ pub const MAX_SUMS: usize = 16;
 pub const WORDS: usize = 11;
 
 /// Shared memory the kernel keeps for its static variables: the reduction's
-/// scratch (16 sums of up to 32 warps) and two rows of 16 totals, 4.3 KiB.
-const STATIC_RESERVE: usize = 5120;
+/// scratch (16 sums of up to 32 warps), two rows of 16 totals and the design's
+/// guide ends and guide ports (8 each), 5.4 KiB.
+const STATIC_RESERVE: usize = 6144;
 
 /// The kernel source as NVRTC compiles it: `tlm.cu` (whose node arithmetic it
 /// calls) and its header inlined.
