@@ -311,6 +311,34 @@ __device__ __forceinline__ void shunt_scatter_plain(const float a[4], float b[4]
     for (int q = 0; q < 4; ++q) b[q] = v - a[q];
 }
 
+// The stub states of a 2D node from the pool (sp: the node's first, LS apart):
+// a shorted node's four half-link states, else the capacitive and the two
+// inductive (s[3] unused). The on-chip kernel keeps the same layout in registers.
+__device__ __forceinline__ void shunt_stub_states(const float* sp, long long LS, bool shorted, float s[4]) {
+    const int f = shorted ? 3 : 0;
+    const int n = shorted ? 4 : 3;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) s[q] = q < n ? sp[(f + q) * LS] : 0.0f;
+}
+
+// Stored energy of a 2D node's stubs s (shunt_stub_states' layout) added to acc;
+// cpu twin: shunt2d.rs energy. Shorted: the half-link stubs (z/2 each), summed
+// apart and then added; else the capacitive stub, then the two inductive.
+__device__ __forceinline__ double shunt_stub_energy(double acc, const float* k, const float s[4], bool shorted) {
+    if (shorted) {
+        double e = 0.0;
+        for (int q = 0; q < 4; ++q) {
+            if (k[2 + q / 2] > 0.0f) e += (double)(s[q] * s[q] / (0.5f * k[2 + q / 2]));
+        }
+        return acc + e;
+    }
+    acc += (double)(k[0] * s[0] * s[0]);
+    for (int m = 0; m < 2; ++m) {
+        if (k[2 + m] > 0.0f) acc += (double)(s[1 + m] * s[1 + m] / k[2 + m]);
+    }
+    return acc;
+}
+
 // shunt2d.rs short_scatter: a shorted node (V = 0); half-link q ends in the
 // short through half the series stub of its line pair, state s[q].
 __device__ __forceinline__ void shunt_scatter_short(const float a[4], float b[4], float s[4], const float* __restrict__ k) {
@@ -658,22 +686,10 @@ __device__ void tlm_energy(const TlmPtrs& P) {
                 }
             } else {
                 const float* k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
-                if (P.meta[g] & TLM_SHORT) {
-                    // Shorted node: the half-link stubs (z/2 each).
-                    double e = 0.0;
-                    for (int q = 0; q < 4; ++q) {
-                        const float s = sp[(3 + q) * LS];
-                        if (k[2 + q / 2] > 0.0f) e += (double)(s * s / (0.5f * k[2 + q / 2]));
-                    }
-                    acc += e;
-                } else {
-                    const float c = sp[0];
-                    acc += (double)(k[0] * c * c);
-                    for (int m = 0; m < 2; ++m) {
-                        const float l = sp[(1 + m) * LS];
-                        if (k[2 + m] > 0.0f) acc += (double)(l * l / k[2 + m]);
-                    }
-                }
+                const bool sh = (P.meta[g] & TLM_SHORT) != 0;
+                float st[4];
+                shunt_stub_states(sp, LS, sh, st);
+                acc = shunt_stub_energy(acc, k, st, sh);
             }
         }
     }

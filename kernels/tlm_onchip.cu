@@ -152,35 +152,6 @@ __device__ __forceinline__ void oc_conv2(const double* __restrict__ kern, const 
     }
 }
 
-// Stored energy of node i (tlm.cu tlm_energy, the same terms in the same order).
-__device__ __forceinline__ double oc_node_energy(const TlmPtrs& Q, const TlmDesign* D, int i) {
-    double acc = 0.0;
-    for (int q = 0; q < 4; ++q) {
-        const double x = (double)Q.b[q * Q.L + i];
-        acc += x * x;
-    }
-    if (!D->loaded) return acc;
-    const unsigned m = Q.meta[i];
-    const float* k = Q.coef + (long long)(D->coef_off + (int)(m >> TLM_KIND_SHIFT)) * TLM_COEF2;
-    const float* sp = Q.stub + D->soff + i;
-    const long long LS = Q.LS;
-    if (m & TLM_SHORT) {
-        double e = 0.0;
-        for (int q = 0; q < 4; ++q) {
-            const float s = sp[(3 + q) * LS];
-            if (k[2 + q / 2] > 0.0f) e += (double)(s * s / (0.5f * k[2 + q / 2]));
-        }
-        acc += e;
-    } else {
-        const float c = sp[0];
-        acc += (double)(k[0] * c * c);
-        for (int mm = 0; mm < 2; ++mm) {
-            const float l = sp[(1 + mm) * LS];
-            if (k[2 + mm] > 0.0f) acc += (double)(l * l / k[2 + mm]);
-        }
-    }
-    return acc;
-}
 
 // tlm.cu shunt_node with the stub states in registers s (oc_stub_load's
 // layout): the same arithmetic. Node i of the block's design (D->off 0).
@@ -243,7 +214,8 @@ __device__ __forceinline__ void oc_stub_move(const TlmPtrs& P, const TlmDesign& 
     }
 }
 
-// oc_node_energy of an ordinary node whose stub states are in registers s.
+// Stored energy of node i whose stub states are s (shunt_stub_states' layout):
+// tlm.cu tlm_energy, the same terms in the same order.
 __device__ __forceinline__ double oc_node_energy_reg(const TlmPtrs& Q, const TlmDesign* D, int i, const float s[4]) {
     double acc = 0.0;
     for (int q = 0; q < 4; ++q) {
@@ -253,21 +225,14 @@ __device__ __forceinline__ double oc_node_energy_reg(const TlmPtrs& Q, const Tlm
     if (!D->loaded) return acc;
     const unsigned m = Q.meta[i];
     const float* k = Q.coef + (long long)(D->coef_off + (int)(m >> TLM_KIND_SHIFT)) * TLM_COEF2;
-    if (m & TLM_SHORT) {
-        double e = 0.0;
-        for (int q = 0; q < 4; ++q) {
-            if (k[2 + q / 2] > 0.0f) e += (double)(s[q] * s[q] / (0.5f * k[2 + q / 2]));
-        }
-        acc += e;
-    } else {
-        const float c = s[0];
-        acc += (double)(k[0] * c * c);
-        for (int mm = 0; mm < 2; ++mm) {
-            const float l = s[1 + mm];
-            if (k[2 + mm] > 0.0f) acc += (double)(l * l / k[2 + mm]);
-        }
-    }
-    return acc;
+    return shunt_stub_energy(acc, k, s, (m & TLM_SHORT) != 0);
+}
+
+// The same for a node whose stub states are in the pool.
+__device__ __forceinline__ double oc_node_energy(const TlmPtrs& Q, const TlmDesign* D, int i) {
+    float st[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (D->loaded) shunt_stub_states(Q.stub + D->soff + i, Q.LS, (Q.meta[i] & TLM_SHORT) != 0, st);
+    return oc_node_energy_reg(Q, D, i, st);
 }
 
 // First thread of the terms of a sum of cnt terms, the idx-th of its kind: a
