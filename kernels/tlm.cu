@@ -429,14 +429,14 @@ extern "C" __global__ void TLM_NODE_BOUNDS tlm_shunt_step(TlmPtrs P, int a0, int
     }
 }
 
-// shunt2d.rs Mesh::update_special: returns V.
-__device__ float shunt_special(const TlmPtrs& P, const TlmDesign* D, int node, float add, float inj, int over_link, float over_val) {
+// shunt2d.rs Mesh::update_special on stub states s (capacitive, the two
+// inductive; in and out), g the node's pool index: returns V. shunt_special
+// brings the states from the pool; the on-chip kernel keeps them in registers.
+__device__ __forceinline__ float shunt_special_core(const TlmPtrs& P, const TlmDesign* D, const int st[3], long long g, float add, float inj, int over_link, float over_val, float s[3]) {
     const long long L = P.L;
-    const long long g = D->off + node;
     const unsigned m = P.meta[g] & ~TLM_SPECIAL;
     const unsigned kind = m >> TLM_KIND_SHIFT;
     const float* __restrict__ k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
-    const int st[3] = {D->stride[0], D->stride[1], D->stride[2]};
     float a[4];
     shunt_gather(P.b, L, g, st, m, k, a);
 #pragma unroll
@@ -444,23 +444,35 @@ __device__ float shunt_special(const TlmPtrs& P, const TlmDesign* D, int node, f
         if (q == over_link) a[q] = over_val;
 #pragma unroll
     for (int q = 0; q < 4; ++q) a[q] += add;
-    float c = 0.0f;
-    float l[2] = {0.0f, 0.0f};
-    float* sp = D->loaded ? P.stub + D->soff + node : (float*)0;
-    const long long LS = P.LS;
-    if (sp) {
-        c = sp[0];
-        l[0] = sp[LS];
-        l[1] = sp[2 * LS];
-    }
+    float c = s[0];
+    float l[2] = {s[1], s[2]};
     float o[4];
     const float v = shunt_scatter(a, o, &c, l, k, inj);
 #pragma unroll
     for (int q = 0; q < 4; ++q) P.nb[q * L + g] = o[q];
+    s[0] = c;
+    s[1] = l[0];
+    s[2] = l[1];
+    return v;
+}
+
+// shunt2d.rs Mesh::update_special with the stub states in the pool (zero
+// without stubs): returns V.
+__device__ float shunt_special(const TlmPtrs& P, const TlmDesign* D, int node, float add, float inj, int over_link, float over_val) {
+    const int st[3] = {D->stride[0], D->stride[1], D->stride[2]};
+    float s[3] = {0.0f, 0.0f, 0.0f};
+    float* sp = D->loaded ? P.stub + D->soff + node : (float*)0;
+    const long long LS = P.LS;
     if (sp) {
-        sp[0] = c;
-        sp[LS] = l[0];
-        sp[2 * LS] = l[1];
+        s[0] = sp[0];
+        s[1] = sp[LS];
+        s[2] = sp[2 * LS];
+    }
+    const float v = shunt_special_core(P, D, st, D->off + node, add, inj, over_link, over_val, s);
+    if (sp) {
+        sp[0] = s[0];
+        sp[LS] = s[1];
+        sp[2 * LS] = s[2];
     }
     return v;
 }

@@ -244,29 +244,9 @@ __device__ __forceinline__ int oc_base(int cnt, int idx) {
 }
 
 // tlm.cu shunt_special of a loaded design (no injection) with node's stub
-// states in registers sq (capacitive, the two inductive): the same arithmetic.
+// states in registers sq (capacitive, the two inductive).
 __device__ __forceinline__ void oc_special_reg(const TlmPtrs& P, const TlmDesign* D, const int st[3], int node, float add, int over_link, float over_val, float sq[3]) {
-    const long long L = P.L;
-    const long long g = node;
-    const unsigned m = P.meta[g] & ~TLM_SPECIAL;
-    const unsigned kind = m >> TLM_KIND_SHIFT;
-    const float* __restrict__ k = P.coef + (long long)(D->coef_off + (int)kind) * TLM_COEF2;
-    float a[4];
-    shunt_gather(P.b, L, g, st, m, k, a);
-#pragma unroll
-    for (int q = 0; q < 4; ++q)
-        if (q == over_link) a[q] = over_val;
-#pragma unroll
-    for (int q = 0; q < 4; ++q) a[q] += add;
-    float c = sq[0];
-    float l[2] = {sq[1], sq[2]};
-    float o[4];
-    shunt_scatter(a, o, &c, l, k, 0.0f);
-#pragma unroll
-    for (int q = 0; q < 4; ++q) P.nb[q * L + g] = o[q];
-    sq[0] = c;
-    sq[1] = l[0];
-    sq[2] = l[1];
+    shunt_special_core(P, D, st, node, add, 0.0f, over_link, over_val, sq);
 }
 
 // P: the batch's pointers (P.b: the pulses in and out, P.blocks: one (design,

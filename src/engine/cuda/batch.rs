@@ -445,6 +445,12 @@ pub fn fit_tile(ops: &[&Operator], tile: Tile) -> Tile {
     best.1
 }
 
+/// The error of a design that cannot fit the device alone (split_to_fit's Err).
+pub fn too_big(label: &str, need: usize, device: &str, budget: usize) -> crate::engine::EngineError {
+    let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+    crate::engine::EngineError::Cuda(format!("design '{label}' needs {:.2} GiB of device memory, {device} can give {:.2} GiB", gib(need), gib(budget)))
+}
+
 /// The jobs of a batch in sub-batches that fit `budget` bytes each (in order).
 /// Err names the first design that cannot fit alone.
 pub fn split_to_fit(needs: &[usize], budget: usize) -> Result<Vec<std::ops::Range<usize>>, usize> {

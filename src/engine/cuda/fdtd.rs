@@ -769,15 +769,7 @@ pub fn run_share(
         for &i in &group {
             needs.push(batch::device_bytes(op(i)?) + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
         }
-        let parts = batch::split_to_fit(&needs, budget).map_err(|k| {
-            EngineError::Cuda(format!(
-                "design '{}' needs {:.2} GiB of device memory, {} can give {:.2} GiB",
-                jobs[group[k]].label,
-                needs[k] as f64 / (1u64 << 30) as f64,
-                dev.describe(),
-                budget as f64 / (1u64 << 30) as f64
-            ))
-        })?;
+        let parts = batch::split_to_fit(&needs, budget).map_err(|k| batch::too_big(&jobs[group[k]].label, needs[k], &dev.describe(), budget))?;
         for part in parts {
             let sub: Vec<usize> = group[part].to_vec();
             let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();

@@ -29,7 +29,7 @@ use rayon::prelude::*;
 
 use self::abi::{Kernel, TlmPtrs, KERNELS};
 use self::plan::Plan;
-use super::batch::{split_to_fit, spread};
+use super::batch::{split_to_fit, spread, too_big};
 use super::options::{CudaOptions, PathChoice, RunStats};
 use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
 use crate::engine::stepping::{self, Batch};
@@ -525,15 +525,7 @@ fn run_share(
             for &i in &sel {
                 needs.push(Plan::job_bytes(pack(i)?, jobs[i].stop.max_steps));
             }
-            let parts = split_to_fit(&needs, budget).map_err(|q| {
-                EngineError::Cuda(format!(
-                    "design '{}' needs {:.2} GiB of device memory, {} can give {:.2} GiB",
-                    jobs[sel[q]].label,
-                    needs[q] as f64 / (1u64 << 30) as f64,
-                    dev.describe(),
-                    budget as f64 / (1u64 << 30) as f64
-                ))
-            })?;
+            let parts = split_to_fit(&needs, budget).map_err(|q| too_big(&jobs[sel[q]].label, needs[q], &dev.describe(), budget))?;
             for part in parts {
                 let sub: Vec<usize> = sel[part].to_vec();
                 let js: Vec<&SimJob> = sub.iter().map(|&i| &jobs[i]).collect();
