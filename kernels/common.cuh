@@ -48,6 +48,9 @@ struct FdtdDesign {
     int slab_n[3];
     float db;
     int line_off[3];
+    int zcut[2];
+    int zn[3];
+    int zlen[3];
 };
 // off:        element offset of the design's arrays in the field/material pools
 // psi_off:    [c*3+a] element offset of the CPML memory of component c along
@@ -59,6 +62,11 @@ struct FdtdDesign {
 // tiles:      thread-block tiles along x and y; zchunk: planes per z-chunk;
 //             nchunks: chunks along z. Block b of the design covers tile
 //             (b % tiles[0], (b / tiles[0]) % tiles[1]), chunk b / (tiles[0]*tiles[1]).
+// zcut, zn, zlen: the chunks along z in three segments [0, zcut[0]),
+//             [zcut[0], zcut[1]), [zcut[1], dims[2]): segment s has zn[s]
+//             chunks of zlen[s] planes (its last one possibly shorter); the
+//             middle segment is the design's CPML-free interior, so that
+//             its chunks may take the lean step (batch.rs z_segments).
 // coef_off:   offset of the design's coefficient table (ca, cb, eps); ncoef entries (<= 256)
 // pmc:        bit 2*axis+side set when that face is a PMC
 // prof_off:   offset of the axis' CPML profile in the profile tables (n+1

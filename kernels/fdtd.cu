@@ -7,7 +7,8 @@
 // the energy are added in another order).
 //
 // Indexing of the field kernels: thread block b takes the pair
-// (design d, local block lb) = P.blocks[2b], P.blocks[2b+1]; lb names an
+// (design d, local block lb) = P.blocks[2b], P.blocks[2b+1] (EMV_LEAN_FLAG
+// masked off: fdtd_step runs such blocks' lean step); lb names an
 // EMV_TX x EMV_TY tile of the design's padded xy plane and a chunk of
 // zchunk planes along z (see FdtdDesign). Thread (tx, ty) owns the column
 // (X0+tx, Y0+ty) of padded positions and walks z through the chunk.
@@ -20,6 +21,10 @@
 #define EMV_RH (EMV_TY + 2)
 
 __device__ __forceinline__ int imin(int a, int b) { return a < b ? a : b; }
+
+// Flag of a block-table entry's local block number: the block runs the lean
+// step (fdtd_lean.cuh; batch.rs Plan::block_tables).
+#define EMV_LEAN_FLAG (1 << 30)
 
 // Per-block design data, kept in registers.
 struct Dctx {
@@ -49,7 +54,7 @@ struct Blk {
 
 __device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
     const int d = P.blocks[2 * blockIdx.x];
-    const int lb = P.blocks[2 * blockIdx.x + 1];
+    const int lb = P.blocks[2 * blockIdx.x + 1] & ~EMV_LEAN_FLAG;
     const FdtdDesign* D = P.designs + d;
     K.D = D;
     K.off = D->off;
@@ -74,8 +79,22 @@ __device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
     const int tx = t - ty * t0;
     B.X0 = tx * EMV_TX;
     B.Y0 = ty * EMV_TY;
-    B.z0 = ch * D->zchunk;
-    B.z1 = imin(B.z0 + D->zchunk, K.dims[2]);
+    // Chunk ch in its segment (batch.rs chunk_planes).
+    int base = 0, end = D->zcut[0], len = D->zlen[0], k = ch;
+    if (k >= D->zn[0]) {
+        k -= D->zn[0];
+        base = D->zcut[0];
+        end = D->zcut[1];
+        len = D->zlen[1];
+        if (k >= D->zn[1]) {
+            k -= D->zn[1];
+            base = D->zcut[1];
+            end = K.dims[2];
+            len = D->zlen[2];
+        }
+    }
+    B.z0 = base + k * len;
+    B.z1 = imin(B.z0 + len, end);
 }
 
 // Update ranges in padded coordinates (operator.rs / cpu.rs e_range, h_range):
@@ -632,6 +651,8 @@ __device__ __forceinline__ float ghost_val(const FdtdPtrs& P, const Dctx& K, int
                        sPx[1][ix], sPy[1][iy], pz, P.psi_h, (float*)0);
 }
 
+#include "fdtd_lean.cuh"
+
 // Minimum resident blocks per SM asked of the compiler (caps registers).
 #ifndef EMV_MINB
 #define EMV_MINB ((EMV_NT >= 512) ? 1 : (768 / EMV_NT))
@@ -649,6 +670,10 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     Dctx K;
     Blk B;
     load_ctx(P, K, B);
+    if (P.blocks[2 * blockIdx.x + 1] & EMV_LEAN_FLAG) {  // block-uniform
+        lean_step(P, K, B, sS, sH, sPx, sPy, sCa, sCb);
+        return;
+    }
     const int lx = threadIdx.x;
     const int ly = threadIdx.y;
     const int tid = ly * EMV_TX + lx;

@@ -128,7 +128,7 @@ if [ "${ACC_REFS:-0}" = 1 ]; then
 fi
 
 echo "== 3. benchmark"
-"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
+"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --lean both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
 # Diagnostic: the same box with PEC walls instead of CPML (what the CPML costs the fused kernel).
 "$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml 0 \

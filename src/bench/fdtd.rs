@@ -90,15 +90,21 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         let ops: Vec<Operator> = make(1).iter().map(|j| Operator::new(j).map_err(|e| anyhow::anyhow!("{e}"))).collect::<Result<_, _>>()?;
         let refs: Vec<&Operator> = ops.iter().collect();
         for &(sc, t, adapt, zchunk) in &variants {
-            for g in a.graphs.values() {
-                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, ..Default::default() })?;
+            let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
+            for (g, lean) in a.graphs.values().into_iter().flat_map(|g| leans.iter().map(move |&l| (g, l))) {
+                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
                 be.run_batch(&make(2))?;
                 let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
                 let st = be.last_stats();
                 let gr = if a.graphs == GraphsChoice::Both { format!(", graphs {}", if g { "on" } else { "off" }) } else { String::new() };
                 let what = match sc {
-                    Scheme::Fused => format!("{name} [fused {}, z {}{gr}]", if adapt { "auto".to_string() } else { t.to_string() }, st.zchunk),
+                    Scheme::Fused => format!(
+                        "{name} [fused {}, z {}{gr}, lean {:.0} %]",
+                        if adapt { "auto".to_string() } else { t.to_string() },
+                        st.zchunk,
+                        100.0 * st.lean_block_steps / st.block_steps.max(1.0)
+                    ),
                     Scheme::Split => format!("{name} [split {}x{}, {} plane(s)/thread{gr}]", t.tx, t.ty, st.zchunk),
                 };
                 let mut r = row(what, &make(1), s1, s2, w1, w2, u);

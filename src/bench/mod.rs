@@ -96,6 +96,10 @@ pub struct BenchArgs {
     /// CUDA graphs for the chunks of steps: on, off, or both (timed one after the other).
     #[arg(long, value_enum, default_value_t = GraphsChoice::On)]
     pub graphs: GraphsChoice,
+    /// FDTD fused scheme: the lean kernel for the plain interior's blocks
+    /// (kernels/fdtd_lean.cuh): on, off (fdtd_step everywhere), or both.
+    #[arg(long, value_enum, default_value_t = GraphsChoice::On)]
+    pub lean: GraphsChoice,
     /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
     #[arg(long, value_delimiter = ',')]
     pub split_zchunks: Vec<usize>,

@@ -527,25 +527,35 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     }
     let c = cases(a.steps)?;
     let Cases { rjobs, init, rcpu, zjobs, zcpu } = &c;
-    // (scheme, tile, zchunk, CUDA graphs): the first tile also kernel by kernel.
+    // (scheme, tile, zchunk, CUDA graphs, lean step): the first tile also kernel
+    // by kernel and with every block on the general step.
     let mut variants = vec![];
     for (k, &t) in tiles.iter().enumerate() {
-        variants.push((Scheme::Fused, t, None, true));
+        variants.push((Scheme::Fused, t, None, true, true));
         if k == 0 {
-            variants.push((Scheme::Fused, t, None, false));
-            variants.push((Scheme::Fused, t, Some(5), true));
-            variants.push((Scheme::Split, t, None, true));
+            variants.push((Scheme::Fused, t, None, false, true));
+            variants.push((Scheme::Fused, t, Some(5), true, true));
+            variants.push((Scheme::Fused, t, None, true, false));
+            variants.push((Scheme::Split, t, None, true, false));
         }
     }
     let mut worst = 0.0f64;
     let mut bad = false;
-    for (scheme, tile, zchunk, graphs) in variants {
-        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
-        let tag = format!("[{} {} z={}{}]", scheme.name(), tile, zchunk.map_or("auto".into(), |z| z.to_string()), if graphs { "" } else { " no graphs" });
+    for (scheme, tile, zchunk, graphs, lean) in variants {
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
+        let tag = format!("[{} {} z={}{}{}]", scheme.name(), tile, zchunk.map_or("auto".into(), |z| z.to_string()), if graphs { "" } else { " no graphs" }, if lean || scheme == Scheme::Split { "" } else { " no lean" });
         let g = be.run_jobs(&rjobs, Some(&init), true)?;
+        let st = be.last_stats();
         let (w, b) = report(&format!("{tag} random"), &rjobs, &rcpu, &g, a.tol);
         worst = worst.max(w);
         bad |= b;
+        // The lean step (kernels/fdtd_lean.cuh) must have run where it was allowed.
+        let share = st.lean_block_steps / st.block_steps.max(1.0);
+        println!("  blocks on the lean step: {:.0} %", 100.0 * share);
+        if lean && scheme == Scheme::Fused && share == 0.0 {
+            println!("  no block took the lean step: FAIL");
+            bad = true;
+        }
         let g = be.run_jobs(&zjobs, None, true)?;
         let (w, b) = report(&format!("{tag} zero  "), &zjobs, &zcpu, &g, a.tol);
         worst = worst.max(w);
@@ -565,7 +575,9 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         println!("CPU reference of the full-size workloads: {:.1} s", t.elapsed().as_secs_f64());
         be.set_options(CudaOptions { tile: tiles[0], path: PathChoice::Streaming, ..Default::default() })?;
         let g = be.run_jobs(&fj, None, false)?;
+        let st = be.last_stats();
         let (w, b) = report(&format!("[fused {} full]", tiles[0]), &fj, &fc, &g, a.tol);
+        println!("  blocks on the lean step: {:.0} %", 100.0 * st.lean_block_steps / st.block_steps.max(1.0));
         worst = worst.max(w);
         bad |= b;
     }

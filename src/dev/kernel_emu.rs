@@ -104,14 +104,20 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let st = be.last_stats();
     let mut worst = 0.0f64;
     println!(
-        "kernel-emu: {} scheme, tile {tile}, zchunk {}, path {} ({} designs on-chip, {} streaming), {steps} steps, {} designs (emulated in {emu_s:.1} s)",
+        "kernel-emu: {} scheme, tile {tile}, zchunk {}, path {} ({} designs on-chip, {} streaming; {:.0} % of the streaming blocks lean), {steps} steps, {} designs (emulated in {emu_s:.1} s)",
         scheme.name(),
         a.zchunk,
         path.name(),
         st.onchip_designs,
         st.streaming_designs,
+        100.0 * st.lean_block_steps / st.block_steps.max(1.0),
         jobs.len()
     );
+    // The lean kernel (kernels/fdtd_lean.cuh) must have run where the fused scheme streams.
+    if scheme == Scheme::Fused && path == PathChoice::Streaming && st.lean_block_steps == 0.0 {
+        println!("kernel-emu FAIL: no block ran the lean kernel");
+        return Ok(1);
+    }
     if path != PathChoice::Streaming && st.onchip_designs == 0 {
         println!("kernel-emu FAIL: no design ran on-chip");
         return Ok(1);

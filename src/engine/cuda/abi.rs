@@ -13,12 +13,14 @@ pub const COMMON_CUH: &str = include_str!("../../../kernels/common.cuh");
 
 /// `kernels/fdtd_cell.cuh`: the per-cell arithmetic both FDTD modules share.
 pub const CELL_CUH: &str = include_str!("../../../kernels/fdtd_cell.cuh");
+/// `kernels/fdtd_lean.cuh`: the lean fused step of the plain interior (included by fdtd.cu).
+pub const LEAN_CUH: &str = include_str!("../../../kernels/fdtd_lean.cuh");
 /// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
 pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// `src` as NVRTC compiles it: the headers inlined.
 fn inline_headers(src: &str) -> String {
-    src.replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
+    src.replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH)
 }
 
 /// The kernel source as NVRTC compiles it: the header inlined.
@@ -47,6 +49,10 @@ pub enum Kernel {
     Dft = 7,
 }
 
+/// Flag of a block-table entry's local block number (fdtd.cu `EMV_LEAN_FLAG`):
+/// `fdtd_step` runs the block's lean step (kernels/fdtd_lean.cuh).
+pub const LEAN_FLAG: i32 = 1 << 30;
+
 /// Threads per block of `fdtd_sample_ports` (`EMV_SAMPLE_THREADS`).
 pub const SAMPLE_THREADS: u32 = 128;
 /// Threads per block of `fdtd_inject` (`EMV_INJECT_THREADS`).
@@ -72,6 +78,9 @@ pub struct FdtdDesign {
     pub slab_n: [i32; 3],
     pub db: f32,
     pub line_off: [i32; 3],
+    pub zcut: [i32; 2],
+    pub zn: [i32; 3],
+    pub zlen: [i32; 3],
 }
 
 /// Device pointers of the field kernels.
@@ -317,7 +326,7 @@ mod tests {
 
     #[test]
     fn repr_c_structs_match_common_cuh() {
-        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, line_off));
+        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, line_off, zcut, zn, zlen));
         check(
             "FdtdPtrs",
             layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, designs, blocks, inv_e, inv_h, rel_e, rel_h),

@@ -22,6 +22,12 @@ pub struct Tile {
     pub minb: usize,
 }
 
+impl Default for Tile {
+    fn default() -> Tile {
+        Tile::DEFAULT
+    }
+}
+
 impl Tile {
     pub const DEFAULT: Tile = Tile { tx: 32, ty: 8, ns: 4, minb: 0 };
     pub fn threads(&self) -> usize {
@@ -144,6 +150,10 @@ pub fn step_bytes(ops: &[&Operator], fused: bool) -> f64 {
 pub struct Plan {
     pub designs: Vec<FdtdDesign>,
     pub blocks_per_design: Vec<usize>,
+    /// The tile the plan was packed for.
+    pub tile: Tile,
+    /// Per design, what the lean kernel's block test needs (lean_block).
+    pub lean: Vec<LeanInfo>,
     /// Elements per component pool (and bytes per material pool).
     pub field_len: usize,
     /// Elements of each psi pool.
@@ -180,6 +190,119 @@ pub struct Plan {
     pub drive: Vec<Drive>,
 }
 
+/// Per design: which padded positions along each axis are free of CPML on
+/// both sides (E node and H half node), and the PMC faces of x and y.
+#[derive(Debug, Clone, Default)]
+pub struct LeanInfo {
+    pub clean: [Vec<bool>; 3],
+    pub pmc_xy: bool,
+    /// Tiles of the xy plane (of the plan's tile) that pass lean_xy.
+    pub xy_tiles: usize,
+}
+
+impl LeanInfo {
+    /// The x/y part of Plan::lean_block for the tile at (x0, y0).
+    pub fn lean_xy(&self, t: Tile, x0: usize, y0: usize) -> bool {
+        let clean = |a: usize, lo: usize, hi: usize| (lo..hi.min(self.clean[a].len())).all(|q| self.clean[a][q]);
+        if !clean(0, x0.saturating_sub(1), x0 + t.tx) || !clean(1, y0.saturating_sub(1), y0 + t.ty) {
+            return false;
+        }
+        // n_a = padded extent - 2.
+        let inside = |a: usize, lo: usize, len: usize| lo >= 2 && lo + len - 1 <= self.clean[a].len() - 2;
+        !self.pmc_xy || (inside(0, x0, t.tx) && inside(1, y0, t.ty))
+    }
+
+    /// Tiles of the design's xy plane that pass lean_xy.
+    pub fn lean_tiles(&self, t: Tile) -> usize {
+        let (tx, ty) = (self.clean[0].len().div_ceil(t.tx), self.clean[1].len().div_ceil(t.ty));
+        (0..tx * ty).filter(|&i| self.lean_xy(t, (i % tx) * t.tx, (i / tx) * t.ty)).count()
+    }
+
+    pub fn new(op: &Operator, tile: Tile) -> LeanInfo {
+        let clean = std::array::from_fn(|a| {
+            (0..op.dims[a])
+                .map(|q| match &op.pml[a] {
+                    None => true,
+                    // Padded q is node q-1 (E, q = 1..n+1) and half node q-1 (H, q = 1..n);
+                    // the kernels test b > 0 as the slab tables do (Plan::new).
+                    Some(p) => {
+                        let e = q >= 1 && q <= op.n[a] + 1 && p.e_b[q - 1] > 0.0;
+                        let h = q >= 1 && q <= op.n[a] && p.h_b[q - 1] > 0.0;
+                        !e && !h
+                    }
+                })
+                .collect()
+        });
+        let mut li = LeanInfo { clean, pmc_xy: op.pmc[0].iter().chain(&op.pmc[1]).any(|&x| x), xy_tiles: 0 };
+        li.xy_tiles = li.lean_tiles(tile);
+        li
+    }
+}
+
+/// The planes a lean chunk may own along z: [L, R) with every plane of
+/// [L-1, R) free of CPML and inside every component's range (L >= 2,
+/// R <= n_z + 1; Plan::lean_block), the longest such run; None if shorter than 2.
+pub fn lean_z_range(li: &LeanInfo, n_z: usize) -> Option<(usize, usize)> {
+    let c = &li.clean[2];
+    let mut best: Option<(usize, usize)> = None;
+    let mut q = 1;
+    while q <= n_z {
+        if !c[q] {
+            q += 1;
+            continue;
+        }
+        let a = q;
+        while q <= n_z && c[q] {
+            q += 1;
+        }
+        // Clean planes a..q-1 (inside 1..=n_z): owned planes a+1..q.
+        let (l, r) = ((a + 1).max(2), q.min(n_z + 1));
+        if r >= l + 2 && best.is_none_or(|(bl, br)| r - l > br - bl) {
+            best = Some((l, r));
+        }
+    }
+    best
+}
+
+/// Set `ds`'s chunks along z (zcut, zn, zlen, nchunks) for chunks of about
+/// `zchunk` planes: the lean z range (lean_z_range) gets chunks of its own
+/// when some xy tile may take the lean step,
+/// so that its tiles' blocks may all take the lean step; the planes below
+/// and above it (CPML, ghost planes) form the other two segments. Each
+/// segment of length m has ceil(m / zchunk) chunks of ceil(m / count) planes.
+pub fn set_segments(ds: &mut FdtdDesign, li: &LeanInfo, zchunk: usize) {
+    let zchunk = zchunk.max(1);
+    let dz = ds.dims[2] as usize;
+    // Without a tile that may take the lean step, one segment (no extra chunk ends).
+    let lean = if li.xy_tiles > 0 { lean_z_range(li, ds.n[2] as usize) } else { None };
+    let (l, r) = lean.unwrap_or((dz, dz));
+    let bounds = [(0, l), (l, r), (r, dz)];
+    ds.zcut = [l as i32, r as i32];
+    ds.zchunk = zchunk as i32;
+    for (s, &(a, b)) in bounds.iter().enumerate() {
+        let m = b - a;
+        let count = m.div_ceil(zchunk);
+        ds.zn[s] = count as i32;
+        ds.zlen[s] = if count == 0 { 1 } else { m.div_ceil(count) as i32 };
+    }
+    ds.nchunks = ds.zn.iter().sum();
+}
+
+/// Planes [z0, z1) of chunk `ch` of `ds` (fdtd.cu load_ctx).
+pub fn chunk_planes(ds: &FdtdDesign, ch: usize) -> (usize, usize) {
+    let (mut base, mut end, mut len, mut k) = (0usize, ds.zcut[0] as usize, ds.zlen[0] as usize, ch);
+    if k >= ds.zn[0] as usize {
+        k -= ds.zn[0] as usize;
+        (base, end, len) = (ds.zcut[0] as usize, ds.zcut[1] as usize, ds.zlen[1] as usize);
+        if k >= ds.zn[1] as usize {
+            k -= ds.zn[1] as usize;
+            (base, end, len) = (ds.zcut[1] as usize, ds.dims[2] as usize, ds.zlen[2] as usize);
+        }
+    }
+    let z0 = base + k * len;
+    (z0, (z0 + len).min(end))
+}
+
 fn i32_of(x: usize, what: &str) -> Result<i32, String> {
     i32::try_from(x).map_err(|_| format!("{what} = {x} exceeds the 32-bit range of the CUDA kernels"))
 }
@@ -196,7 +319,7 @@ impl Plan {
         if drives.len() != ops.len() {
             return Err(format!("{} drives for {} designs", drives.len(), ops.len()));
         }
-        let mut pl = Plan::default();
+        let mut pl = Plan { tile, ..Plan::default() };
         let mut off = 0usize;
         for (d, op) in ops.iter().enumerate() {
             i32_of(op.len, "padded cells of one design")?;
@@ -207,7 +330,7 @@ impl Plan {
                 dims: [0; 3],
                 tiles: [op.dims[0].div_ceil(tile.tx) as i32, op.dims[1].div_ceil(tile.ty) as i32],
                 zchunk: zchunk as i32,
-                nchunks: op.dims[2].div_ceil(zchunk) as i32,
+                nchunks: 0,
                 coef_off: pl.ca.len() as i32,
                 ncoef: op.ca.len() as i32,
                 pmc: 0,
@@ -215,7 +338,11 @@ impl Plan {
                 slab_n: [0; 3],
                 db: op.db,
                 line_off: [0; 3],
+                zcut: [0; 2],
+                zn: [0; 3],
+                zlen: [1; 3],
             };
+
             for a in 0..3 {
                 ds.n[a] = i32_of(op.n[a], "cells")?;
                 ds.dims[a] = op.dims[a] as i32;
@@ -225,6 +352,8 @@ impl Plan {
                     }
                 }
             }
+            let li = LeanInfo::new(op, tile);
+            set_segments(&mut ds, &li, zchunk);
             for a in 0..3 {
                 ds.line_off[a] = i32_of(pl.inv_e.len(), "per-line table entries")?;
                 pl.inv_e.extend_from_slice(&op.inv_e[a]);
@@ -342,6 +471,7 @@ impl Plan {
             pl.drive.push(drive);
             pl.blocks_per_design.push(ds.tiles[0] as usize * ds.tiles[1] as usize * ds.nchunks as usize);
             pl.designs.push(ds);
+            pl.lean.push(li);
             off += op.len.div_ceil(ALIGN) * ALIGN;
         }
         pl.field_len = off;
@@ -368,14 +498,45 @@ impl Plan {
         t
     }
 
+    /// Whether block `lb` of design `d` may run the lean kernel
+    /// (kernels/fdtd_lean.cuh): every position it computes, the recomputed
+    /// plane z0-1 and the halo column and row included, is free of CPML;
+    /// its planes lie inside every component's z range (no ghost plane, so
+    /// z0 >= 2 and z1 <= n_z + 1); and where x or y has a PMC face, its
+    /// columns lie inside every component's x and y ranges (no PMC ghost).
+    pub fn lean_block(&self, d: usize, lb: usize) -> bool {
+        let (ds, li, t) = (&self.designs[d], &self.lean[d], self.tile);
+        let tpp = ds.tiles[0] as usize * ds.tiles[1] as usize;
+        let (ch, r) = (lb / tpp, lb % tpp);
+        let (x0, y0) = ((r % ds.tiles[0] as usize) * t.tx, (r / ds.tiles[0] as usize) * t.ty);
+        let (z0, z1) = chunk_planes(ds, ch);
+        let nz = ds.n[2] as usize;
+        let z_ok = z0 >= 2 && z1 <= nz + 1 && (z0 - 1..z1).all(|q| li.clean[2][q]);
+        z_ok && li.lean_xy(t, x0, y0)
+    }
+
+    /// [`Plan::block_table`] with the blocks that may take the lean step
+    /// flagged (`abi::LEAN_FLAG` on the local block number) when `lean`:
+    /// (table, flagged blocks).
+    pub fn block_tables(&self, active: &[bool], lean: bool) -> (Vec<i32>, usize) {
+        let mut t = self.block_table(active);
+        let mut n = 0;
+        for e in t.chunks_mut(2) {
+            if lean && self.lean_block(e[0] as usize, e[1] as usize) {
+                e[1] |= super::abi::LEAN_FLAG;
+                n += 1;
+            }
+        }
+        (t, n)
+    }
+
     /// Re-chunk every design along z (same layout, same tiles): the block
     /// table then follows. Used when few designs remain, so that their planes
     /// spread over more blocks.
     pub fn set_zchunk(&mut self, zchunk: usize) {
         let zchunk = zchunk.max(1);
-        for (ds, nb) in self.designs.iter_mut().zip(self.blocks_per_design.iter_mut()) {
-            ds.zchunk = zchunk as i32;
-            ds.nchunks = (ds.dims[2] as usize).div_ceil(zchunk) as i32;
+        for ((ds, nb), li) in self.designs.iter_mut().zip(self.blocks_per_design.iter_mut()).zip(&self.lean) {
+            set_segments(ds, li, zchunk);
             *nb = ds.tiles[0] as usize * ds.tiles[1] as usize * ds.nchunks as usize;
         }
     }
@@ -403,22 +564,60 @@ impl Plan {
 
 /// Planes per z-chunk for a batch: balances the waves of blocks on the
 /// device (`resident` blocks at a time) against the extra halo plane each
-/// chunk recomputes. Cost model: rounds of blocks x (planes + 1) of the
-/// longest block (pessimistic for batches of mixed sizes).
+/// chunk recomputes. The blocks are dispatched in table order to the first
+/// free slot, as the GPU's block scheduler does; a block costs its planes + 2
+/// (the halo plane and about one plane's worth of set-up: pipeline fill,
+/// tables), half as much on the lean step (an H100 runs it at about twice
+/// the cells per second, docs/BENCHMARKS.md). The chunking whose simulated
+/// makespan is shortest wins (chunkings of more than 16 waves are not tried).
 pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
     let resident = resident.max(1);
     let max_z = ops.iter().map(|o| o.dims[2]).max().unwrap_or(2).max(2);
-    let mut best = (f64::INFINITY, 2);
+    // Per design: its chunking inputs and which xy tiles may take the lean step.
+    let info: Vec<(LeanInfo, FdtdDesign, Vec<bool>)> = ops
+        .iter()
+        .map(|o| {
+            let li = LeanInfo::new(o, tile);
+            let ds = FdtdDesign { dims: o.dims.map(|x| x as i32), n: o.n.map(|x| x as i32), ..Default::default() };
+            let tx = o.dims[0].div_ceil(tile.tx);
+            let xy = (0..tx * o.dims[1].div_ceil(tile.ty)).map(|i| li.lean_xy(tile, (i % tx) * tile.tx, (i / tx) * tile.ty)).collect();
+            (li, ds, xy)
+        })
+        .collect();
+    let mut best = (u64::MAX, 2);
+    let mut slots = BinaryHeap::with_capacity(resident);
     for l in 2..=max_z.min(512) {
-        let mut items = 0usize;
-        for o in ops {
-            items += o.dims[0].div_ceil(tile.tx) * o.dims[1].div_ceil(tile.ty) * o.dims[2].div_ceil(l);
+        let chunked: Vec<FdtdDesign> = info
+            .iter()
+            .map(|(li, ds, _)| {
+                let mut ds = *ds;
+                set_segments(&mut ds, li, l);
+                ds
+            })
+            .collect();
+        let blocks: usize = chunked.iter().zip(&info).map(|(ds, (_, _, xy))| ds.nchunks as usize * xy.len()).sum();
+        if blocks > 16 * resident && best.0 != u64::MAX {
+            continue;
         }
-        // Rounds of blocks times the longest block: its planes, the halo
-        // plane and about one plane's worth of set-up (pipeline fill, tables).
-        let cost = (items as f64 / resident as f64).ceil() * (l.min(max_z) + 2) as f64;
-        if cost < best.0 {
-            best = (cost, l);
+        // Costs in half planes: a general block 2 (len + 2), a lean one len + 2.
+        slots.clear();
+        slots.extend(std::iter::repeat_n(Reverse(0u64), resident));
+        for (ds, (_, _, xy)) in chunked.iter().zip(&info) {
+            for ch in 0..ds.nchunks as usize {
+                let (z0, z1) = chunk_planes(ds, ch);
+                let mid = z0 >= ds.zcut[0] as usize && z1 <= ds.zcut[1] as usize;
+                for &lean_xy in xy {
+                    let c = (z1 - z0 + 2) as u64 * if mid && lean_xy { 1 } else { 2 };
+                    let Reverse(t) = slots.pop().unwrap_or(Reverse(0));
+                    slots.push(Reverse(t + c));
+                }
+            }
+        }
+        let makespan = slots.iter().map(|r| r.0).max().unwrap_or(0);
+        if makespan < best.0 {
+            best = (makespan, l);
         }
     }
     best.1
@@ -671,5 +870,78 @@ mod tests {
         assert_eq!(Tile::parse("32x8:3:4").unwrap().to_string(), "32x8:3:4");
         assert_eq!(Tile::DEFAULT.to_string(), "32x8");
         assert!(Tile::parse("4x2").is_err() && Tile::parse("32x8:2").is_err() && Tile::parse("32x8:4:2:1").is_err());
+    }
+
+    #[test]
+    fn z_segments_partition_the_planes_and_keep_the_cpml_out_of_the_middle() {
+        let pop = crate::bench::population_jobs(2, 30_000, 1);
+        let ops: Vec<Operator> = pop.iter().map(|j| Operator::new(j).unwrap()).collect();
+        let refs: Vec<&Operator> = ops.iter().collect();
+        for zchunk in [2, 3, 7, 40, 1000] {
+            let pl = Plan::new(&refs, &[0, 0], Tile::DEFAULT, zchunk).unwrap();
+            for (d, ds) in pl.designs.iter().enumerate() {
+                // Contiguous, covering, chunk 0 with >= 2 planes (the fused step's ghost plane).
+                let mut z = 0;
+                for ch in 0..ds.nchunks as usize {
+                    let (z0, z1) = chunk_planes(ds, ch);
+                    assert_eq!(z0, z);
+                    assert!(z1 > z0 && z1 - z0 <= zchunk.max(2) + 1, "chunk {ch} of {zchunk}: {z0}..{z1}");
+                    z = z1;
+                }
+                assert_eq!(z, ds.dims[2] as usize);
+                assert!(chunk_planes(ds, 0).1 >= 2);
+                // The middle segment: CPML-free planes only (the guide's 10-cell CPML at both ends).
+                let (l, r) = (ds.zcut[0] as usize, ds.zcut[1] as usize);
+                assert!(l >= 12 && r <= ds.n[2] as usize + 1 - 10, "{l}..{r}");
+                assert!((l - 1..r).all(|q| pl.lean[d].clean[2][q]));
+                // Every block of the middle chunks may take the lean step (PEC walls
+                // only along x and y), no block of the end chunks.
+                let tpp = (ds.tiles[0] * ds.tiles[1]) as usize;
+                for b in 0..pl.blocks_per_design[d] {
+                    let (z0, z1) = chunk_planes(ds, b / tpp);
+                    assert_eq!(pl.lean_block(d, b), z0 >= l && z1 <= r, "block {b}: {z0}..{z1}");
+                }
+            }
+        }
+        // Flagged in the table when asked, and only then.
+        let pl = Plan::new(&refs, &[0, 0], Tile::DEFAULT, 40).unwrap();
+        let (t, n) = pl.block_tables(&[true, true], true);
+        assert!(n > 0 && n == t.chunks(2).filter(|e| e[1] & super::super::abi::LEAN_FLAG != 0).count());
+        assert_eq!(pl.block_tables(&[true, true], false), (pl.block_table(&[true, true]), 0));
+    }
+
+    #[test]
+    fn lean_blocks_keep_off_cpml_and_pmc_faces() {
+        // A box with CPML on every face: a lean block's tile, halo column and row included, is CPML-free.
+        let op = Operator::new(&crate::bench::box_job(100, 1)).unwrap();
+        let pl = Plan::new(&[&op], &[0], Tile::DEFAULT, 20).unwrap();
+        let ds = &pl.designs[0];
+        let (tx, tpp) = (ds.tiles[0] as usize, (ds.tiles[0] * ds.tiles[1]) as usize);
+        let mut lean = 0;
+        for b in 0..pl.blocks_per_design[0] {
+            if !pl.lean_block(0, b) {
+                continue;
+            }
+            lean += 1;
+            let (x0, y0) = ((b % tpp % tx) * 32, (b % tpp / tx) * 8);
+            let (z0, z1) = chunk_planes(ds, b / tpp);
+            // 10 CPML cells: padded 1..=10 and n-9..=n (E nodes reach n+1).
+            assert!(x0 >= 12 && x0 + 32 <= 91 && y0 >= 12 && y0 + 8 <= 91 && z0 >= 12 && z1 <= 91, "{x0} {y0} {z0}..{z1}");
+        }
+        assert!(lean > 0);
+        // PMC walls along y: no lean block may reach their ghost rows.
+        let mut j = crate::bench::box_job_pml(40, 1, 0);
+        j.boundaries[1] = [Boundary::Pmc; 2];
+        let op = Operator::new(&j).unwrap();
+        let pl = Plan::new(&[&op], &[0], Tile { tx: 8, ty: 4, ns: 4, minb: 0 }, 10).unwrap();
+        let ds = &pl.designs[0];
+        let tpp = (ds.tiles[0] * ds.tiles[1]) as usize;
+        let mut lean = 0;
+        for b in (0..pl.blocks_per_design[0]).filter(|&b| pl.lean_block(0, b)) {
+            lean += 1;
+            let y0 = (b % tpp / ds.tiles[0] as usize) * 4;
+            assert!(y0 >= 2 && y0 + 3 <= 40, "y0 {y0}");
+        }
+        assert!(lean > 0);
     }
 }

@@ -137,6 +137,8 @@ pub struct FdtdDevBatch<'a> {
     kcap: usize,
     running: Vec<bool>,
     nblocks: usize,
+    /// Of them, the blocks flagged lean (kernels/fdtd_lean.cuh).
+    nlean: usize,
     /// Field set holding the current fields.
     cur: usize,
     /// Steps of the chunk in flight, its samples once fetched.
@@ -241,7 +243,8 @@ impl<'a> FdtdDevBatch<'a> {
             // Room for the longest block table: every design, chunks of 2 planes when re-chunking.
             blocks: {
                 let longest = if rechunk {
-                    2 * plan.designs.iter().map(|d| d.tiles[0] as usize * d.tiles[1] as usize * (d.dims[2] as usize).div_ceil(2)).sum::<usize>()
+                    // (each of the three z segments may end in a short chunk)
+                    2 * plan.designs.iter().map(|d| d.tiles[0] as usize * d.tiles[1] as usize * ((d.dims[2] as usize).div_ceil(2) + 3)).sum::<usize>()
                 } else {
                     plan.block_table(&vec![true; nd]).len()
                 };
@@ -370,6 +373,7 @@ impl<'a> FdtdDevBatch<'a> {
             kcap,
             running: vec![false; nd],
             nblocks: 0,
+            nlean: 0,
             cur: 0,
             kk: 0,
             hv: vec![],
@@ -532,8 +536,9 @@ impl Batch for FdtdDevBatch<'_> {
                 self.cur_zchunk = z;
             }
         }
-        let t = self.plan.block_table(running);
+        let (t, nlean) = self.plan.block_tables(running, self.opts.scheme == Scheme::Fused && self.opts.lean);
         self.nblocks = t.len() / 2;
+        self.nlean = nlean;
         upload(self.dev, self.live.blocks, 0, &t)?;
         let a: Vec<i32> = running.iter().map(|&r| r as i32).collect();
         upload(self.dev, self.live.active, 0, &a)
@@ -586,6 +591,8 @@ impl Batch for FdtdDevBatch<'_> {
             self.stats.bytes += self.step_bytes[d] * k as f64;
             self.stats.cell_updates += self.jobs[d].mesh.cells() as f64 * k as f64;
         }
+        self.stats.block_steps += (self.nblocks * k) as f64;
+        self.stats.lean_block_steps += (self.nlean * k) as f64;
         self.kk = k;
         Ok(())
     }
@@ -801,6 +808,8 @@ pub fn run_share(
             st.onchip_kernel_s += s.onchip_kernel_s;
             st.onchip_cell_updates += s.onchip_cell_updates;
             st.smem_bytes += s.smem_bytes;
+            st.block_steps += s.block_steps;
+            st.lean_block_steps += s.lean_block_steps;
             out.extend(sub.into_iter().zip(res));
         }
     }

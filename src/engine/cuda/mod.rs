@@ -330,6 +330,8 @@ impl CudaBackend {
             st.onchip_kernel_s = st.onchip_kernel_s.max(s.onchip_kernel_s);
             st.onchip_cell_updates += s.onchip_cell_updates;
             st.smem_bytes += s.smem_bytes;
+            st.block_steps += s.block_steps;
+            st.lean_block_steps += s.lean_block_steps;
             for (i, r) in res {
                 results[i] = Some(r);
             }

@@ -84,11 +84,15 @@ pub struct CudaOptions {
     pub onchip_checks: usize,
     /// Print the planner's choice per design and sub-batch (stderr).
     pub verbose: bool,
+    /// Fused scheme: run the blocks of a design's plain interior (no CPML,
+    /// ghost or out-of-range plane in the block) on the lean kernel
+    /// (kernels/fdtd_lean.cuh, same arithmetic). Off: fdtd_step everywhere.
+    pub lean: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true }
     }
 }
 
@@ -123,4 +127,7 @@ pub struct RunStats {
     pub onchip_cell_updates: f64,
     /// Modelled shared-memory bytes of the on-chip steps (onchip::step_smem_bytes).
     pub smem_bytes: f64,
+    /// Streaming block-steps launched, and those on the lean kernel (kernels/fdtd_lean.cuh).
+    pub block_steps: f64,
+    pub lean_block_steps: f64,
 }
