@@ -562,13 +562,18 @@ impl Plan {
     }
 }
 
+/// Cost of a lean block in quarters of a general block of the same planes.
+/// Alone the lean step needs half the instructions and time per cell (H100,
+/// docs/BENCHMARKS.md), but mixed with general blocks in one launch it gains
+/// less; of 2, 3 and 4, 3 gave the best box and population (2026-11-26).
+const LEAN_QUARTERS: u64 = 3;
+
 /// Planes per z-chunk for a batch: balances the waves of blocks on the
 /// device (`resident` blocks at a time) against the extra halo plane each
 /// chunk recomputes. The blocks are dispatched in table order to the first
 /// free slot, as the GPU's block scheduler does; a block costs its planes + 2
 /// (the halo plane and about one plane's worth of set-up: pipeline fill,
-/// tables), half as much on the lean step (an H100 runs it at about twice
-/// the cells per second, docs/BENCHMARKS.md). The chunking whose simulated
+/// tables), times LEAN_QUARTERS / 4 on the lean step. The chunking whose simulated
 /// makespan is shortest wins (chunkings of more than 16 waves are not tried).
 pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     use std::cmp::Reverse;
@@ -601,7 +606,7 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         if blocks > 16 * resident && best.0 != u64::MAX {
             continue;
         }
-        // Costs in half planes: a general block 2 (len + 2), a lean one len + 2.
+        // Costs in quarter planes: a general block 4 (len + 2), a lean one LEAN_QUARTERS (len + 2).
         slots.clear();
         slots.extend(std::iter::repeat_n(Reverse(0u64), resident));
         for (ds, (_, _, xy)) in chunked.iter().zip(&info) {
@@ -609,7 +614,7 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
                 let (z0, z1) = chunk_planes(ds, ch);
                 let mid = z0 >= ds.zcut[0] as usize && z1 <= ds.zcut[1] as usize;
                 for &lean_xy in xy {
-                    let c = (z1 - z0 + 2) as u64 * if mid && lean_xy { 1 } else { 2 };
+                    let c = (z1 - z0 + 2) as u64 * if mid && lean_xy { LEAN_QUARTERS } else { 4 };
                     let Reverse(t) = slots.pop().unwrap_or(Reverse(0));
                     slots.push(Reverse(t + c));
                 }
