@@ -593,6 +593,7 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         .collect();
     let mut best = (u64::MAX, 2);
     let mut slots = BinaryHeap::with_capacity(resident);
+    let mut last_counts: Vec<[i32; 3]> = vec![];
     for l in 2..=max_z.min(512) {
         let chunked: Vec<FdtdDesign> = info
             .iter()
@@ -606,6 +607,12 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         if blocks > 16 * resident && best.0 != u64::MAX {
             continue;
         }
+        // The chunk counts fix the chunking (set_segments): an l that changes none of them is no new candidate.
+        let counts: Vec<[i32; 3]> = chunked.iter().map(|ds| ds.zn).collect();
+        if counts == last_counts {
+            continue;
+        }
+        last_counts = counts;
         // Costs in quarter planes: a general block 4 (len + 2), a lean one LEAN_QUARTERS (len + 2).
         slots.clear();
         slots.extend(std::iter::repeat_n(Reverse(0u64), resident));
