@@ -56,7 +56,7 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], verbose: bool) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
@@ -129,8 +129,10 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
             // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
             let auto = t == "auto";
             let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
-            for g in graphs.values() {
-                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, ..Default::default() })?;
+            // The lean step (streaming blocks of the CPML-free interior) varies where streaming may run.
+            let leans = if p == PathChoice::Onchip { vec![true] } else { lean.values() };
+            for (g, ln) in graphs.values().into_iter().flat_map(|g| leans.iter().map(move |&l| (g, l))) {
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.
                 let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {
@@ -153,6 +155,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
                     st.streaming_designs
                 );
                 let what = if p == PathChoice::Onchip { format!("{threads} threads, {checks} checks a launch") } else if auto { "auto".to_string() } else { tile.to_string() };
+                let what = if ln { what } else { format!("{what}, no lean step") };
                 line(&format!("cuda [path {}, {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
                 // Per path of the planner: device time, rate, modelled bytes per cell update and ceiling fraction.
                 let (on_s, on_u) = (st.onchip_kernel_s, st.onchip_cell_updates);
