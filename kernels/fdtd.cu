@@ -651,6 +651,26 @@ __device__ __forceinline__ float ghost_val(const FdtdPtrs& P, const Dctx& K, int
                        sPx[1][ix], sPy[1][iy], pz, P.psi_h, (float*)0);
 }
 
+// The design's coefficient tables (ca, cb) into shared memory (both fused steps).
+__device__ __forceinline__ void load_coefs(const FdtdPtrs& P, const Dctx& K, int tid, float* sCa, float* sCb) {
+    const int ncoef = K.D->ncoef;
+    for (int i = tid; i < ncoef; i += EMV_NT) {
+        sCa[i] = P.ca[K.coef + i];
+        sCb[i] = P.cb[K.coef + i];
+    }
+}
+
+// The six new components of position p into the written set (both fused steps).
+__device__ __forceinline__ void store_fields(const FdtdPtrs& P, long long p, float e0, float e1, float e2, float h0,
+                                             float h1, float h2) {
+    P.e_out[0][p] = e0;
+    P.e_out[1][p] = e1;
+    P.e_out[2][p] = e2;
+    P.h_out[0][p] = h0;
+    P.h_out[1][p] = h1;
+    P.h_out[2][p] = h2;
+}
+
 #include "fdtd_lean.cuh"
 
 // Minimum resident blocks per SM asked of the compiler (caps registers).
@@ -706,11 +726,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         sPy[0][j] = prof_e(P, K, 1, B.Y0 - 1 + j);
         sPy[1][j] = prof_h(P, K, 1, B.Y0 - 1 + j);
     }
-    const int ncoef = K.D->ncoef;
-    for (int i = tid; i < ncoef; i += EMV_NT) {
-        sCa[i] = P.ca[K.coef + i];
-        sCb[i] = P.cb[K.coef + i];
-    }
+    load_coefs(P, K, tid, sCa, sCb);
     if (tid < 9) sPsiOff[tid] = K.D->psi_off[tid];
     K.psi_off = sPsiOff;  // read only after the loop's first barrier
     int in = 0, c0, f0, c1, f1, c2, f2;
@@ -868,12 +884,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
                 const float t2 = stretch_e<2, 1>(K, (h0 - sH[0][hy - 1][hx]) * py.id, py, v21, qx, qy, qz, P.psi_e);
                 e2 = sCa[mc[2]] * eo2 + sCb[mc[2]] * (t1 - t2);
             }
-            P.e_out[0][p] = e0;
-            P.e_out[1][p] = e1;
-            P.e_out[2][p] = e2;
-            P.h_out[0][p] = h0;
-            P.h_out[1][p] = h1;
-            P.h_out[2][p] = h2;
+            store_fields(P, p, e0, e1, e2, h0, h1, h2);
         }
         prev_x = h0;
         prev_y = h1;

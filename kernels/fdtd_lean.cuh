@@ -16,6 +16,8 @@
 // fdtd_step runs it for the block-table entries the host flagged (bit 30 of
 // the local block number).
 
+#include "fdtd_cell.cuh"
+
 // New H_C without CPML at ring (rx, ry) of planes Sc (z) and Sn (z+1); h is
 // the old value; idx, idy, idz the H-side inverse spacings. fused_h's
 // operands in fused_h's order.
@@ -33,7 +35,7 @@ __device__ __forceinline__ float lean_h(float db, const Stage& Sc, const Stage& 
         t1 = (Sc.e[1][ry][rx + 1] - Sc.e[1][ry][rx]) * idx;
         t2 = (Sc.e[0][ry + 1][rx] - Sc.e[0][ry][rx]) * idy;
     }
-    return h - db * (t1 - t2);
+    return emv_h_new(h, db, t1, t2);
 }
 
 // The lean blocks' whole step, called by fdtd_step (one launch for all
@@ -67,11 +69,7 @@ __device__ __forceinline__ void lean_step(const FdtdPtrs& P, const Dctx& K, cons
         sPy[0][j].id = inv_at(P, K, 1, B.Y0 - 1 + j, true);
         sPy[1][j].id = inv_at(P, K, 1, B.Y0 - 1 + j, false);
     }
-    const int ncoef = K.D->ncoef;
-    for (int i = tid; i < ncoef; i += EMV_NT) {
-        sCa[i] = P.ca[K.coef + i];
-        sCb[i] = P.cb[K.coef + i];
-    }
+    load_coefs(P, K, tid, sCa, sCb);
     // Column flags (every plane is inside the z ranges): bit C for E_C, 3+C for H_C.
     int in = 0, cnt, face;
     classify<0>(K, qx, qy, in, cnt, face);
@@ -166,24 +164,19 @@ __device__ __forceinline__ void lean_step(const FdtdPtrs& P, const Dctx& K, cons
             if (in & 1) {
                 const float t1 = (h2 - sH[2][hy - 1][hx]) * iye;
                 const float t2 = (h1 - prev_y) * ize;
-                e0 = sCa[mc[0]] * eo0 + sCb[mc[0]] * (t1 - t2);
+                e0 = emv_e_new(eo0, sCa[mc[0]], sCb[mc[0]], t1, t2);
             }
             if (in & 2) {
                 const float t1 = (h0 - prev_x) * ize;
                 const float t2 = (h2 - sH[2][hy][hx - 1]) * ixe;
-                e1 = sCa[mc[1]] * eo1 + sCb[mc[1]] * (t1 - t2);
+                e1 = emv_e_new(eo1, sCa[mc[1]], sCb[mc[1]], t1, t2);
             }
             if (in & 4) {
                 const float t1 = (h1 - sH[1][hy][hx - 1]) * ixe;
                 const float t2 = (h0 - sH[0][hy - 1][hx]) * iye;
-                e2 = sCa[mc[2]] * eo2 + sCb[mc[2]] * (t1 - t2);
+                e2 = emv_e_new(eo2, sCa[mc[2]], sCb[mc[2]], t1, t2);
             }
-            P.e_out[0][p] = e0;
-            P.e_out[1][p] = e1;
-            P.e_out[2][p] = e2;
-            P.h_out[0][p] = h0;
-            P.h_out[1][p] = h1;
-            P.h_out[2][p] = h2;
+            store_fields(P, p, e0, e1, e2, h0, h1, h2);
         }
         prev_x = h0;
         prev_y = h1;

@@ -13,16 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn build(src: &str, out: &Path, defines: &[&str]) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let st = Command::new("g++")
-        .args(["-std=c++20", "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-w"])
-        .args(defines)
-        .arg("-o")
-        .arg(out)
-        .arg(root.join(src))
-        .status()
-        .expect("g++ runs (the emulation needs it)");
-    assert!(st.success(), "building {src} failed");
+    emvolve::engine::device::emu::build_library(src, out, defines).unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

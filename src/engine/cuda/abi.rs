@@ -20,7 +20,8 @@ pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// `src` as NVRTC compiles it: the headers inlined.
 fn inline_headers(src: &str) -> String {
-    src.replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH)
+    // fdtd_lean.cuh first: it includes fdtd_cell.cuh (guarded, so twice is harmless).
+    src.replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
 }
 
 /// The kernel source as NVRTC compiles it: the header inlined.

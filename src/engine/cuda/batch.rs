@@ -196,7 +196,9 @@ pub struct Plan {
 pub struct LeanInfo {
     pub clean: [Vec<bool>; 3],
     pub pmc_xy: bool,
-    /// Tiles of the xy plane (of the plan's tile) that pass lean_xy.
+    /// Per tile of the xy plane (of the plan's tile, x fastest): whether it passes lean_xy.
+    pub xy: Vec<bool>,
+    /// How many do.
     pub xy_tiles: usize,
 }
 
@@ -212,11 +214,6 @@ impl LeanInfo {
         !self.pmc_xy || (inside(0, x0, t.tx) && inside(1, y0, t.ty))
     }
 
-    /// Tiles of the design's xy plane that pass lean_xy.
-    pub fn lean_tiles(&self, t: Tile) -> usize {
-        let (tx, ty) = (self.clean[0].len().div_ceil(t.tx), self.clean[1].len().div_ceil(t.ty));
-        (0..tx * ty).filter(|&i| self.lean_xy(t, (i % tx) * t.tx, (i / tx) * t.ty)).count()
-    }
 
     pub fn new(op: &Operator, tile: Tile) -> LeanInfo {
         let clean = std::array::from_fn(|a| {
@@ -233,8 +230,10 @@ impl LeanInfo {
                 })
                 .collect()
         });
-        let mut li = LeanInfo { clean, pmc_xy: op.pmc[0].iter().chain(&op.pmc[1]).any(|&x| x), xy_tiles: 0 };
-        li.xy_tiles = li.lean_tiles(tile);
+        let mut li = LeanInfo { clean, pmc_xy: op.pmc[0].iter().chain(&op.pmc[1]).any(|&x| x), xy: vec![], xy_tiles: 0 };
+        let (tx, ty) = (op.dims[0].div_ceil(tile.tx), op.dims[1].div_ceil(tile.ty));
+        li.xy = (0..tx * ty).map(|i| li.lean_xy(tile, (i % tx) * tile.tx, (i / tx) * tile.ty)).collect();
+        li.xy_tiles = li.xy.iter().filter(|&&x| x).count();
         li
     }
 }
@@ -505,14 +504,12 @@ impl Plan {
     /// z0 >= 2 and z1 <= n_z + 1); and where x or y has a PMC face, its
     /// columns lie inside every component's x and y ranges (no PMC ghost).
     pub fn lean_block(&self, d: usize, lb: usize) -> bool {
-        let (ds, li, t) = (&self.designs[d], &self.lean[d], self.tile);
+        let (ds, li) = (&self.designs[d], &self.lean[d]);
         let tpp = ds.tiles[0] as usize * ds.tiles[1] as usize;
         let (ch, r) = (lb / tpp, lb % tpp);
-        let (x0, y0) = ((r % ds.tiles[0] as usize) * t.tx, (r / ds.tiles[0] as usize) * t.ty);
         let (z0, z1) = chunk_planes(ds, ch);
         let nz = ds.n[2] as usize;
-        let z_ok = z0 >= 2 && z1 <= nz + 1 && (z0 - 1..z1).all(|q| li.clean[2][q]);
-        z_ok && li.lean_xy(t, x0, y0)
+        li.xy[r] && z0 >= 2 && z1 <= nz + 1 && (z0 - 1..z1).all(|q| li.clean[2][q])
     }
 
     /// [`Plan::block_table`] with the blocks that may take the lean step
@@ -581,15 +578,9 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     let resident = resident.max(1);
     let max_z = ops.iter().map(|o| o.dims[2]).max().unwrap_or(2).max(2);
     // Per design: its chunking inputs and which xy tiles may take the lean step.
-    let info: Vec<(LeanInfo, FdtdDesign, Vec<bool>)> = ops
+    let info: Vec<(LeanInfo, FdtdDesign)> = ops
         .iter()
-        .map(|o| {
-            let li = LeanInfo::new(o, tile);
-            let ds = FdtdDesign { dims: o.dims.map(|x| x as i32), n: o.n.map(|x| x as i32), ..Default::default() };
-            let tx = o.dims[0].div_ceil(tile.tx);
-            let xy = (0..tx * o.dims[1].div_ceil(tile.ty)).map(|i| li.lean_xy(tile, (i % tx) * tile.tx, (i / tx) * tile.ty)).collect();
-            (li, ds, xy)
-        })
+        .map(|o| (LeanInfo::new(o, tile), FdtdDesign { dims: o.dims.map(|x| x as i32), n: o.n.map(|x| x as i32), ..Default::default() }))
         .collect();
     let mut best = (u64::MAX, 2);
     let mut slots = BinaryHeap::with_capacity(resident);
@@ -597,13 +588,13 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     for l in 2..=max_z.min(512) {
         let chunked: Vec<FdtdDesign> = info
             .iter()
-            .map(|(li, ds, _)| {
+            .map(|(li, ds)| {
                 let mut ds = *ds;
                 set_segments(&mut ds, li, l);
                 ds
             })
             .collect();
-        let blocks: usize = chunked.iter().zip(&info).map(|(ds, (_, _, xy))| ds.nchunks as usize * xy.len()).sum();
+        let blocks: usize = chunked.iter().zip(&info).map(|(ds, (li, _))| ds.nchunks as usize * li.xy.len()).sum();
         if blocks > 16 * resident && best.0 != u64::MAX {
             continue;
         }
@@ -616,11 +607,11 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         // Costs in quarter planes: a general block 4 (len + 2), a lean one LEAN_QUARTERS (len + 2).
         slots.clear();
         slots.extend(std::iter::repeat_n(Reverse(0u64), resident));
-        for (ds, (_, _, xy)) in chunked.iter().zip(&info) {
+        for (ds, (li, _)) in chunked.iter().zip(&info) {
             for ch in 0..ds.nchunks as usize {
                 let (z0, z1) = chunk_planes(ds, ch);
                 let mid = z0 >= ds.zcut[0] as usize && z1 <= ds.zcut[1] as usize;
-                for &lean_xy in xy {
+                for &lean_xy in &li.xy {
                     let c = (z1 - z0 + 2) as u64 * if mid && lean_xy { LEAN_QUARTERS } else { 4 };
                     let Reverse(t) = slots.pop().unwrap_or(Reverse(0));
                     slots.push(Reverse(t + c));

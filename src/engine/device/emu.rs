@@ -22,6 +22,27 @@ type KernelFn = unsafe extern "C" fn(i32, *const u32, *const u32, *const *mut c_
 type TextFn = unsafe extern "C" fn() -> *const c_char;
 type SharedFn = unsafe extern "C" fn(u32);
 
+/// Build an emulation library: `src` (relative to the crate root, e.g.
+/// `scripts/tlm-emu/emu.cpp`) with g++ and the `-D` options `defines` into
+/// `out`; the floating-point contraction off, as the NVRTC builds have it.
+/// Used by the tests that run the emulated kernels.
+pub fn build_library(src: &str, out: &Path, defines: &[&str]) -> Result<(), String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let st = std::process::Command::new("g++")
+        .args(["-std=c++20", "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-w"])
+        .args(defines)
+        .arg("-o")
+        .arg(out)
+        .arg(root.join(src))
+        .status()
+        .map_err(|e| format!("running g++ (the emulation needs it): {e}"))?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(format!("building {src} failed ({st})"))
+    }
+}
+
 /// The shims keep the launch geometry in globals: one launch at a time per process.
 static LAUNCH: Mutex<()> = Mutex::new(());
 

@@ -7,7 +7,6 @@
 //! trace chunk each. Needs g++ (present wherever the crate is developed).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use rand::{Rng, SeedableRng};
 
@@ -27,16 +26,7 @@ const CHECK: usize = 200;
 
 /// Build `src` (relative to the crate) into `out` with the defines.
 fn build(src: &str, out: &Path, defines: &[&str]) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let st = Command::new("g++")
-        .args(["-std=c++20", "-O2", "-shared", "-fPIC", "-ffp-contract=off", "-w"])
-        .args(defines)
-        .arg("-o")
-        .arg(out)
-        .arg(root.join(src))
-        .status()
-        .expect("g++ runs (the emulation needs it)");
-    assert!(st.success(), "building {src} failed");
+    crate::engine::device::emu::build_library(src, out, defines).unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn libs(dir: &Path) -> (PathBuf, PathBuf) {
