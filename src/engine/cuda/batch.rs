@@ -269,12 +269,30 @@ pub fn lean_z_range(li: &LeanInfo, n_z: usize) -> Option<(usize, usize)> {
 /// so that its tiles' blocks may all take the lean step; the planes below
 /// and above it (CPML, ghost planes) form the other two segments. Each
 /// segment of length m has ceil(m / zchunk) chunks of ceil(m / count) planes.
+/// The segments are kept only where the model of choose_zchunk says they
+/// pay: a design with few lean tiles or a short lean range (a 3D microstrip
+/// filter: CPML on five faces, 23 planes) runs faster in one segment, its
+/// extra chunk ends (halo plane, set-up) costing more than the lean blocks save.
 pub fn set_segments(ds: &mut FdtdDesign, li: &LeanInfo, zchunk: usize) {
     let zchunk = zchunk.max(1);
     let dz = ds.dims[2] as usize;
     // Without a tile that may take the lean step, one segment (no extra chunk ends).
     let lean = if li.xy_tiles > 0 { lean_z_range(li, ds.n[2] as usize) } else { None };
-    let (l, r) = lean.unwrap_or((dz, dz));
+    let one = fill_segments(ds, dz, dz, zchunk);
+    if let Some((l, r)) = lean {
+        let three = fill_segments(ds, l, r, zchunk);
+        if segment_cost(&three, li, (l, r)) < segment_cost(&one, li, (l, r)) {
+            *ds = three;
+            return;
+        }
+    }
+    *ds = one;
+}
+
+/// `ds` with segments [0, l), [l, r), [r, dims z) in chunks of about `zchunk` planes.
+fn fill_segments(ds: &FdtdDesign, l: usize, r: usize, zchunk: usize) -> FdtdDesign {
+    let mut ds = *ds;
+    let dz = ds.dims[2] as usize;
     let bounds = [(0, l), (l, r), (r, dz)];
     ds.zcut = [l as i32, r as i32];
     ds.zchunk = zchunk as i32;
@@ -285,6 +303,26 @@ pub fn set_segments(ds: &mut FdtdDesign, li: &LeanInfo, zchunk: usize) {
         ds.zlen[s] = if count == 0 { 1 } else { m.div_ceil(count) as i32 };
     }
     ds.nchunks = ds.zn.iter().sum();
+    ds
+}
+
+/// The blocks' cost of a chunking in quarter planes (choose_zchunk's model):
+/// a block costs its planes + 2, times LEAN_QUARTERS / 4 when its tile may
+/// take the lean step and its planes lie in the lean range `lean`.
+fn segment_cost(ds: &FdtdDesign, li: &LeanInfo, lean: (usize, usize)) -> u64 {
+    let tiles = li.xy.len() as u64;
+    let lean_tiles = li.xy_tiles as u64;
+    (0..ds.nchunks as usize)
+        .map(|ch| {
+            let (z0, z1) = chunk_planes(ds, ch);
+            let per = (z1 - z0 + 2) as u64;
+            if z0 >= lean.0 && z1 <= lean.1 {
+                per * (lean_tiles * LEAN_QUARTERS + (tiles - lean_tiles) * 4)
+            } else {
+                per * tiles * 4
+            }
+        })
+        .sum()
 }
 
 /// Planes [z0, z1) of chunk `ch` of `ds` (fdtd.cu load_ctx).
@@ -571,7 +609,10 @@ const LEAN_QUARTERS: u64 = 3;
 /// free slot, as the GPU's block scheduler does; a block costs its planes + 2
 /// (the halo plane and about one plane's worth of set-up: pipeline fill,
 /// tables), times LEAN_QUARTERS / 4 on the lean step. The chunking whose simulated
-/// makespan is shortest wins (chunkings of more than 16 waves are not tried).
+/// makespan is shortest wins. Chunkings of more than 16 waves are not tried,
+/// unless the batch needs more: then those of at most the fewest blocks any
+/// chunking gives (a large generation of 3D designs with three z segments
+/// each; before, only the 2-plane chunking was costed there and won by default).
 pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -582,20 +623,27 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         .iter()
         .map(|o| (LeanInfo::new(o, tile), FdtdDesign { dims: o.dims.map(|x| x as i32), n: o.n.map(|x| x as i32), ..Default::default() }))
         .collect();
-    let mut best = (u64::MAX, 2);
-    let mut slots = BinaryHeap::with_capacity(resident);
-    let mut last_counts: Vec<[i32; 3]> = vec![];
-    for l in 2..=max_z.min(512) {
-        let chunked: Vec<FdtdDesign> = info
-            .iter()
+    // Each design's lean z range (lean_block's test, whichever segments set_segments keeps).
+    let ranges: Vec<(usize, usize)> = info.iter().map(|(li, ds)| if li.xy_tiles > 0 { lean_z_range(li, ds.n[2] as usize) } else { None }.unwrap_or((usize::MAX, 0))).collect();
+    let chunking = |l: usize| -> Vec<FdtdDesign> {
+        info.iter()
             .map(|(li, ds)| {
                 let mut ds = *ds;
                 set_segments(&mut ds, li, l);
                 ds
             })
-            .collect();
-        let blocks: usize = chunked.iter().zip(&info).map(|(ds, (li, _))| ds.nchunks as usize * li.xy.len()).sum();
-        if blocks > 16 * resident && best.0 != u64::MAX {
+            .collect()
+    };
+    let block_count = |chunked: &[FdtdDesign]| -> usize { chunked.iter().zip(&info).map(|(ds, (li, _))| ds.nchunks as usize * li.xy.len()).sum() };
+    let top = max_z.min(512);
+    // The longest chunks give the fewest blocks any chunking can.
+    let cap = (16 * resident).max(block_count(&chunking(top)));
+    let mut best = (u64::MAX, top);
+    let mut slots = BinaryHeap::with_capacity(resident);
+    let mut last_counts: Vec<[i32; 3]> = vec![];
+    for l in 2..=top {
+        let chunked = chunking(l);
+        if block_count(&chunked) > cap {
             continue;
         }
         // The chunk counts fix the chunking (set_segments): an l that changes none of them is no new candidate.
@@ -607,10 +655,10 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         // Costs in quarter planes: a general block 4 (len + 2), a lean one LEAN_QUARTERS (len + 2).
         slots.clear();
         slots.extend(std::iter::repeat_n(Reverse(0u64), resident));
-        for (ds, (li, _)) in chunked.iter().zip(&info) {
+        for ((ds, (li, _)), &(l, r)) in chunked.iter().zip(&info).zip(&ranges) {
             for ch in 0..ds.nchunks as usize {
                 let (z0, z1) = chunk_planes(ds, ch);
-                let mid = z0 >= ds.zcut[0] as usize && z1 <= ds.zcut[1] as usize;
+                let mid = z0 >= l && z1 <= r;
                 for &lean_xy in &li.xy {
                     let c = (z1 - z0 + 2) as u64 * if mid && lean_xy { LEAN_QUARTERS } else { 4 };
                     let Reverse(t) = slots.pop().unwrap_or(Reverse(0));
@@ -868,6 +916,31 @@ mod tests {
         // 43 planes) beats two waves of 22; with 24 slots two chunks of 21 fill one wave.
         assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 12), 42);
         assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 24), 21);
+        // A batch whose fewest blocks already make more than 16 waves gets that
+        // fewest-block chunking, not 2 planes: 40 guides of 2 tiles a plane in three z
+        // segments (240 blocks) on 2 or 12 slots.
+        let pop = crate::bench::population_jobs(1, 30_000, 1);
+        let op = Operator::new(&pop[0]).unwrap();
+        let li = LeanInfo::new(&op, Tile::DEFAULT);
+        let chunks = |l: usize| {
+            let mut ds = FdtdDesign { dims: op.dims.map(|x| x as i32), n: op.n.map(|x| x as i32), ..Default::default() };
+            set_segments(&mut ds, &li, l);
+            ds.nchunks
+        };
+        assert_eq!(chunks(op.dims[2]), 3);
+        let many: Vec<&Operator> = std::iter::repeat_n(&op, 40).collect();
+        for resident in [2, 12] {
+            let l = choose_zchunk(&many, Tile::DEFAULT, resident);
+            assert_eq!(chunks(l), 3, "chose {l} planes on {resident} slots");
+        }
+        // A box with few lean tiles (80 cells, CPML 10: 6 of 33) keeps one segment:
+        // two more chunk ends a column would cost more than its lean blocks save.
+        let b80 = Operator::new(&crate::bench::box_job(80, 1)).unwrap();
+        let mut ds = FdtdDesign { dims: b80.dims.map(|x| x as i32), n: b80.n.map(|x| x as i32), ..Default::default() };
+        let li80 = LeanInfo::new(&b80, Tile::DEFAULT);
+        assert!(li80.xy_tiles > 0);
+        set_segments(&mut ds, &li80, 1000);
+        assert_eq!((ds.nchunks, ds.zcut[0]), (1, ds.dims[2]));
         assert!(Tile::parse("32x8").is_ok() && Tile::parse("24x8").is_err());
         assert_eq!(Tile::parse("32x8:3:4").unwrap(), Tile { tx: 32, ty: 8, ns: 3, minb: 4 });
         assert_eq!(Tile::parse("32x8:3:4").unwrap().to_string(), "32x8:3:4");
@@ -894,8 +967,14 @@ mod tests {
                 assert_eq!(z, ds.dims[2] as usize);
                 assert!(chunk_planes(ds, 0).1 >= 2);
                 // The middle segment: CPML-free planes only (the guide's 10-cell CPML at both ends).
+                // At 2- and 3-plane chunks the chunk ends already fall close to the range's:
+                // one segment costs less there (set_segments), and its inner chunks are lean.
                 let (l, r) = (ds.zcut[0] as usize, ds.zcut[1] as usize);
-                assert!(l >= 12 && r <= ds.n[2] as usize + 1 - 10, "{l}..{r}");
+                if zchunk <= 3 && l == ds.dims[2] as usize {
+                    assert!((0..pl.blocks_per_design[d]).any(|b| pl.lean_block(d, b)));
+                    continue;
+                }
+                assert!(l >= 12 && r <= ds.n[2] as usize + 1 - 10, "{l}..{r} at {zchunk} planes");
                 assert!((l - 1..r).all(|q| pl.lean[d].clean[2][q]));
                 // Every block of the middle chunks may take the lean step (PEC walls
                 // only along x and y), no block of the end chunks.
