@@ -516,11 +516,10 @@ __device__ __forceinline__ void stage_issue(const FdtdPtrs& P, const Dctx& K, St
 // New H_c at padded (qx, qy, qz) (inside its update range), whose ring
 // coordinates are (rx, ry) in Ec (plane z) and En (plane z+1) and whose old
 // value is h.
+// The two unstretched derivatives of H_C's update, t1 = dE_B/dA and t2 = dE_A/dB.
 template <int C>
-__device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const Stage& Sn, int rx, int ry, int qx,
-                                         int qy, int qz, float h, const Prof& px, const Prof& py, const Prof& pz,
-                                         const float* psi_in, float* psi_out) {
-    float t1, t2;
+__device__ __forceinline__ void fused_d(const Stage& Sc, const Stage& Sn, int rx, int ry, const Prof& px,
+                                        const Prof& py, const Prof& pz, float& t1, float& t2) {
     if (C == 0) {
         t1 = (Sc.e[2][ry + 1][rx] - Sc.e[2][ry][rx]) * py.id;
         t2 = (Sn.e[1][ry][rx] - Sc.e[1][ry][rx]) * pz.id;
@@ -531,17 +530,17 @@ __device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const S
         t1 = (Sc.e[1][ry][rx + 1] - Sc.e[1][ry][rx]) * px.id;
         t2 = (Sc.e[0][ry + 1][rx] - Sc.e[0][ry][rx]) * py.id;
     }
+}
+
+template <int C>
+__device__ __forceinline__ float fused_h(const Dctx& K, const Stage& Sc, const Stage& Sn, int rx, int ry, int qx,
+                                         int qy, int qz, float h, const Prof& px, const Prof& py, const Prof& pz,
+                                         const float* psi_in, float* psi_out) {
+    float t1, t2;
+    fused_d<C>(Sc, Sn, rx, ry, px, py, pz, t1, t2);
     return h_core<C>(K, qx, qy, qz, h, t1, t2, pick<(C + 1) % 3>(px, py, pz), pick<(C + 2) % 3>(px, py, pz), psi_in,
                      psi_out);
 }
-
-// The thread's own three new H values. psi_in and psi_out are different
-// pools (ping-pong), so restrict lets every psi load be issued before the
-// first psi store instead of one round trip per component.
-__device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Stage& Sn, int hx, int hy, int qx, int qy,
-                                       int qz, int in, const Prof& px, const Prof& py, const Prof& pz,
-                                       const float* __restrict__ psi_in, float* __restrict__ psi_out, float& h0,
-                                       float& h1, float& h2);
 
 // Plane-invariant classification of the thread's column: bit C of `in`
 // when E_C is in its update range along x and y, bit 3+C for H_C; for the
@@ -595,15 +594,6 @@ __device__ __forceinline__ int ghost_z(const Dctx& K, int cnt, int face, int qz)
     return cnt == 1 ? face : -1;
 }
 
-__device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Stage& Sn, int hx, int hy, int qx, int qy,
-                                       int qz, int in, const Prof& px, const Prof& py, const Prof& pz,
-                                       const float* __restrict__ psi_in, float* __restrict__ psi_out, float& h0,
-                                       float& h1, float& h2) {
-    if (h_in_z<0>(K, in, qz)) h0 = fused_h<0>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[0][hy][hx], px, py, pz, psi_in, psi_out);
-    if (h_in_z<1>(K, in, qz)) h1 = fused_h<1>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[1][hy][hx], px, py, pz, psi_in, psi_out);
-    if (h_in_z<2>(K, in, qz)) h2 = fused_h<2>(K, Sc, Sn, hx, hy, qx, qy, qz, Sc.h[2][hy][hx], px, py, pz, psi_in, psi_out);
-}
-
 // CPML memory of E_C along A at the thread's position (0 when not needed),
 // gathered before any psi store: loads and stores of one array cannot be
 // reordered by the compiler, so gathering first saves a round trip per term.
@@ -630,6 +620,64 @@ template <int C, int A>
 __device__ __forceinline__ float stretch_e(const Dctx& K, float t, const Prof& pr, float v, int qx, int qy, int qz, float* psi) {
     if (pr.sl < 0) return t;
     return stretch_g(t, pr, v, psi_index<C, A>(K, pr.sl, qx, qy, qz), psi);
+}
+
+// The CPML memories of the thread's own H (the read set's), loaded ahead of
+// the H update: w = {H_x along y, z; H_y along z, x; H_z along x, y} (0
+// where not needed). Issued before the plane's first barrier (the z profile
+// of plane qz is visible since the previous plane's barrier), so that their
+// latency overlaps the wait there instead of stalling the update (the
+// largest stall of a CPML-heavy batch: docs/BENCHMARKS.md).
+__device__ __forceinline__ void psi_h_get(const Dctx& K, bool on, int in, const Prof& px, const Prof& py,
+                                          const Prof& pz, int qx, int qy, int qz, const float* psi, float* w) {
+    long long x;
+    const bool o0 = on && h_in_z<0>(K, in, qz);
+    const bool o1 = on && h_in_z<1>(K, in, qz);
+    const bool o2 = on && h_in_z<2>(K, in, qz);
+    w[0] = psi_get<0, 1>(K, o0, py, qx, qy, qz, psi, x);
+    w[1] = psi_get<0, 2>(K, o0, pz, qx, qy, qz, psi, x);
+    w[2] = psi_get<1, 2>(K, o1, pz, qx, qy, qz, psi, x);
+    w[3] = psi_get<1, 0>(K, o1, px, qx, qy, qz, psi, x);
+    w[4] = psi_get<2, 0>(K, o2, px, qx, qy, qz, psi, x);
+    w[5] = psi_get<2, 1>(K, o2, py, qx, qy, qz, psi, x);
+}
+
+// cpu.rs stretch() of H_C along A with the read set's psi value v loaded
+// (psi_h_get): the new value goes to psi_out unless it is null (a plane the
+// block recomputes but does not own).
+template <int C, int A>
+__device__ __forceinline__ float stretch_hv(const Dctx& K, float t, const Prof& pr, float v, int qx, int qy, int qz,
+                                            float* psi_out) {
+    if (pr.sl < 0) return t;
+    const float s = pr.b * v + pr.c * t;
+    if (psi_out) psi_out[psi_index<C, A>(K, pr.sl, qx, qy, qz)] = s;
+    return t * pr.k + s;
+}
+
+// The thread's own three new H values (h_core's operands in its order), the
+// CPML memories read from w (psi_h_get).
+__device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Stage& Sn, int hx, int hy, int qx, int qy,
+                                       int qz, int in, const Prof& px, const Prof& py, const Prof& pz, const float* w,
+                                       float* __restrict__ psi_out, float& h0, float& h1, float& h2) {
+    float t1, t2;
+    if (h_in_z<0>(K, in, qz)) {
+        fused_d<0>(Sc, Sn, hx, hy, px, py, pz, t1, t2);
+        t1 = stretch_hv<0, 1>(K, t1, py, w[0], qx, qy, qz, psi_out);
+        t2 = stretch_hv<0, 2>(K, t2, pz, w[1], qx, qy, qz, psi_out);
+        h0 = Sc.h[0][hy][hx] - K.db * (t1 - t2);
+    }
+    if (h_in_z<1>(K, in, qz)) {
+        fused_d<1>(Sc, Sn, hx, hy, px, py, pz, t1, t2);
+        t1 = stretch_hv<1, 2>(K, t1, pz, w[2], qx, qy, qz, psi_out);
+        t2 = stretch_hv<1, 0>(K, t2, px, w[3], qx, qy, qz, psi_out);
+        h1 = Sc.h[1][hy][hx] - K.db * (t1 - t2);
+    }
+    if (h_in_z<2>(K, in, qz)) {
+        fused_d<2>(Sc, Sn, hx, hy, px, py, pz, t1, t2);
+        t1 = stretch_hv<2, 0>(K, t1, px, w[4], qx, qy, qz, psi_out);
+        t2 = stretch_hv<2, 1>(K, t2, py, w[5], qx, qy, qz, psi_out);
+        h2 = Sc.h[2][hy][hx] - K.db * (t1 - t2);
+    }
 }
 
 // Value of the thread's own ghost H_C on face f (as fdtd_pmc_ghosts leaves
@@ -742,8 +790,12 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     }
     int sc = 0;  // stage of plane z
     float prev_x = 0.f, prev_y = 0.f;
+    cp_wait<EMV_NS - 2>();  // the first plane's z profile, for its psi_h_get
+    __syncthreads();
     for (int qz = zs; qz < B.z1; ++qz) {
         const bool owned = qz >= B.z0;  // block-uniform
+        float w[6];  // the own H's CPML memories of this plane
+        psi_h_get(K, inside, in, sPx[1][hx], sPy[1][hy], sS[sc].pz[1], qx, qy, qz, P.psi_h, w);
         cp_wait<EMV_NS - 2>();  // this thread's copies of planes z and z+1 have landed
         __syncthreads();        // ... everybody's; the previous plane is done with sH
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
@@ -784,7 +836,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             float* pso = owned ? P.psi_h_out : (float*)0;
             const Prof& px = sPx[1][hx];
             const Prof& py = sPy[1][hy];
-            own_h3(K, Sc, Sn, hx, hy, qx, qy, qz, in, px, py, pzh, P.psi_h, pso, h0, h1, h2);
+            own_h3(K, Sc, Sn, hx, hy, qx, qy, qz, in, px, py, pzh, w, pso, h0, h1, h2);
             if (owned) {
                 int f = ghost_z<0>(K, c0, f0, qz);
                 if (f >= 0) h0 = ghost_val<0>(P, K, f, Sc, Sn, hx, hy, qx, qy, qz, prev_x, sPx, sPy, pzh);
