@@ -680,6 +680,28 @@ __device__ __forceinline__ void own_h3(const Dctx& K, const Stage& Sc, const Sta
     }
 }
 
+// A halo H_C's two CPML memories at (xx, yy, qz), loaded ahead as psi_h_get
+// does for the own H (on: the halo position is computed on this plane).
+template <int C>
+__device__ __forceinline__ void halo_psi(const Dctx& K, bool on, int xx, int yy, int qz, const Prof& px,
+                                         const Prof& py, const Prof& pz, const float* psi, float* v) {
+    long long x;
+    v[0] = psi_get<C, (C + 1) % 3>(K, on, pick<(C + 1) % 3>(px, py, pz), xx, yy, qz, psi, x);
+    v[1] = psi_get<C, (C + 2) % 3>(K, on, pick<(C + 2) % 3>(px, py, pz), xx, yy, qz, psi, x);
+}
+
+// fused_h of a halo position (nothing stored) with its CPML memories v loaded (halo_psi).
+template <int C>
+__device__ __forceinline__ float fused_hv(const Dctx& K, const Stage& Sc, const Stage& Sn, int rx, int ry, int qx,
+                                          int qy, int qz, float h, const Prof& px, const Prof& py, const Prof& pz,
+                                          const float* v) {
+    float t1, t2;
+    fused_d<C>(Sc, Sn, rx, ry, px, py, pz, t1, t2);
+    t1 = stretch_hv<C, (C + 1) % 3>(K, t1, pick<(C + 1) % 3>(px, py, pz), v[0], qx, qy, qz, (float*)0);
+    t2 = stretch_hv<C, (C + 2) % 3>(K, t2, pick<(C + 2) % 3>(px, py, pz), v[1], qx, qy, qz, (float*)0);
+    return h - K.db * (t1 - t2);
+}
+
 // Value of the thread's own ghost H_C on face f (as fdtd_pmc_ghosts leaves
 // it): 0 unless the face is PMC; then minus the new H_C of the inner
 // neighbour (recomputed here along x or y; the previous plane's for z-high;
@@ -790,12 +812,29 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     }
     int sc = 0;  // stage of plane z
     float prev_x = 0.f, prev_y = 0.f;
+#if EMV_HALO_SPREAD
+    // This thread's halo position (rows 0, 1: the row y = Y0-1; rows 2, 3, first TY lanes: the column x = X0-1).
+    const bool hrow = B.Y0 > 0 && qx < K.dims[0];
+    const bool hcol = lx < EMV_TY && B.X0 > 0 && B.Y0 + lx < K.dims[1];
+    const int hcy = lx < EMV_TY ? lx + 1 : 0;
+#endif
     cp_wait<EMV_NS - 2>();  // the first plane's z profile, for its psi_h_get
     __syncthreads();
     for (int qz = zs; qz < B.z1; ++qz) {
         const bool owned = qz >= B.z0;  // block-uniform
         float w[6];  // the own H's CPML memories of this plane
         psi_h_get(K, inside, in, sPx[1][hx], sPy[1][hy], sS[sc].pz[1], qx, qy, qz, P.psi_h, w);
+#if EMV_HALO_SPREAD
+        float hv[2] = {0.f, 0.f};  // the halo H's (owned planes)
+        {
+            const Prof& pzn = sS[sc].pz[1];
+            const bool ho = owned;
+            if (ly == 0) halo_psi<2>(K, ho && hrow && h_in<2>(K, qx, B.Y0 - 1, qz), qx, B.Y0 - 1, qz, sPx[1][hx], sPy[1][0], pzn, P.psi_h, hv);
+            else if (ly == 1) halo_psi<0>(K, ho && hrow && h_in<0>(K, qx, B.Y0 - 1, qz), qx, B.Y0 - 1, qz, sPx[1][hx], sPy[1][0], pzn, P.psi_h, hv);
+            else if (ly == 2) halo_psi<1>(K, ho && hcol && h_in<1>(K, B.X0 - 1, B.Y0 + lx, qz), B.X0 - 1, B.Y0 + lx, qz, sPx[1][0], sPy[1][hcy], pzn, P.psi_h, hv);
+            else if (ly == 3) halo_psi<2>(K, ho && hcol && h_in<2>(K, B.X0 - 1, B.Y0 + lx, qz), B.X0 - 1, B.Y0 + lx, qz, sPx[1][0], sPy[1][hcy], pzn, P.psi_h, hv);
+        }
+#endif
         cp_wait<EMV_NS - 2>();  // this thread's copies of planes z and z+1 have landed
         __syncthreads();        // ... everybody's; the previous plane is done with sH
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
@@ -860,9 +899,9 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
                 const Prof& px = sPx[1][hx];
                 const Prof& py = sPy[1][0];
                 if (ly == 0) {
-                    sH[2][0][hx] = ok && h_in<2>(K, qx, yy, qz) ? fused_h<2>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[2][0][hx], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                    sH[2][0][hx] = ok && h_in<2>(K, qx, yy, qz) ? fused_hv<2>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[2][0][hx], px, py, pzh, hv) : 0.f;
                 } else {
-                    sH[0][0][hx] = ok && h_in<0>(K, qx, yy, qz) ? fused_h<0>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[0][0][hx], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                    sH[0][0][hx] = ok && h_in<0>(K, qx, yy, qz) ? fused_hv<0>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[0][0][hx], px, py, pzh, hv) : 0.f;
                 }
             } else if (ly < 4 && lx < EMV_TY) {
                 const int xx = B.X0 - 1;
@@ -871,9 +910,9 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
                 const Prof& px = sPx[1][0];
                 const Prof& py = sPy[1][lx + 1];
                 if (ly == 2) {
-                    sH[1][lx + 1][0] = ok && h_in<1>(K, xx, yy, qz) ? fused_h<1>(K, Sc, Sn, 0, lx + 1, xx, yy, qz, Sc.h[1][lx + 1][0], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                    sH[1][lx + 1][0] = ok && h_in<1>(K, xx, yy, qz) ? fused_hv<1>(K, Sc, Sn, 0, lx + 1, xx, yy, qz, Sc.h[1][lx + 1][0], px, py, pzh, hv) : 0.f;
                 } else {
-                    sH[2][lx + 1][0] = ok && h_in<2>(K, xx, yy, qz) ? fused_h<2>(K, Sc, Sn, 0, lx + 1, xx, yy, qz, Sc.h[2][lx + 1][0], px, py, pzh, P.psi_h, (float*)0) : 0.f;
+                    sH[2][lx + 1][0] = ok && h_in<2>(K, xx, yy, qz) ? fused_hv<2>(K, Sc, Sn, 0, lx + 1, xx, yy, qz, Sc.h[2][lx + 1][0], px, py, pzh, hv) : 0.f;
                 }
             }
 #else
