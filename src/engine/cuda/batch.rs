@@ -238,6 +238,12 @@ impl LeanInfo {
     }
 }
 
+/// The design's lean z range (lean_z_range) when some xy tile may take the
+/// lean step, else None: what set_segments and choose_zchunk cut and cost by.
+fn tile_lean_range(li: &LeanInfo, n_z: usize) -> Option<(usize, usize)> {
+    if li.xy_tiles > 0 { lean_z_range(li, n_z) } else { None }
+}
+
 /// The planes a lean chunk may own along z: [L, R) with every plane of
 /// [L-1, R) free of CPML and inside every component's range (L >= 2,
 /// R <= n_z + 1; Plan::lean_block), the longest such run; None if shorter than 2.
@@ -277,7 +283,7 @@ pub fn set_segments(ds: &mut FdtdDesign, li: &LeanInfo, zchunk: usize) {
     let zchunk = zchunk.max(1);
     let dz = ds.dims[2] as usize;
     // Without a tile that may take the lean step, one segment (no extra chunk ends).
-    let lean = if li.xy_tiles > 0 { lean_z_range(li, ds.n[2] as usize) } else { None };
+    let lean = tile_lean_range(li, ds.n[2] as usize);
     let one = fill_segments(ds, dz, dz, zchunk);
     if let Some((l, r)) = lean {
         let three = fill_segments(ds, l, r, zchunk);
@@ -306,21 +312,23 @@ fn fill_segments(ds: &FdtdDesign, l: usize, r: usize, zchunk: usize) -> FdtdDesi
     ds
 }
 
-/// The blocks' cost of a chunking in quarter planes (choose_zchunk's model):
-/// a block costs its planes + 2, times LEAN_QUARTERS / 4 when its tile may
-/// take the lean step and its planes lie in the lean range `lean`.
+/// Cost of one block of planes [z0, z1) in quarter planes (choose_zchunk's
+/// model): its planes + 2 (the halo plane and about one plane's worth of
+/// set-up), times LEAN_QUARTERS / 4 on the lean step.
+fn block_cost(z0: usize, z1: usize, lean: bool) -> u64 {
+    (z1 - z0 + 2) as u64 * if lean { LEAN_QUARTERS } else { 4 }
+}
+
+/// The blocks' cost of a chunking (block_cost): a block takes the lean step
+/// when its tile may and its planes lie in the lean range `lean`.
 fn segment_cost(ds: &FdtdDesign, li: &LeanInfo, lean: (usize, usize)) -> u64 {
-    let tiles = li.xy.len() as u64;
     let lean_tiles = li.xy_tiles as u64;
+    let other = li.xy.len() as u64 - lean_tiles;
     (0..ds.nchunks as usize)
         .map(|ch| {
             let (z0, z1) = chunk_planes(ds, ch);
-            let per = (z1 - z0 + 2) as u64;
-            if z0 >= lean.0 && z1 <= lean.1 {
-                per * (lean_tiles * LEAN_QUARTERS + (tiles - lean_tiles) * 4)
-            } else {
-                per * tiles * 4
-            }
+            let mid = z0 >= lean.0 && z1 <= lean.1;
+            lean_tiles * block_cost(z0, z1, mid) + other * block_cost(z0, z1, false)
         })
         .sum()
 }
@@ -606,13 +614,11 @@ const LEAN_QUARTERS: u64 = 3;
 /// Planes per z-chunk for a batch: balances the waves of blocks on the
 /// device (`resident` blocks at a time) against the extra halo plane each
 /// chunk recomputes. The blocks are dispatched in table order to the first
-/// free slot, as the GPU's block scheduler does; a block costs its planes + 2
-/// (the halo plane and about one plane's worth of set-up: pipeline fill,
-/// tables), times LEAN_QUARTERS / 4 on the lean step. The chunking whose simulated
-/// makespan is shortest wins. Chunkings of more than 16 waves are not tried,
-/// unless the batch needs more: then those of at most the fewest blocks any
-/// chunking gives (a large generation of 3D designs with three z segments
-/// each; before, only the 2-plane chunking was costed there and won by default).
+/// free slot, as the GPU's block scheduler does; a block costs block_cost.
+/// The chunking whose simulated makespan is shortest wins. Chunkings of more
+/// than 16 waves are not tried, unless the batch needs more (a large
+/// generation of 3D designs): then those of at most the fewest blocks any
+/// chunking gives.
 pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -624,7 +630,7 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         .map(|o| (LeanInfo::new(o, tile), FdtdDesign { dims: o.dims.map(|x| x as i32), n: o.n.map(|x| x as i32), ..Default::default() }))
         .collect();
     // Each design's lean z range (lean_block's test, whichever segments set_segments keeps).
-    let ranges: Vec<(usize, usize)> = info.iter().map(|(li, ds)| if li.xy_tiles > 0 { lean_z_range(li, ds.n[2] as usize) } else { None }.unwrap_or((usize::MAX, 0))).collect();
+    let ranges: Vec<(usize, usize)> = info.iter().map(|(li, ds)| tile_lean_range(li, ds.n[2] as usize).unwrap_or((usize::MAX, 0))).collect();
     let chunking = |l: usize| -> Vec<FdtdDesign> {
         info.iter()
             .map(|(li, ds)| {
@@ -652,7 +658,6 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
             continue;
         }
         last_counts = counts;
-        // Costs in quarter planes: a general block 4 (len + 2), a lean one LEAN_QUARTERS (len + 2).
         slots.clear();
         slots.extend(std::iter::repeat_n(Reverse(0u64), resident));
         for ((ds, (li, _)), &(l, r)) in chunked.iter().zip(&info).zip(&ranges) {
@@ -660,7 +665,7 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
                 let (z0, z1) = chunk_planes(ds, ch);
                 let mid = z0 >= l && z1 <= r;
                 for &lean_xy in &li.xy {
-                    let c = (z1 - z0 + 2) as u64 * if mid && lean_xy { LEAN_QUARTERS } else { 4 };
+                    let c = block_cost(z0, z1, mid && lean_xy);
                     let Reverse(t) = slots.pop().unwrap_or(Reverse(0));
                     slots.push(Reverse(t + c));
                 }
