@@ -127,8 +127,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
         for (t, (threads, checks)) in &variants {
             let (t, threads, checks) = (t, *threads, *checks);
             // "auto": the backend's defaults (tile fitted to the designs, z re-chunked as they finish).
-            let auto = t == "auto";
-            let tile = if auto { Tile::DEFAULT } else { Tile::parse(t).map_err(|e| anyhow::anyhow!(e))? };
+            let (tile, auto) = Tile::parse_choice(t).map_err(|e| anyhow::anyhow!(e))?;
             // The lean step (streaming blocks of the CPML-free interior) varies where streaming may run.
             let leans = if p == PathChoice::Onchip { vec![true] } else { lean.values() };
             for (g, ln) in graphs.values().into_iter().flat_map(|g| leans.iter().map(move |&l| (g, l))) {
@@ -154,7 +153,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
                     st.onchip_designs,
                     st.streaming_designs
                 );
-                let what = if p == PathChoice::Onchip { format!("{threads} threads, {checks} checks a launch") } else if auto { "auto".to_string() } else { tile.to_string() };
+                let what = if p == PathChoice::Onchip { format!("{threads} threads, {checks} checks a launch") } else if t == "auto" { "auto".to_string() } else if auto { format!("auto/{tile}") } else { tile.to_string() };
                 let what = if ln { what } else { format!("{what}, no lean step") };
                 line(&format!("cuda [path {}, {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
                 // Per path of the planner: device time, rate, modelled bytes per cell update and ceiling fraction.

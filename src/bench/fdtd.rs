@@ -50,7 +50,7 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
     let tiles: Vec<(Tile, bool)> = a
         .tiles
         .iter()
-        .map(|t| if t == "auto" { Ok((Tile::DEFAULT, true)) } else { Tile::parse(t).map(|x| (x, false)) })
+        .map(|t| Tile::parse_choice(t))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!(e))?;
     let mut be = CudaBackend::new(&a.gpus)?;

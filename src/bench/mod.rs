@@ -84,7 +84,8 @@ pub struct BenchArgs {
     /// CUDA kernels: fused step, split half steps, or both.
     #[arg(long, value_enum, default_value_t = SchemeChoice::Fused)]
     pub scheme: SchemeChoice,
-    /// CUDA thread-block tiles to time (TXxTY[:stages[:minblocks]] or "auto", comma separated).
+    /// CUDA thread-block tiles to time (TXxTY[:stages[:minblocks]], "auto" or
+    /// "auto/TXxTY..." for the adaptive planner from that tile; comma separated).
     #[arg(long, value_delimiter = ',', default_value = "32x8")]
     pub tiles: Vec<String>,
     /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).

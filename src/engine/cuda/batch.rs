@@ -33,6 +33,16 @@ impl Tile {
     pub fn threads(&self) -> usize {
         self.tx * self.ty
     }
+    /// A benchmark's tile choice: "auto" (the backend's default: the default
+    /// tile fitted to the designs, z re-chunked as they finish), "auto/TILE"
+    /// (the same starting from TILE) or a fixed TILE. Returns (tile, adapt).
+    pub fn parse_choice(s: &str) -> Result<(Tile, bool), String> {
+        match (s, s.strip_prefix("auto/")) {
+            ("auto", _) => Ok((Tile::DEFAULT, true)),
+            (_, Some(t)) => Ok((Tile::parse(t)?, true)),
+            _ => Ok((Tile::parse(s)?, false)),
+        }
+    }
     /// Parse "TXxTY[:NS[:MINB]]", e.g. "32x8" or "32x8:3:4".
     pub fn parse(s: &str) -> Result<Tile, String> {
         let bad = || format!("tile '{s}': expected TXxTY[:STAGES[:MINBLOCKS]], e.g. 32x8 or 32x8:4:3");
@@ -951,6 +961,10 @@ mod tests {
         assert_eq!(Tile::parse("32x8:3:4").unwrap().to_string(), "32x8:3:4");
         assert_eq!(Tile::DEFAULT.to_string(), "32x8");
         assert!(Tile::parse("4x2").is_err() && Tile::parse("32x8:2").is_err() && Tile::parse("32x8:4:2:1").is_err());
+        assert_eq!(Tile::parse_choice("auto").unwrap(), (Tile::DEFAULT, true));
+        assert_eq!(Tile::parse_choice("auto/32x8:4:4").unwrap(), (Tile { minb: 4, ..Tile::DEFAULT }, true));
+        assert_eq!(Tile::parse_choice("16x8").unwrap(), (Tile { tx: 16, ..Tile::DEFAULT }, false));
+        assert!(Tile::parse_choice("auto/").is_err() && Tile::parse_choice("auto32x8").is_err());
     }
 
     #[test]
