@@ -827,6 +827,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     }
     int sc = 0;  // stage of plane z
     float prev_x = 0.f, prev_y = 0.f;
+    const int col = qx + qy * K.s1;  // the column's in-design xy offset
 #if EMV_HALO_SPREAD
     // This thread's halo position (rows 0, 1: the row y = Y0-1; rows 2, 3, first TY lanes: the column x = X0-1).
     const bool hrow = B.Y0 > 0 && qx < K.dims[0];
@@ -852,7 +853,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
 #endif
         cp_wait<EMV_NS - 2>();  // this thread's copies of planes z and z+1 have landed
         __syncthreads();        // ... everybody's; the previous plane is done with sH
-        const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
+        const long long p = K.off + col + (long long)qz * K.s2;
         if (inside && qz + 1 < K.dims[2]) {
             mn[0] = P.mat[0][p + K.s2];
             mn[1] = P.mat[1][p + K.s2];
