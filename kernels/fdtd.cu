@@ -606,11 +606,9 @@ __device__ __forceinline__ bool in_pml(const Prof& px, const Prof& py, const Pro
 // reordered by the compiler, so gathering first saves a round trip per term.
 template <int C, int A>
 __device__ __forceinline__ float psi_get(const Dctx& K, bool on, const Prof& pr, int qx, int qy, int qz,
-                                         const float* psi, long long& x) {
-    x = 0;
+                                         const float* psi) {
     if (!on || pr.sl < 0) return 0.f;
-    x = psi_index<C, A>(K, pr.sl, qx, qy, qz);
-    return psi[x];
+    return psi[psi_index<C, A>(K, pr.sl, qx, qy, qz)];
 }
 
 // cpu.rs stretch() with the psi value already loaded.
@@ -643,16 +641,15 @@ __device__ __forceinline__ void psi_h_get(const Dctx& K, bool on, int in, const 
     // if-converts them and computes every index and predicated load even
     // where no axis has PML (+24 % instructions on CPML-free blocks).
     if (!(on && in_pml(px, py, pz))) return;
-    long long x;
     const bool o0 = h_in_z<0>(K, in, qz);
     const bool o1 = h_in_z<1>(K, in, qz);
     const bool o2 = h_in_z<2>(K, in, qz);
-    w[0] = psi_get<0, 1>(K, o0, py, qx, qy, qz, psi, x);
-    w[1] = psi_get<0, 2>(K, o0, pz, qx, qy, qz, psi, x);
-    w[2] = psi_get<1, 2>(K, o1, pz, qx, qy, qz, psi, x);
-    w[3] = psi_get<1, 0>(K, o1, px, qx, qy, qz, psi, x);
-    w[4] = psi_get<2, 0>(K, o2, px, qx, qy, qz, psi, x);
-    w[5] = psi_get<2, 1>(K, o2, py, qx, qy, qz, psi, x);
+    w[0] = psi_get<0, 1>(K, o0, py, qx, qy, qz, psi);
+    w[1] = psi_get<0, 2>(K, o0, pz, qx, qy, qz, psi);
+    w[2] = psi_get<1, 2>(K, o1, pz, qx, qy, qz, psi);
+    w[3] = psi_get<1, 0>(K, o1, px, qx, qy, qz, psi);
+    w[4] = psi_get<2, 0>(K, o2, px, qx, qy, qz, psi);
+    w[5] = psi_get<2, 1>(K, o2, py, qx, qy, qz, psi);
 }
 
 // cpu.rs stretch() of H_C along A with the read set's psi value v loaded
@@ -700,9 +697,8 @@ __device__ __forceinline__ void halo_psi(const Dctx& K, bool on, int xx, int yy,
                                          const Prof& py, const Prof& pz, const float* psi, float* v) {
     v[0] = v[1] = 0.f;
     if (!(on && in_pml(px, py, pz))) return;  // one branch (psi_h_get)
-    long long x;
-    v[0] = psi_get<C, (C + 1) % 3>(K, on, pick<(C + 1) % 3>(px, py, pz), xx, yy, qz, psi, x);
-    v[1] = psi_get<C, (C + 2) % 3>(K, on, pick<(C + 2) % 3>(px, py, pz), xx, yy, qz, psi, x);
+    v[0] = psi_get<C, (C + 1) % 3>(K, on, pick<(C + 1) % 3>(px, py, pz), xx, yy, qz, psi);
+    v[1] = psi_get<C, (C + 2) % 3>(K, on, pick<(C + 2) % 3>(px, py, pz), xx, yy, qz, psi);
 }
 
 // fused_h of a halo position (nothing stored) with its CPML memories v loaded (halo_psi).
@@ -878,13 +874,12 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
         if (ue && in_pml(sPx[0][hx], sPy[0][hy], pze)) {  // one branch (psi_h_get)
             const Prof& px = sPx[0][hx];
             const Prof& py = sPy[0][hy];
-            long long x;
-            v01 = psi_get<0, 1>(K, i0, py, qx, qy, qz, P.psi_e, x);
-            v02 = psi_get<0, 2>(K, i0, pze, qx, qy, qz, P.psi_e, x);
-            v12 = psi_get<1, 2>(K, i1, pze, qx, qy, qz, P.psi_e, x);
-            v10 = psi_get<1, 0>(K, i1, px, qx, qy, qz, P.psi_e, x);
-            v20 = psi_get<2, 0>(K, i2, px, qx, qy, qz, P.psi_e, x);
-            v21 = psi_get<2, 1>(K, i2, py, qx, qy, qz, P.psi_e, x);
+            v01 = psi_get<0, 1>(K, i0, py, qx, qy, qz, P.psi_e);
+            v02 = psi_get<0, 2>(K, i0, pze, qx, qy, qz, P.psi_e);
+            v12 = psi_get<1, 2>(K, i1, pze, qx, qy, qz, P.psi_e);
+            v10 = psi_get<1, 0>(K, i1, px, qx, qy, qz, P.psi_e);
+            v20 = psi_get<2, 0>(K, i2, px, qx, qy, qz, P.psi_e);
+            v21 = psi_get<2, 1>(K, i2, py, qx, qy, qz, P.psi_e);
         }
         float h0 = 0.f, h1 = 0.f, h2 = 0.f;
         if (inside) {

@@ -224,7 +224,6 @@ impl LeanInfo {
         !self.pmc_xy || (inside(0, x0, t.tx) && inside(1, y0, t.ty))
     }
 
-
     pub fn new(op: &Operator, tile: Tile) -> LeanInfo {
         let clean = std::array::from_fn(|a| {
             (0..op.dims[a])
@@ -670,10 +669,10 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
         last_counts = counts;
         slots.clear();
         slots.extend(std::iter::repeat_n(Reverse(0u64), resident));
-        for ((ds, (li, _)), &(l, r)) in chunked.iter().zip(&info).zip(&ranges) {
+        for ((ds, (li, _)), &(lo, hi)) in chunked.iter().zip(&info).zip(&ranges) {
             for ch in 0..ds.nchunks as usize {
                 let (z0, z1) = chunk_planes(ds, ch);
-                let mid = z0 >= l && z1 <= r;
+                let mid = z0 >= lo && z1 <= hi;
                 for &lean_xy in &li.xy {
                     let c = block_cost(z0, z1, mid && lean_xy);
                     let Reverse(t) = slots.pop().unwrap_or(Reverse(0));
