@@ -66,7 +66,8 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
     for &sc in &schemes {
         for (k, &(t, adapt)) in tiles.iter().enumerate() {
             match sc {
-                Scheme::Fused => variants.push((sc, t, adapt, None)),
+                Scheme::Fused if a.zchunks.is_empty() => variants.push((sc, t, adapt, None)),
+                Scheme::Fused => variants.extend(a.zchunks.iter().map(|&z| (sc, t, adapt, Some(z)))),
                 Scheme::Split if k == 0 => {
                     if a.split_zchunks.is_empty() {
                         variants.push((sc, t, false, None));

@@ -104,6 +104,10 @@ pub struct BenchArgs {
     /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
     #[arg(long, value_delimiter = ',')]
     pub split_zchunks: Vec<usize>,
+    /// Planes per block (z-chunk) of the fused kernel to time, instead of the
+    /// planner's choice (comma separated; default: the planner's).
+    #[arg(long, value_delimiter = ',')]
+    pub zchunks: Vec<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
