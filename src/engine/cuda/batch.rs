@@ -620,6 +620,24 @@ impl Plan {
 /// less; of 2, 3 and 4, 3 gave the best box and population (2026-11-26).
 const LEAN_QUARTERS: u64 = 3;
 
+/// Designs whose xy plane takes at least this many tiles are "wide" (see
+/// WIDE_ZCHUNK).
+const WIDE_TILES: usize = 64;
+
+/// Longest z-chunk of a batch whose cells lie mostly in wide designs.
+/// Neighbouring blocks of a wide plane share their halo rows through L2
+/// only while they work on nearby planes; blocks of long chunks drift apart
+/// (lean blocks and the short edge tiles run ahead), and the shared rows are
+/// read from DRAM twice. Chunks of at most 12 planes bound the drift. H100,
+/// kernel Gcells/s at the old choice -> 12 planes (docs/BENCHMARKS.md,
+/// 2026-11-27): 256^3 PEC box 29.8 (64 planes) -> 36.9, CPML boxes 128^3
+/// 15.3 (15) -> 15.7, 192^3 22.0 (18) -> 22.3, 256^3 24.0 (30) -> 26.6,
+/// 320^3 24.2 (38) -> 28.5. Slim designs keep the model's choice: a
+/// population of 64 guides of 2 tiles a plane runs 34.3 at its 50 planes
+/// and 32.5 at 12 (each chunk's prologue and recomputed plane weigh more
+/// than the little halo they share).
+const WIDE_ZCHUNK: usize = 12;
+
 /// Planes per z-chunk for a batch: balances the waves of blocks on the
 /// device (`resident` blocks at a time) against the extra halo plane each
 /// chunk recomputes. The blocks are dispatched in table order to the first
@@ -627,7 +645,8 @@ const LEAN_QUARTERS: u64 = 3;
 /// The chunking whose simulated makespan is shortest wins. Chunkings of more
 /// than 16 waves are not tried, unless the batch needs more (a large
 /// generation of 3D designs): then those of at most the fewest blocks any
-/// chunking gives.
+/// chunking gives. A batch whose cells lie mostly in wide designs
+/// (WIDE_TILES) takes chunks of at most WIDE_ZCHUNK planes.
 pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -650,7 +669,10 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
             .collect()
     };
     let block_count = |chunked: &[FdtdDesign]| -> usize { chunked.iter().zip(&info).map(|(ds, (li, _))| ds.nchunks as usize * li.xy.len()).sum() };
-    let top = max_z.min(512);
+    let xy_tiles = |o: &Operator| o.dims[0].div_ceil(tile.tx) * o.dims[1].div_ceil(tile.ty);
+    let cells: usize = ops.iter().map(|o| o.len).sum();
+    let wide: usize = ops.iter().filter(|o| xy_tiles(o) >= WIDE_TILES).map(|o| o.len).sum();
+    let top = if 2 * wide >= cells.max(1) { max_z.min(WIDE_ZCHUNK) } else { max_z.min(512) };
     // The longest chunks give the fewest blocks any chunking can.
     let cap = (16 * resident).max(block_count(&chunking(top)));
     let mut best = (u64::MAX, top);
@@ -930,6 +952,18 @@ mod tests {
         // 43 planes) beats two waves of 22; with 24 slots two chunks of 21 fill one wave.
         assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 12), 42);
         assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 24), 21);
+        // A wide design (130 x 130 padded: 85 tiles a plane) takes chunks of at most
+        // WIDE_ZCHUNK planes whatever the slots; batched with slim guides holding most
+        // of the cells, the model's choice stands.
+        let wide = Operator::new(&crate::bench::box_job(128, 1)).unwrap();
+        for resident in [12, 396] {
+            assert!(choose_zchunk(&[&wide], Tile::DEFAULT, resident) <= WIDE_ZCHUNK);
+        }
+        let guide = Operator::new(&crate::bench::population_jobs(1, 300_000, 1)[0]).unwrap();
+        let mut mix: Vec<&Operator> = std::iter::repeat_n(&guide, 10).collect();
+        assert!(guide.len * 10 > wide.len);
+        mix.push(&wide);
+        assert!(choose_zchunk(&mix, Tile::DEFAULT, 396) > WIDE_ZCHUNK);
         // A batch whose fewest blocks already make more than 16 waves gets that
         // fewest-block chunking, not 2 planes: 40 guides of 2 tiles a plane in three z
         // segments (240 blocks) on 2 or 12 slots.
