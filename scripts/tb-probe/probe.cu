@@ -1,0 +1,699 @@
+// Temporal-blocking probe (issue 10, item 2): how fast can a z-marching
+// Yee pass run on this GPU when it advances T steps per pass instead of one?
+//
+// Not part of emvolve. It answers one question before the streaming kernel
+// is rewritten: the fused one-pass kernel is latency- and issue-bound
+// (docs/BENCHMARKS.md), so halving the bytes per update only pays if the
+// extra work of the wider tiles (the trapezoid's ghost cells) does not eat
+// it. The probe measures that on the plain interior arithmetic alone
+// (kernels/fdtd_lean.cuh's operands: no CPML, no ports, per-component
+// material bytes, per-axis inverse spacings), on a uniform box, with
+//   naive  two kernels a step, one thread a cell, in place;
+//   fused  one z-marching kernel, T = 1, 2 or 3 steps a launch (T = 1 is the
+//          shape of emvolve's lean step: cp.async stages, two barriers a plane).
+// Every variant is checked bit for bit against the naive one before it is
+// timed (build with --fmad=false, as emvolve's host does). "16B" variants
+// copy the tile's own columns 16 bytes at a time (rows padded to align them;
+// only with a row pitch of a multiple of 4).
+//
+// Build and run (device machine): bash scripts/tb-probe/run.sh [n] [steps] [pitch]
+// (n^3 positions, default 256; steps a variant, a multiple of 6; row pitch,
+// default n: 258 with pitch 258 is emvolve's padded 256^3 box).
+// Results and what they mean: docs/BENCHMARKS.md, "Temporal blocking, measured".
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+#include <cuda_runtime.h>
+
+#define CK(x)                                                                                       \
+    do {                                                                                            \
+        cudaError_t e_ = (x);                                                                       \
+        if (e_ != cudaSuccess) {                                                                    \
+            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));      \
+            exit(2);                                                                                \
+        }                                                                                           \
+    } while (0)
+
+struct Fields {
+    float* e[3];
+    float* h[3];
+};
+
+struct Consts {
+    int n;                       // cube edge
+    int pitch;                   // row pitch (>= n): position index x + y pitch + z pitch n
+    const unsigned char* mat[3];  // material index per E component
+    const float* ie[3];          // E-side inverse spacing per axis line
+    const float* ih[3];          // H-side
+    const float* ca;             // coefficient table (16 entries)
+    const float* cb;
+    float db;
+};
+
+// A position is updated (every component, E and H) iff it is inside
+// [1, n-2] on every axis; elsewhere it keeps its value. Outside the array
+// fields read as zero.
+__device__ __forceinline__ bool upd1(int q, int n) { return q >= 1 && q <= n - 2; }
+
+__device__ __forceinline__ float h_new(float h, float db, float t1, float t2) { return h - db * (t1 - t2); }
+__device__ __forceinline__ float e_new(float e, float ca, float cb, float t1, float t2) { return ca * e + cb * (t1 - t2); }
+
+// ---------------------------------------------------------------- naive
+__global__ void __launch_bounds__(256) naive_h(Fields F, Consts K) {
+    const int n = K.n;
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y, z = blockIdx.z;
+    if (!(upd1(x, n) && upd1(y, n) && upd1(z, n))) return;  // also x, y >= n
+    const long long s1 = K.pitch, s2 = (long long)K.pitch * n, p = x + y * s1 + z * s2;
+    const float ix = K.ih[0][x], iy = K.ih[1][y], iz = K.ih[2][z];
+    const float ex = F.e[0][p], ey = F.e[1][p], ez = F.e[2][p];
+    float t1, t2;
+    t1 = (F.e[2][p + s1] - ez) * iy;
+    t2 = (F.e[1][p + s2] - ey) * iz;
+    F.h[0][p] = h_new(F.h[0][p], K.db, t1, t2);
+    t1 = (F.e[0][p + s2] - ex) * iz;
+    t2 = (F.e[2][p + 1] - ez) * ix;
+    F.h[1][p] = h_new(F.h[1][p], K.db, t1, t2);
+    t1 = (F.e[1][p + 1] - ey) * ix;
+    t2 = (F.e[0][p + s1] - ex) * iy;
+    F.h[2][p] = h_new(F.h[2][p], K.db, t1, t2);
+}
+
+__global__ void __launch_bounds__(256) naive_e(Fields F, Consts K) {
+    const int n = K.n;
+    const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y, z = blockIdx.z;
+    if (!(upd1(x, n) && upd1(y, n) && upd1(z, n))) return;  // also x, y >= n
+    const long long s1 = K.pitch, s2 = (long long)K.pitch * n, p = x + y * s1 + z * s2;
+    const float ix = K.ie[0][x], iy = K.ie[1][y], iz = K.ie[2][z];
+    const float hx = F.h[0][p], hy = F.h[1][p], hz = F.h[2][p];
+    float t1, t2;
+    int m;
+    m = K.mat[0][p];
+    t1 = (hz - F.h[2][p - s1]) * iy;
+    t2 = (hy - F.h[1][p - s2]) * iz;
+    F.e[0][p] = e_new(F.e[0][p], K.ca[m], K.cb[m], t1, t2);
+    m = K.mat[1][p];
+    t1 = (hx - F.h[0][p - s2]) * iz;
+    t2 = (hz - F.h[2][p - 1]) * ix;
+    F.e[1][p] = e_new(F.e[1][p], K.ca[m], K.cb[m], t1, t2);
+    m = K.mat[2][p];
+    t1 = (hy - F.h[1][p - 1]) * ix;
+    t2 = (hx - F.h[0][p - s1]) * iy;
+    F.e[2][p] = e_new(F.e[2][p], K.ca[m], K.cb[m], t1, t2);
+}
+
+// ---------------------------------------------------------------- fused
+__device__ __forceinline__ void cp4(float* dst, const float* src, bool ok) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// Regions of the trapezoid, in tile coordinates (the output tile is
+// [0, TX) x [0, TY)). Level t (0..T-1) computes H_t = H^{n+t+1/2} on
+// [-(T-t), TX+T-1-t) and E_t = E^{n+t+1} on [-(T-1-t), TX+T-1-t) (same in y);
+// E^n is read on [-T, TX+T), H^{n-1/2} on H_0's region.
+template <int T, int TX, int TY>
+struct Geo {
+    __host__ __device__ static constexpr int hw(int t) { return TX + 2 * (T - t) - 1; }
+    __host__ __device__ static constexpr int hh(int t) { return TY + 2 * (T - t) - 1; }
+    __host__ __device__ static constexpr int ho(int t) { return -(T - t); }
+    __host__ __device__ static constexpr int ew(int t) { return TX + 2 * (T - 1 - t); }  // t = -1: the source E
+    __host__ __device__ static constexpr int eh(int t) { return TY + 2 * (T - 1 - t); }
+    __host__ __device__ static constexpr int eo(int t) { return -(T - 1 - t); }
+    __host__ __device__ static constexpr int hsz(int t) { return hw(t) * hh(t); }
+    __host__ __device__ static constexpr int esz(int t) { return ew(t) * eh(t); }
+    // Shared floats: NS stages (source E and H_0's old H), two planes of
+    // every H_t and of every E_t but the last, the x and y spacing lines.
+    __host__ __device__ static constexpr int stage() { return 3 * esz(-1) + 3 * hsz(0); }
+    __host__ __device__ static constexpr int hbufs() {
+        int s = 0;
+        for (int t = 0; t < T; ++t) s += 2 * 3 * hsz(t);
+        return s;
+    }
+    __host__ __device__ static constexpr int ebufs() {
+        int s = 0;
+        for (int t = 0; t + 1 < T; ++t) s += 2 * 3 * esz(t);
+        return s;
+    }
+};
+
+// Layout of a pipeline stage (E^n on its region, then H_0's old H): rows of
+// pitch pE / pH floats, x = 0 at column xo. V16: x = 0 at column 4 and a
+// pitch of a multiple of 4, so the tile's own columns are 16-byte aligned and
+// copied 4 floats at a time (the halo columns one at a time).
+template <int T, int TX, int TY, bool V16>
+struct SL {
+    using G = Geo<T, TX, TY>;
+    __host__ __device__ static constexpr int pE() { return V16 ? (4 + TX + T + 3) / 4 * 4 : G::ew(-1); }
+    __host__ __device__ static constexpr int pH() { return V16 ? pE() : G::hw(0); }
+    __host__ __device__ static constexpr int xo() { return V16 ? 4 : T; }
+    __host__ __device__ static constexpr int eN() { return G::eh(-1) * pE(); }  // floats of one E component
+    __host__ __device__ static constexpr int hN() { return G::hh(0) * pH(); }
+    __host__ __device__ static constexpr int size() { return 3 * eN() + 3 * hN(); }
+};
+
+// Shared layout offsets (floats) of level t's buffers.
+template <int T, int TX, int TY>
+__device__ __forceinline__ int hoff(int t) {
+    int s = 0;
+    for (int u = 0; u < t; ++u) s += 2 * 3 * Geo<T, TX, TY>::hsz(u);
+    return s;
+}
+template <int T, int TX, int TY>
+__device__ __forceinline__ int eoff(int t) {
+    int s = Geo<T, TX, TY>::hbufs();
+    for (int u = 0; u < t; ++u) s += 2 * 3 * Geo<T, TX, TY>::esz(u);
+    return s;
+}
+
+// One pass: T steps of the tile's z-chunk, reading A, writing B.
+__device__ __forceinline__ void cp16(float* dst, const float* src, int bytes) {
+    unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+}
+
+template <int T, int TX, int TY, int NS, int MINB, bool V16>
+__global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Consts K, int zchunk) {
+    using G = Geo<T, TX, TY>;
+    using L = SL<T, TX, TY, V16>;
+    constexpr int NT = TX * TY;
+    extern __shared__ float sm[];
+    float* sStage = sm;                                // NS * stage()
+    float* sBuf = sm + NS * L::size();                // hbufs, ebufs
+    float* sIx = sBuf + G::hbufs() + G::ebufs();      // [2][TX + 2T]: E side, H side
+    float* sIy = sIx + 2 * (TX + 2 * T);              // [2][TY + 2T]
+    float* sCa = sIy + 2 * (TY + 2 * T);              // 16
+    float* sCb = sCa + 16;
+
+    const int n = K.n;
+    const long long s1 = K.pitch, s2 = (long long)K.pitch * n;
+    const int tilesx = (n + TX - 1) / TX, tilesy = (n + TY - 1) / TY;
+    const int tpp = tilesx * tilesy;
+    const int ch = blockIdx.x / tpp;
+    const int tl = blockIdx.x - ch * tpp;
+    const int X0 = (tl % tilesx) * TX, Y0 = (tl / tilesx) * TY;
+    const int z0 = ch * zchunk, z1 = min(n, z0 + zchunk);
+    const int tid = threadIdx.x;
+
+    // Spacing lines over [-T, TX+T) and the coefficient table.
+    for (int i = tid; i < TX + 2 * T; i += NT) {
+        const int gx = X0 - T + i;
+        const bool ok = gx >= 0 && gx < n;
+        sIx[i] = ok ? K.ie[0][gx] : 0.f;
+        sIx[TX + 2 * T + i] = ok ? K.ih[0][gx] : 0.f;
+    }
+    for (int i = tid; i < TY + 2 * T; i += NT) {
+        const int gy = Y0 - T + i;
+        const bool ok = gy >= 0 && gy < n;
+        sIy[i] = ok ? K.ie[1][gy] : 0.f;
+        sIy[TY + 2 * T + i] = ok ? K.ih[1][gy] : 0.f;
+    }
+    if (tid < 16) {
+        sCa[tid] = K.ca[tid];
+        sCb[tid] = K.cb[tid];
+    }
+
+    // Copy slots of the stage (plane-invariant xy offsets, -1 outside).
+    constexpr int NE = (G::esz(-1) + NT - 1) / NT;
+    constexpr int NH = (G::hsz(0) + NT - 1) / NT;
+    int se[NE], shs[NH];
+#pragma unroll
+    for (int k = 0; k < NE; ++k) {
+        const int i = tid + k * NT;
+        const int ry = i / G::ew(-1), rx = i - ry * G::ew(-1);
+        const int gx = X0 + G::eo(-1) + rx, gy = Y0 + G::eo(-1) + ry;
+        se[k] = (i < G::esz(-1) && gx >= 0 && gx < n && gy >= 0 && gy < n) ? gx + gy * K.pitch : -1;
+    }
+#pragma unroll
+    for (int k = 0; k < NH; ++k) {
+        const int i = tid + k * NT;
+        const int ry = i / G::hw(0), rx = i - ry * G::hw(0);
+        const int gx = X0 + G::ho(0) + rx, gy = Y0 + G::ho(0) + ry;
+        shs[k] = (i < G::hsz(0) && gx >= 0 && gx < n && gy >= 0 && gy < n) ? gx + gy * K.pitch : -1;
+    }
+    auto issue = [&](int pz) {
+        float* st = sStage + ((pz % NS) + NS) % NS * L::size();
+        const bool zok = pz >= 0 && pz < n;
+        const long long zo = (long long)pz * s2;
+        float* sh = st + 3 * L::eN();
+        if constexpr (!V16) {
+#pragma unroll
+            for (int k = 0; k < NE; ++k) {
+                const int i = tid + k * NT;
+                if (i < G::esz(-1)) {
+                    const bool ok = zok && se[k] >= 0;
+                    const long long p = ok ? zo + se[k] : 0;
+                    cp4(st + i, A.e[0] + p, ok);
+                    cp4(st + L::eN() + i, A.e[1] + p, ok);
+                    cp4(st + 2 * L::eN() + i, A.e[2] + p, ok);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < NH; ++k) {
+                const int i = tid + k * NT;
+                if (i < G::hsz(0)) {
+                    const bool ok = zok && shs[k] >= 0;
+                    const long long p = ok ? zo + shs[k] : 0;
+                    cp4(sh + i, A.h[0] + p, ok);
+                    cp4(sh + L::hN() + i, A.h[1] + p, ok);
+                    cp4(sh + 2 * L::hN() + i, A.h[2] + p, ok);
+                }
+            }
+        } else {
+            // 16-byte copies of the tile's own columns: rows of E (eh(-1)) then
+            // of H (hh(0)), TX/4 chunks a row, for each component.
+            constexpr int C4 = TX / 4, RE = G::eh(-1), RH = G::hh(0);
+            constexpr int N16 = 3 * (RE + RH) * C4;
+#pragma unroll
+            for (int k = 0; k < (N16 + NT - 1) / NT; ++k) {
+                const int q = tid + k * NT;
+                if (q < N16) {
+                    const int c = q % C4;
+                    const int r = q / C4;  // row over [E comps x RE, H comps x RH]
+                    const bool isE = r < 3 * RE;
+                    const int rr = isE ? r : r - 3 * RE;
+                    const int comp = isE ? rr / RE : rr / RH;
+                    const int ry = isE ? rr - comp * RE : rr - comp * RH;
+                    const int gx = X0 + 4 * c, gy = Y0 - T + ry;
+                    const int valid = (zok && gy >= 0 && gy < n) ? max(0, min(4, n - gx)) : 0;
+                    const long long p = valid ? zo + gx + (long long)gy * K.pitch : 0;
+                    float* dst = isE ? st + comp * L::eN() + ry * L::pE() + L::xo() + 4 * c
+                                     : sh + comp * L::hN() + ry * L::pH() + L::xo() + 4 * c;
+                    // (no dynamic index into the parameter's arrays: that copies them to local memory)
+                    const float* base = isE ? (comp == 0 ? A.e[0] : comp == 1 ? A.e[1] : A.e[2])
+                                            : (comp == 0 ? A.h[0] : comp == 1 ? A.h[1] : A.h[2]);
+                    const float* src = base + p;
+                    cp16(dst, src, 4 * valid);
+                }
+            }
+            // The halo columns: E x in [-T, 0) u [TX, TX+T), H x in [-T, 0) u [TX, TX+T-1).
+            constexpr int WE = 2 * T, WH = 2 * T - 1;
+            constexpr int N4 = 3 * (RE * WE + RH * WH);
+#pragma unroll
+            for (int k = 0; k < (N4 + NT - 1) / NT; ++k) {
+                const int q = tid + k * NT;
+                if (q < N4) {
+                    const bool isE = q < 3 * RE * WE;
+                    const int qq = isE ? q : q - 3 * RE * WE;
+                    const int W = isE ? WE : WH;
+                    const int R = isE ? RE : RH;
+                    const int comp = qq / (R * W);
+                    const int rem = qq - comp * R * W;
+                    const int ry = rem / W, j = rem - ry * W;
+                    const int x = j < T ? j - T : TX + (j - T);
+                    const int gx = X0 + x, gy = Y0 - T + ry;
+                    const bool ok = zok && gx >= 0 && gx < n && gy >= 0 && gy < n;
+                    const long long p = ok ? zo + gx + (long long)gy * K.pitch : 0;
+                    float* dst = isE ? st + comp * L::eN() + ry * L::pE() + L::xo() + x
+                                     : sh + comp * L::hN() + ry * L::pH() + L::xo() + x;
+                    const float* base = isE ? (comp == 0 ? A.e[0] : comp == 1 ? A.e[1] : A.e[2])
+                                            : (comp == 0 ? A.h[0] : comp == 1 ? A.h[1] : A.h[2]);
+                    cp4(dst, base + p, ok);
+                }
+            }
+        }
+        cp_commit();
+    };
+
+    const int js = z0 - T;        // first iteration: level 0 at plane z0 - T
+    const int je = z1 + T - 2;    // last: level T-1 at plane z1 - 1
+    const int zlast = z1 + T - 1; // last source plane read
+    auto issue_if = [&](int pz) {
+        if (pz <= zlast) {
+            issue(pz);
+        } else {
+            cp_commit();  // keep one group per plane
+        }
+    };
+    for (int k = 0; k < NS; ++k) issue_if(js + k);
+    __syncthreads();  // lines and table
+
+    constexpr int NE0 = (G::esz(0) + NT - 1) / NT;  // E elements a thread, most at level 0
+    constexpr int NH0 = (G::hsz(0) + NT - 1) / NT;
+    for (int j = js; j <= je; ++j) {
+        // Ahead of the barrier: material bytes (packed) and z spacings of every
+        // level's plane.
+        // (Packed as loaded: holding the raw bytes a plane longer costs T = 2
+        // registers it cannot spare: 36 B of spills and 18 % of its rate.)
+        int mreg[T][NE0];
+        float izh[T], ize[T];
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const int p = j - t;
+            const bool pin = p >= 0 && p < n;
+            izh[t] = pin ? K.ih[2][p] : 0.f;
+            ize[t] = pin ? K.ie[2][p] : 0.f;
+#pragma unroll
+            for (int k = 0; k < NE0; ++k) {
+                const int i = tid + k * NT;
+                mreg[t][k] = 0;
+                if (i < G::esz(t) && pin && upd1(p, n)) {
+                    const int ry = i / G::ew(t), rx = i - ry * G::ew(t);
+                    const int gx = X0 + G::eo(t) + rx, gy = Y0 + G::eo(t) + ry;
+                    if (upd1(gx, n) && upd1(gy, n)) {
+                        const long long gp = gx + gy * s1 + (long long)p * s2;
+                        mreg[t][k] = K.mat[0][gp] | (K.mat[1][gp] << 8) | (K.mat[2][gp] << 16);
+                    }
+                }
+            }
+        }
+        cp_wait<NS - 2>();
+        __syncthreads();
+#pragma unroll
+        for (int t = 0; t < T; ++t) {
+            const int p = j - t;
+            if (j < js + 2 * t) continue;  // block-uniform: level t not started
+            // Sources of level t: E_{t-1} on planes p, p+1 and old H (t = 0: the stages).
+            const float* Ec;
+            const float* En;
+            const float* Ho;
+            // Index of (x, y) in a source: (y + yo) * w + x + xo.
+            int sw, sxo, syo, ssz, hsw, hxo, hyo, hssz;
+            if (t == 0) {
+                Ec = sStage + ((p % NS) + NS) % NS * L::size();
+                En = sStage + (((p + 1) % NS) + NS) % NS * L::size();
+                Ho = Ec + 3 * L::eN();
+                sw = L::pE(); sxo = L::xo(); syo = T; ssz = L::eN();
+                hsw = L::pH(); hxo = L::xo(); hyo = T; hssz = L::hN();
+            } else {
+                Ec = sBuf + eoff<T, TX, TY>(t - 1) + (p & 1) * 3 * G::esz(t - 1);
+                En = sBuf + eoff<T, TX, TY>(t - 1) + ((p + 1) & 1) * 3 * G::esz(t - 1);
+                Ho = sBuf + hoff<T, TX, TY>(t - 1) + (p & 1) * 3 * G::hsz(t - 1);
+                sw = G::ew(t - 1); sxo = syo = -G::eo(t - 1); ssz = G::esz(t - 1);
+                hsw = G::hw(t - 1); hxo = hyo = -G::ho(t - 1); hssz = G::hsz(t - 1);
+            }
+            const bool uz = upd1(p, n);
+            // Old E of this level's E elements, read before the stage may be refilled.
+            float eold[NE0][3];
+#pragma unroll
+            for (int k = 0; k < NE0; ++k) {
+                const int i = tid + k * NT;
+                eold[k][0] = eold[k][1] = eold[k][2] = 0.f;
+                if (i < G::esz(t)) {
+                    const int ry = i / G::ew(t), rx = i - ry * G::ew(t);
+                    const int x = G::eo(t) + rx, y = G::eo(t) + ry;
+                    const int is = (y + syo) * sw + (x + sxo);
+                    eold[k][0] = Ec[is];
+                    eold[k][1] = Ec[ssz + is];
+                    eold[k][2] = Ec[2 * ssz + is];
+                }
+            }
+            // H phase.
+            float* Hn = sBuf + hoff<T, TX, TY>(t) + (p & 1) * 3 * G::hsz(t);
+            {
+                const int W = G::hw(t), S = G::hsz(t), O = G::ho(t);
+#pragma unroll
+                for (int k = 0; k < NH0; ++k) {
+                    const int i = tid + k * NT;
+                    if (i < S) {
+                        const int ry = i / W, rx = i - ry * W;
+                        const int x = O + rx, y = O + ry;
+                        const int gx = X0 + x, gy = Y0 + y;
+                        const int ie = (y + syo) * sw + (x + sxo);
+                        const int ih = (y + hyo) * hsw + (x + hxo);
+                        float h0 = Ho[ih], h1 = Ho[hssz + ih], h2 = Ho[2 * hssz + ih];
+                        if (uz && upd1(gx, n) && upd1(gy, n)) {
+                            const float ix = sIx[TX + 2 * T + x + T], iy = sIy[TY + 2 * T + y + T];
+                            const float* E0 = Ec;
+                            const float* E1 = Ec + ssz;
+                            const float* E2 = Ec + 2 * ssz;
+                            float t1, t2;
+                            t1 = (E2[ie + sw] - E2[ie]) * iy;
+                            t2 = (En[ssz + ie] - E1[ie]) * izh[t];
+                            h0 = h_new(h0, K.db, t1, t2);
+                            t1 = (En[ie] - E0[ie]) * izh[t];
+                            t2 = (E2[ie + 1] - E2[ie]) * ix;
+                            h1 = h_new(h1, K.db, t1, t2);
+                            t1 = (E1[ie + 1] - E1[ie]) * ix;
+                            t2 = (E0[ie + sw] - E0[ie]) * iy;
+                            h2 = h_new(h2, K.db, t1, t2);
+                        }
+                        Hn[i] = h0;
+                        Hn[S + i] = h1;
+                        Hn[2 * S + i] = h2;
+                    }
+                }
+            }
+            __syncthreads();
+            // Level 0 is done with the stage of plane j: refill it.
+            if (t == 0) issue_if(j + NS);
+            // E phase.
+            {
+                const float* Hp = sBuf + hoff<T, TX, TY>(t) + ((p + 1) & 1) * 3 * G::hsz(t);  // plane p-1
+                const int HW = G::hw(t), HS = G::hsz(t), HO = G::ho(t);
+                const int W = G::ew(t), S = G::esz(t), O = G::eo(t);
+                const bool last = t == T - 1;
+                float* Eo = last ? nullptr : sBuf + eoff<T, TX, TY>(t) + (p & 1) * 3 * G::esz(t);
+#pragma unroll
+                for (int k = 0; k < NE0; ++k) {
+                    const int i = tid + k * NT;
+                    if (i < S) {
+                        const int ry = i / W, rx = i - ry * W;
+                        const int x = O + rx, y = O + ry;
+                        const int gx = X0 + x, gy = Y0 + y;
+                        const int ih = (y - HO) * HW + (x - HO);
+                        float e0 = eold[k][0], e1 = eold[k][1], e2 = eold[k][2];
+                        const float hx = Hn[ih], hy = Hn[HS + ih], hz = Hn[2 * HS + ih];
+                        if (uz && upd1(gx, n) && upd1(gy, n)) {
+                            const float ix = sIx[x + T], iy = sIy[y + T];
+                            const int mm = mreg[t][k];
+                            float t1, t2;
+                            int m;
+                            m = mm & 255;
+                            t1 = (hz - Hn[2 * HS + ih - HW]) * iy;
+                            t2 = (hy - Hp[HS + ih]) * ize[t];
+                            e0 = e_new(e0, sCa[m], sCb[m], t1, t2);
+                            m = (mm >> 8) & 255;
+                            t1 = (hx - Hp[ih]) * ize[t];
+                            t2 = (hz - Hn[2 * HS + ih - 1]) * ix;
+                            e1 = e_new(e1, sCa[m], sCb[m], t1, t2);
+                            m = mm >> 16;
+                            t1 = (hy - Hn[HS + ih - 1]) * ix;
+                            t2 = (hx - Hn[ih - HW]) * iy;
+                            e2 = e_new(e2, sCa[m], sCb[m], t1, t2);
+                        }
+                        if (!last) {
+                            Eo[i] = e0;
+                            Eo[S + i] = e1;
+                            Eo[2 * S + i] = e2;
+                        } else if (p >= z0 && p < z1 && gx < n && gy < n) {
+                            const long long gp = gx + gy * s1 + (long long)p * s2;
+                            B.e[0][gp] = e0;
+                            B.e[1][gp] = e1;
+                            B.e[2][gp] = e2;
+                            B.h[0][gp] = hx;
+                            B.h[1][gp] = hy;
+                            B.h[2][gp] = hz;
+                        }
+                    }
+                }
+            }
+            if (t + 1 < T) __syncthreads();
+        }
+    }
+    cp_wait<0>();
+}
+
+// ---------------------------------------------------------------- host
+__device__ __forceinline__ unsigned hash(unsigned x) {
+    x ^= x >> 16; x *= 0x7feb352d; x ^= x >> 15; x *= 0x846ca68b; x ^= x >> 16;
+    return x;
+}
+__global__ void init_fields(Fields F, long long cells, unsigned seed) {
+    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < cells; p += (long long)gridDim.x * blockDim.x) {
+        for (int c = 0; c < 3; ++c) {
+            F.e[c][p] = (hash((unsigned)p * 6u + c + seed) & 0xffffff) / 16777216.f - 0.5f;
+            F.h[c][p] = (hash((unsigned)p * 6u + 3 + c + seed) & 0xffffff) / 16777216.f - 0.5f;
+        }
+    }
+}
+__global__ void init_mat(unsigned char* m0, unsigned char* m1, unsigned char* m2, long long cells) {
+    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < cells; p += (long long)gridDim.x * blockDim.x) {
+        const unsigned r = hash((unsigned)p ^ 0x9e3779b9u);
+        m0[p] = r & 3; m1[p] = (r >> 2) & 3; m2[p] = (r >> 4) & 3;
+    }
+}
+__global__ void diff(const float* a, const float* b, long long cells, unsigned long long* bad) {
+    for (long long p = blockIdx.x * (long long)blockDim.x + threadIdx.x; p < cells; p += (long long)gridDim.x * blockDim.x) {
+        if (__float_as_uint(a[p]) != __float_as_uint(b[p])) atomicAdd(bad, 1ull);
+    }
+}
+
+static Fields alloc_fields(long long cells) {
+    Fields F;
+    for (int c = 0; c < 3; ++c) {
+        CK(cudaMalloc(&F.e[c], cells * 4));
+        CK(cudaMalloc(&F.h[c], cells * 4));
+    }
+    return F;
+}
+static void copy_fields(Fields d, Fields s, long long cells) {
+    for (int c = 0; c < 3; ++c) {
+        CK(cudaMemcpy(d.e[c], s.e[c], cells * 4, cudaMemcpyDeviceToDevice));
+        CK(cudaMemcpy(d.h[c], s.h[c], cells * 4, cudaMemcpyDeviceToDevice));
+    }
+}
+static unsigned long long mismatches(Fields a, Fields b, long long cells) {
+    unsigned long long* d;
+    CK(cudaMalloc(&d, 8));
+    CK(cudaMemset(d, 0, 8));
+    for (int c = 0; c < 3; ++c) {
+        diff<<<1024, 256>>>(a.e[c], b.e[c], cells, d);
+        diff<<<1024, 256>>>(a.h[c], b.h[c], cells, d);
+    }
+    unsigned long long r;
+    CK(cudaMemcpy(&r, d, 8, cudaMemcpyDeviceToHost));
+    CK(cudaFree(d));
+    return r;
+}
+
+struct Variant {
+    const char* name;
+    int T, TX, TY;
+    size_t smem;
+    void (*kernel)(Fields, Fields, Consts, int);
+    bool v16;  // needs a row pitch of a multiple of 4
+};
+
+// pad_kb: extra shared memory a block, to cap the blocks an SM (occupancy).
+template <int T, int TX, int TY, int NS, int MINB, bool V16 = false>
+static Variant make(const char* name, int pad_kb = 0) {
+    using G = Geo<T, TX, TY>;
+    size_t fl = (size_t)NS * SL<T, TX, TY, V16>::size() + G::hbufs() + G::ebufs() + 2 * (TX + 2 * T) + 2 * (TY + 2 * T) + 32;
+    Variant v{name, T, TX, TY, fl * 4 + (size_t)pad_kb * 1024, fused<T, TX, TY, NS, MINB, V16>, V16};
+    CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)v.smem));
+    return v;
+}
+
+int main(int argc, char** argv) {
+    const int n = argc > 1 ? atoi(argv[1]) : 256;
+    const int steps = argc > 2 ? atoi(argv[2]) : 240;  // multiple of 1, 2, 3
+    const int pitch = argc > 3 ? atoi(argv[3]) : n;
+    const long long cells = (long long)pitch * n * n;  // allocated; n^3 are the box
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("tb-probe: %s, %d SMs, box %d^3, row pitch %d, %d steps a variant\n", prop.name, prop.multiProcessorCount, n,
+           pitch, steps);
+    const double box = (double)n * n * n;
+
+    Consts K;
+    K.n = n;
+    K.pitch = pitch;
+    K.db = 0.5f;
+    unsigned char* mat[3];
+    for (int c = 0; c < 3; ++c) CK(cudaMalloc(&mat[c], cells));
+    init_mat<<<1024, 256>>>(mat[0], mat[1], mat[2], cells);
+    for (int c = 0; c < 3; ++c) K.mat[c] = mat[c];
+    std::vector<float> line(n);
+    for (int a = 0; a < 3; ++a) {
+        for (int side = 0; side < 2; ++side) {
+            for (int i = 0; i < n; ++i) line[i] = 0.9f + 0.2f * (float)((i * 37 + a * 11 + side * 5) % 17) / 16.f;
+            float* d;
+            CK(cudaMalloc(&d, n * 4));
+            CK(cudaMemcpy(d, line.data(), n * 4, cudaMemcpyHostToDevice));
+            if (side == 0) K.ie[a] = d; else K.ih[a] = d;
+        }
+    }
+    float ca[16], cb[16];
+    for (int m = 0; m < 16; ++m) {
+        ca[m] = 1.f - 0.01f * (m % 4);
+        cb[m] = 0.5f / (1.f + m % 4);
+    }
+    float *dca, *dcb;
+    CK(cudaMalloc(&dca, 64));
+    CK(cudaMalloc(&dcb, 64));
+    CK(cudaMemcpy(dca, ca, 64, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dcb, cb, 64, cudaMemcpyHostToDevice));
+    K.ca = dca;
+    K.cb = dcb;
+
+    Fields init = alloc_fields(cells), ref = alloc_fields(cells), A = alloc_fields(cells), B = alloc_fields(cells);
+    init_fields<<<2048, 256>>>(init, cells, 12345u);
+    CK(cudaDeviceSynchronize());
+
+    const dim3 nb(32, 8), ng((n + 31) / 32, (n + 7) / 8, n);
+    auto naive_step = [&](Fields F) {
+        naive_h<<<ng, nb>>>(F, K);
+        naive_e<<<ng, nb>>>(F, K);
+    };
+    const int check_steps = 6;
+    copy_fields(ref, init, cells);
+    for (int s = 0; s < check_steps; ++s) naive_step(ref);
+    CK(cudaDeviceSynchronize());
+
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    // Naive timing.
+    {
+        copy_fields(A, init, cells);
+        naive_step(A);
+        CK(cudaEventRecord(e0));
+        for (int s = 0; s < steps; ++s) naive_step(A);
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        printf("%-28s %8s %6s %9.2f Gcells/s  (%.3f ms a step; 75 B/cell modelled: %.0f GB/s)\n", "naive (2 kernels, in place)", "-", "-",
+               box * steps / (ms * 1e-3) / 1e9, ms / steps, box * 75.0 * steps / (ms * 1e-3) / 1e9);
+    }
+
+    std::vector<Variant> vs;
+    vs.push_back(make<1, 32, 8, 4, 3>("T1 32x8 4B (lean-like)"));
+    vs.push_back(make<1, 32, 8, 4, 3>("T1 32x8 4B 3 blk/SM", 23));
+    vs.push_back(make<1, 32, 8, 4, 3, true>("T1 32x8 16B"));
+    vs.push_back(make<1, 32, 8, 4, 4, true>("T1 32x8 16B minb4"));
+    vs.push_back(make<2, 32, 8, 3, 3>("T2 32x8 4B minb3"));
+    vs.push_back(make<2, 32, 8, 3, 3, true>("T2 32x8 16B minb3"));
+    vs.push_back(make<2, 32, 8, 3, 2, true>("T2 32x8 16B minb2"));
+    vs.push_back(make<2, 32, 16, 3, 2, true>("T2 32x16 16B minb2"));
+    vs.push_back(make<2, 32, 16, 3, 2>("T2 32x16 4B minb2"));
+    vs.push_back(make<3, 32, 16, 3, 2>("T3 32x16 4B minb2"));
+    const int zchunks[] = {128, 64, 32};
+    bool all_ok = true;
+    for (const Variant& v : vs) {
+        if (v.v16 && pitch % 4 != 0) continue;  // 16-byte copies need aligned rows
+        cudaFuncAttributes fa;
+        CK(cudaFuncGetAttributes(&fa, v.kernel));
+        int occ = 0;
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, v.kernel, v.TX * v.TY, v.smem));
+        for (int zc : zchunks) {
+            if (zc > n) continue;
+            const int chunks = (n + zc - 1) / zc;
+            const int blocks = ((n + v.TX - 1) / v.TX) * ((n + v.TY - 1) / v.TY) * chunks;
+            auto pass = [&](Fields& a, Fields& b) {
+                v.kernel<<<blocks, v.TX * v.TY, v.smem>>>(a, b, K, zc);
+                Fields t = a; a = b; b = t;
+            };
+            // Check: check_steps steps against the naive kernels, bit for bit.
+            copy_fields(A, init, cells);
+            copy_fields(B, init, cells);
+            Fields a = A, b = B;
+            for (int s = 0; s < check_steps; s += v.T) pass(a, b);
+            CK(cudaGetLastError());
+            CK(cudaDeviceSynchronize());
+            const unsigned long long bad = mismatches(a, ref, cells);
+            if (bad) all_ok = false;
+            // Time.
+            pass(a, b);
+            CK(cudaEventRecord(e0));
+            for (int s = 0; s < steps; s += v.T) pass(a, b);
+            CK(cudaEventRecord(e1));
+            CK(cudaEventSynchronize(e1));
+            CK(cudaGetLastError());
+            float ms;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            const double bpc = 51.0 / v.T;  // 24 B read, 24 written, 3 material bytes a pass
+            const double gc = box * steps / (ms * 1e-3) / 1e9;
+            printf("%-28s z %-4d %3d regs %6.1f KB smem %d blk/SM %5d blocks  %9.2f Gcells/s  (%.1f B/cell modelled: %.0f GB/s)  %s\n",
+                   v.name, zc, fa.numRegs, v.smem / 1024.0, occ, blocks, gc, bpc, gc * bpc, bad ? "MISMATCH" : "bit-identical");
+            if (bad) printf("   %llu values differ\n", bad);
+        }
+    }
+    printf("tb-probe %s\n", all_ok ? "PASS: every fused variant bit-identical to the naive kernels" : "FAIL");
+    return all_ok ? 0 : 1;
+}
