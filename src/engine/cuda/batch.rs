@@ -629,10 +629,10 @@ const WIDE_TILES: usize = 64;
 /// only while they work on nearby planes; blocks of long chunks drift apart
 /// (lean blocks and the short edge tiles run ahead), and the shared rows are
 /// read from DRAM twice. Chunks of at most 12 planes bound the drift. H100,
-/// kernel Gcells/s at the old choice -> 12 planes (docs/BENCHMARKS.md,
-/// 2026-11-27): 256^3 PEC box 29.8 (64 planes) -> 36.9, CPML boxes 128^3
-/// 15.3 (15) -> 15.7, 192^3 22.0 (18) -> 22.3, 256^3 24.0 (30) -> 26.6,
-/// 320^3 24.2 (38) -> 28.5. Slim designs keep the model's choice: a
+/// kernel Gcells/s, old choice -> this rule (docs/BENCHMARKS.md,
+/// 2026-11-27): 256^3 PEC box 30.2 (64 planes) -> 36.9 (12), CPML boxes
+/// 128^3 15.3 (15) -> 15.2 (10), 192^3 21.9 (18) -> 22.8 (10), 256^3
+/// 24.0 (30) -> 26.4 (12), 320^3 24.2 (38) -> 28.3 (12). Slim designs keep the model's choice: a
 /// population of 64 guides of 2 tiles a plane runs 34.3 at its 50 planes
 /// and 32.5 at 12 (each chunk's prologue and recomputed plane weigh more
 /// than the little halo they share).
@@ -669,9 +669,9 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
             .collect()
     };
     let block_count = |chunked: &[FdtdDesign]| -> usize { chunked.iter().zip(&info).map(|(ds, (li, _))| ds.nchunks as usize * li.xy.len()).sum() };
-    let xy_tiles = |o: &Operator| o.dims[0].div_ceil(tile.tx) * o.dims[1].div_ceil(tile.ty);
+    // (li.xy: a flag per xy tile of the design's plane)
     let cells: usize = ops.iter().map(|o| o.len).sum();
-    let wide: usize = ops.iter().filter(|o| xy_tiles(o) >= WIDE_TILES).map(|o| o.len).sum();
+    let wide: usize = ops.iter().zip(&info).filter(|(_, (li, _))| li.xy.len() >= WIDE_TILES).map(|(o, _)| o.len).sum();
     let top = if 2 * wide >= cells.max(1) { max_z.min(WIDE_ZCHUNK) } else { max_z.min(512) };
     // The longest chunks give the fewest blocks any chunking can.
     let cap = (16 * resident).max(block_count(&chunking(top)));
