@@ -51,6 +51,7 @@ struct FdtdDesign {
     int zcut[2];
     int zn[3];
     int zlen[3];
+    int org[2];
 };
 // off:        element offset of the design's arrays in the field/material pools
 // psi_off:    [c*3+a] element offset of the CPML memory of component c along
@@ -62,6 +63,11 @@ struct FdtdDesign {
 // tiles:      thread-block tiles along x and y; zchunk: planes per z-chunk;
 //             nchunks: chunks along z. Block b of the design covers tile
 //             (b % tiles[0], (b / tiles[0]) % tiles[1]), chunk b / (tiles[0]*tiles[1]).
+// org:        tile origin along x and y (0 <= org <= T-2): tile i spans padded
+//             positions [i*T - org, (i+1)*T - org) clipped to [0, dims), so the
+//             first tile may be narrower (batch.rs LeanInfo::with_origin picks
+//             an x origin, a multiple of 8, that puts the CPML into fewer tiles;
+//             at most T-2 so that no tile's halo is the PMC ghost position 0).
 // zcut, zn, zlen: the chunks along z in three segments [0, zcut[0]),
 //             [zcut[0], zcut[1]), [zcut[1], dims[2]): segment s has zn[s]
 //             chunks of zlen[s] planes (its last one possibly shorter); the

@@ -45,9 +45,13 @@ struct Dctx {
     const long long* psi_off;
 };
 
+// A block's tile: own columns X0 <= x < X1, rows Y0 <= y < Y1 (thread
+// (tx, ty) sits at (X0+tx, Y0+ty); threads past X1 or Y1 own nothing).
 struct Blk {
     int X0;
     int Y0;
+    int X1;
+    int Y1;
     int z0;
     int z1;
 };
@@ -77,8 +81,13 @@ __device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
     const int t = lb - ch * tpp;
     const int ty = t / t0;
     const int tx = t - ty * t0;
-    B.X0 = tx * EMV_TX;
-    B.Y0 = ty * EMV_TY;
+    // Tile origin (FdtdDesign::org): the first tile may be narrower.
+    const int sx = tx * EMV_TX - D->org[0];
+    const int sy = ty * EMV_TY - D->org[1];
+    B.X0 = sx > 0 ? sx : 0;
+    B.Y0 = sy > 0 ? sy : 0;
+    B.X1 = imin(sx + EMV_TX, K.dims[0]);
+    B.Y1 = imin(sy + EMV_TY, K.dims[1]);
     // Chunk ch in its segment (batch.rs chunk_planes).
     int base = 0, end = D->zcut[0], len = D->zlen[0], k = ch;
     if (k >= D->zn[0]) {
@@ -284,7 +293,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_h(FdtdPtrs P) {
     load_ctx(P, K, B);
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
-    if (qx >= K.dims[0] || qy >= K.dims[1]) return;
+    if (qx >= B.X1 || qy >= B.Y1) return;
     const Prof px = prof_h(P, K, 0, qx);
     const Prof py = prof_h(P, K, 1, qy);
     h_column(K, B, qx, qy, px, py, P, P.e[0], P.e[1], P.e[2], P.h[0], P.h[1], P.h[2], P.psi_h);
@@ -308,7 +317,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_pmc_ghosts(FdtdPtrs P)
     load_ctx(P, K, B);
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
-    if (K.pmc == 0 || qx >= K.dims[0] || qy >= K.dims[1]) return;
+    if (K.pmc == 0 || qx >= B.X1 || qy >= B.Y1) return;
     for (int qz = B.z0; qz < B.z1; ++qz) {
         const long long p = K.off + qx + (long long)qy * K.s1 + (long long)qz * K.s2;
         pmc_ghost<0>(P, K, qx, qy, qz, p);
@@ -356,7 +365,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
     load_ctx(P, K, B);
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
-    if (qx >= K.dims[0] || qy >= K.dims[1]) return;
+    if (qx >= B.X1 || qy >= B.Y1) return;
     const Prof px = prof_e(P, K, 0, qx);
     const Prof py = prof_e(P, K, 1, qy);
     e_column(K, B, qx, qy, px, py, P, P.h[0], P.h[1], P.h[2], P.e[0], P.e[1], P.e[2], P.mat[0], P.mat[1], P.mat[2],
@@ -780,7 +789,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     const int tid = ly * EMV_TX + lx;
     const int qx = B.X0 + lx;
     const int qy = B.Y0 + ly;
-    const bool inside = qx < K.dims[0] && qy < K.dims[1];
+    const bool inside = qx < B.X1 && qy < B.Y1;
     const int zs = B.z0 > 0 ? B.z0 - 1 : 0;
     const int hx = lx + 1;  // own position in sH and the stages' H; 0 is the halo column/row
     const int hy = ly + 1;
@@ -826,8 +835,8 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
     const int col = qx + qy * K.s1;  // the column's in-design xy offset
 #if EMV_HALO_SPREAD
     // This thread's halo position (rows 0, 1: the row y = Y0-1; rows 2, 3, first TY lanes: the column x = X0-1).
-    const bool hrow = B.Y0 > 0 && qx < K.dims[0];
-    const bool hcol = lx < EMV_TY && B.X0 > 0 && B.Y0 + lx < K.dims[1];
+    const bool hrow = B.Y0 > 0 && qx < B.X1;
+    const bool hcol = lx < EMV_TY && B.X0 > 0 && B.Y0 + lx < B.Y1;
     const int hcy = lx < EMV_TY ? lx + 1 : 0;
 #endif
     cp_wait<EMV_NS - 2>();  // the first plane's z profile, for its psi_h_get
@@ -906,7 +915,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             // Hy, Hz of the column x = X0-1.
             if (ly < 2) {
                 const int yy = B.Y0 - 1;
-                const bool ok = B.Y0 > 0 && qx < K.dims[0];
+                const bool ok = hrow;
                 const Prof& px = sPx[1][hx];
                 const Prof& py = sPy[1][0];
                 if (ly == 0) {
@@ -917,7 +926,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             } else if (ly < 4 && lx < EMV_TY) {
                 const int xx = B.X0 - 1;
                 const int yy = B.Y0 + lx;
-                const bool ok = B.X0 > 0 && yy < K.dims[1];
+                const bool ok = hcol;
                 const Prof& px = sPx[1][0];
                 const Prof& py = sPy[1][lx + 1];
                 if (ly == 2) {
@@ -930,7 +939,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             if (ly == 0) {  // row y = Y0-1: Hz, Hx for E_x, E_z of row Y0
                 float a2 = 0.f, a0 = 0.f;
                 const int yy = B.Y0 - 1;
-                if (B.Y0 > 0 && qx < K.dims[0]) {
+                if (B.Y0 > 0 && qx < B.X1) {
                     const Prof& px = sPx[1][hx];
                     const Prof& py = sPy[1][0];
                     if (h_in<2>(K, qx, yy, qz)) a2 = fused_h<2>(K, Sc, Sn, hx, 0, qx, yy, qz, Sc.h[2][0][hx], px, py, pzh, P.psi_h, (float*)0);
@@ -943,7 +952,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
                 const int xx = B.X0 - 1;
                 const int yy = B.Y0 + xl;
                 float a1 = 0.f, a2 = 0.f;
-                if (B.X0 > 0 && yy < K.dims[1]) {
+                if (B.X0 > 0 && yy < B.Y1) {
                     const Prof& px = sPx[1][0];
                     const Prof& py = sPy[1][xl + 1];
                     if (h_in<1>(K, xx, yy, qz)) a1 = fused_h<1>(K, Sc, Sn, 0, xl + 1, xx, yy, qz, Sc.h[1][xl + 1][0], px, py, pzh, P.psi_h, (float*)0);
@@ -1080,7 +1089,7 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_energy(FdtdPtrs P, dou
     const int qx = B.X0 + threadIdx.x;
     const int qy = B.Y0 + threadIdx.y;
     double ae = 0.0, ah = 0.0;
-    if (qx < K.dims[0] && qy < K.dims[1]) {
+    if (qx < B.X1 && qy < B.Y1) {
         // Relative lengths of the column along x and y (primal: H side, dual: E side).
         const float xp = P.rel_h[K.line[0] + qx], xd = P.rel_e[K.line[0] + qx];
         const float yp = P.rel_h[K.line[1] + qy], yd = P.rel_e[K.line[1] + qy];

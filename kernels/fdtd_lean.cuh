@@ -50,6 +50,8 @@ __device__ __forceinline__ void lean_step(const FdtdPtrs& P, const Dctx& K, cons
     const int tid = ly * EMV_TX + lx;
     const int qx = B.X0 + lx;
     const int qy = B.Y0 + ly;
+    // Lean blocks are whole tiles (never a narrowed first tile: batch.rs
+    // LeanInfo::axis_tiles), so the array's end bounds them as Blk::X1, Y1 would.
     const bool inside = qx < K.dims[0] && qy < K.dims[1];
     const int zs = B.z0 - 1;  // >= 1: lean blocks have z0 >= 2
     const int hx = lx + 1;

@@ -14,7 +14,7 @@
 use clap::Args;
 
 use super::compare::{self, end_name, fdtd_reference, Diff, FdtdReference, FDTD_RULES};
-use crate::engine::cuda::batch::Tile;
+use crate::engine::cuda::batch::{Origin, Tile};
 use crate::engine::cuda::{self, CudaBackend, CudaOptions, JobRun, PathChoice, Scheme};
 use crate::engine::fdtd::cpu::Fields;
 use crate::engine::fdtd::operator::PEC_INDEX;
@@ -527,23 +527,34 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     }
     let c = cases(a.steps)?;
     let Cases { rjobs, init, rcpu, zjobs, zcpu } = &c;
-    // (scheme, tile, zchunk, CUDA graphs, lean step): the first tile also kernel
-    // by kernel and with every block on the general step.
+    // (scheme, tile, zchunk, CUDA graphs, lean step, tile origin): the first tile
+    // also kernel by kernel, with every block on the general step, and with
+    // every design's tiles shifted (a narrower first tile; batch::Origin).
     let mut variants = vec![];
+    let auto = Origin::Auto;
     for (k, &t) in tiles.iter().enumerate() {
-        variants.push((Scheme::Fused, t, None, true, true));
+        variants.push((Scheme::Fused, t, None, true, true, auto));
         if k == 0 {
-            variants.push((Scheme::Fused, t, None, false, true));
-            variants.push((Scheme::Fused, t, Some(5), true, true));
-            variants.push((Scheme::Fused, t, None, true, false));
-            variants.push((Scheme::Split, t, None, true, false));
+            variants.push((Scheme::Fused, t, None, false, true, auto));
+            variants.push((Scheme::Fused, t, Some(5), true, true, auto));
+            variants.push((Scheme::Fused, t, None, true, false, auto));
+            variants.push((Scheme::Fused, t, None, true, true, Origin::Fixed([5, 3])));
+            variants.push((Scheme::Split, t, None, true, false, auto));
         }
     }
     let mut worst = 0.0f64;
     let mut bad = false;
-    for (scheme, tile, zchunk, graphs, lean) in variants {
-        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
-        let tag = format!("[{} {} z={}{}{}]", scheme.name(), tile, zchunk.map_or("auto".into(), |z| z.to_string()), if graphs { "" } else { " no graphs" }, if lean || scheme == Scheme::Split { "" } else { " no lean" });
+    for (scheme, tile, zchunk, graphs, lean, origin) in variants {
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
+        let tag = format!(
+            "[{} {} z={}{}{}{}]",
+            scheme.name(),
+            tile,
+            zchunk.map_or("auto".into(), |z| z.to_string()),
+            if graphs { "" } else { " no graphs" },
+            if lean || scheme == Scheme::Split { "" } else { " no lean" },
+            if origin == auto { String::new() } else { format!(" origin {origin}") }
+        );
         let g = be.run_jobs(&rjobs, Some(&init), true)?;
         let st = be.last_stats();
         let (w, b) = report(&format!("{tag} random"), &rjobs, &rcpu, &g, a.tol);

@@ -55,6 +55,9 @@ pub struct KernelEmuArgs {
     /// (the GA's own jobs: the shipped filter's 2.5D step loop), from zero fields.
     #[arg(long)]
     pub design: Option<PathBuf>,
+    /// Tile origin of the fused kernel: auto (the planner's) or X,Y (batch::Origin).
+    #[arg(long, default_value = "auto")]
+    pub origin: String,
 }
 
 pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
@@ -93,7 +96,8 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let init: Vec<Fields> = ops.iter().enumerate().map(|(k, op)| if zero { Fields::new(op) } else { random_fields(op, 7 + k as u64) }).collect();
     let scheme = if a.split { Scheme::Split } else { Scheme::Fused };
     anyhow::ensure!(path == PathChoice::Streaming || a.onchip_lib.is_some(), "--path {}: needs --onchip-lib", a.path);
-    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, ..Default::default() };
+    let origin = crate::engine::cuda::batch::Origin::parse(&a.origin).map_err(|e| anyhow::anyhow!(e))?;
+    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, ..Default::default() };
     let mut libs = vec![a.lib.as_path()];
     libs.extend(a.onchip_lib.as_deref());
     let be = CudaBackend::emulated(&libs, opts)?;

@@ -82,6 +82,8 @@ pub struct FdtdDesign {
     pub zcut: [i32; 2],
     pub zn: [i32; 3],
     pub zlen: [i32; 3],
+    /// Tile origin along x and y (common.cuh): tile i spans [i*T - org, (i+1)*T - org) clipped to the array.
+    pub org: [i32; 2],
 }
 
 /// Device pointers of the field kernels.
@@ -327,7 +329,7 @@ mod tests {
 
     #[test]
     fn repr_c_structs_match_common_cuh() {
-        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, line_off, zcut, zn, zlen));
+        check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, line_off, zcut, zn, zlen, org));
         check(
             "FdtdPtrs",
             layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, designs, blocks, inv_e, inv_h, rel_e, rel_h),

@@ -110,6 +110,9 @@ pub enum Drive {
 /// Field arrays are aligned to this many elements (128 bytes).
 const ALIGN: usize = 32;
 
+/// Elements of a 32-byte DRAM sector: automatic tile origins along x are multiples of it.
+const SECTOR: usize = 8;
+
 /// Elements of the compact CPML memory of one design (same for psi_e and psi_h).
 pub fn psi_elems(op: &Operator) -> usize {
     let mut tot = 0;
@@ -200,12 +203,51 @@ pub struct Plan {
     pub drive: Vec<Drive>,
 }
 
+/// Where the tiles of a design's xy plane start (FdtdDesign::org): `Auto`
+/// lets LeanInfo choose per design, `Fixed([ox, oy])` shifts every design's
+/// tiles by that much (`[0, 0]`: tiles at multiples of the tile size, as
+/// before origins existed; a benchmark's and the kernel emulation's choice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    #[default]
+    Auto,
+    Fixed([usize; 2]),
+}
+
+impl Origin {
+    /// "auto" or "X,Y".
+    pub fn parse(s: &str) -> Result<Origin, String> {
+        if s == "auto" {
+            return Ok(Origin::Auto);
+        }
+        let bad = || format!("origin '{s}': expected auto or X,Y (tile origin in cells, e.g. 0,0 or 9,1)");
+        let (a, b) = s.split_once(',').ok_or_else(bad)?;
+        let num = |x: &str| x.trim().parse::<usize>().map_err(|_| bad());
+        Ok(Origin::Fixed([num(a)?, num(b)?]))
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Auto => write!(f, "auto"),
+            Origin::Fixed([x, y]) => write!(f, "{x},{y}"),
+        }
+    }
+}
+
 /// Per design: which padded positions along each axis are free of CPML on
-/// both sides (E node and H half node), and the PMC faces of x and y.
+/// both sides (E node and H half node), the PMC faces of x and y, and the
+/// tiling of the xy plane (origin and tile counts) with the tiles that may
+/// take the lean step.
 #[derive(Debug, Clone, Default)]
 pub struct LeanInfo {
     pub clean: [Vec<bool>; 3],
     pub pmc_xy: bool,
+    /// Tile origin along x and y (FdtdDesign::org; at most the tile's size - 2).
+    pub org: [usize; 2],
+    /// Tiles along x and y (FdtdDesign::tiles).
+    pub tiles: [usize; 2],
     /// Per tile of the xy plane (of the plan's tile, x fastest): whether it passes lean_xy.
     pub xy: Vec<bool>,
     /// How many do.
@@ -213,18 +255,51 @@ pub struct LeanInfo {
 }
 
 impl LeanInfo {
+    /// One axis (0: x, 1: y) of lean_xy: the tile of `t` positions starting
+    /// at padded position `lo`, its halo position lo-1 included, is free of
+    /// CPML, and inside the update ranges when x or y has a PMC face.
+    fn lean_axis(&self, a: usize, lo: usize, t: usize) -> bool {
+        let n = self.clean[a].len();
+        // n_a = padded extent - 2.
+        (lo.saturating_sub(1)..(lo + t).min(n)).all(|q| self.clean[a][q]) && (!self.pmc_xy || (lo >= 2 && lo + t - 1 <= n - 2))
+    }
+
     /// The x/y part of Plan::lean_block for the tile at (x0, y0).
     pub fn lean_xy(&self, t: Tile, x0: usize, y0: usize) -> bool {
-        let clean = |a: usize, lo: usize, hi: usize| (lo..hi.min(self.clean[a].len())).all(|q| self.clean[a][q]);
-        if !clean(0, x0.saturating_sub(1), x0 + t.tx) || !clean(1, y0.saturating_sub(1), y0 + t.ty) {
-            return false;
-        }
-        // n_a = padded extent - 2.
-        let inside = |a: usize, lo: usize, len: usize| lo >= 2 && lo + len - 1 <= self.clean[a].len() - 2;
-        !self.pmc_xy || (inside(0, x0, t.tx) && inside(1, y0, t.ty))
+        self.lean_axis(0, x0, t.tx) && self.lean_axis(1, y0, t.ty)
+    }
+
+    /// Along axis a with tiles of `t` positions from origin `org`: per tile,
+    /// whether it may take the lean step on this axis. The first tile is
+    /// narrower when org > 0 ([0, t - org)) and never lean: the lean step
+    /// assumes whole tiles (kernels/fdtd_lean.cuh).
+    fn axis_tiles(&self, a: usize, t: usize, org: usize) -> Vec<bool> {
+        let n = self.clean[a].len();
+        (0..(n + org).div_ceil(t)).map(|i| i * t >= org && self.lean_axis(a, i * t - org, t)).collect()
+    }
+
+    /// Padded positions [start, end) of tile i along axis a (fdtd.cu load_ctx).
+    pub fn tile_span(&self, a: usize, t: usize, i: usize) -> (usize, usize) {
+        let n = self.clean[a].len();
+        ((i * t).saturating_sub(self.org[a]), ((i + 1) * t - self.org[a]).min(n))
     }
 
     pub fn new(op: &Operator, tile: Tile) -> LeanInfo {
+        LeanInfo::with_origin(op, tile, Origin::Auto)
+    }
+
+    /// With `Origin::Auto`, the x origin whose tiling costs least by
+    /// choose_zchunk's model (a tile-plane costs 4, LEAN_QUARTERS on the lean
+    /// step, which only the lean z range takes): a CPML slab of 10 cells then
+    /// fills one tile column of 32 instead of spilling into a second (the
+    /// 256^3 box: 7 of 9 tile columns lean instead of 6). Only multiples of
+    /// SECTOR: a tile whose rows start off the 32-byte sector grid reads a
+    /// sector more per row (measured on one H100: origin 9 made the 256^3 and
+    /// 320^3 CPML boxes 5-8 % slower, origin 16 1-8 % faster from 320^3 down
+    /// to 128^3). The y origin stays 0: shifting it gained nothing beyond the
+    /// x shift on those boxes and cost the shipped low-pass 1 %. Ties keep the
+    /// smaller origin, so designs without CPML along x keep origin 0.
+    pub fn with_origin(op: &Operator, tile: Tile, origin: Origin) -> LeanInfo {
         let clean = std::array::from_fn(|a| {
             (0..op.dims[a])
                 .map(|q| match &op.pml[a] {
@@ -239,9 +314,36 @@ impl LeanInfo {
                 })
                 .collect()
         });
-        let mut li = LeanInfo { clean, pmc_xy: op.pmc[0].iter().chain(&op.pmc[1]).any(|&x| x), xy: vec![], xy_tiles: 0 };
-        let (tx, ty) = (op.dims[0].div_ceil(tile.tx), op.dims[1].div_ceil(tile.ty));
-        li.xy = (0..tx * ty).map(|i| li.lean_xy(tile, (i % tx) * tile.tx, (i / tx) * tile.ty)).collect();
+        let mut li = LeanInfo { clean, pmc_xy: op.pmc[0].iter().chain(&op.pmc[1]).any(|&x| x), ..LeanInfo::default() };
+        let ts = [tile.tx, tile.ty];
+        li.org = match origin {
+            // At most t-2: a first tile one position wide would leave the
+            // second tile's halo on the ghost position 0, whose PMC mirror
+            // the fused step's halo work does not compute (it takes H there as 0).
+            Origin::Fixed(o) => [(o[0] % ts[0]).min(ts[0] - 2), (o[1] % ts[1]).min(ts[1] - 2)],
+            Origin::Auto => match lean_z_range(&li, op.n[2]) {
+                None => [0, 0],
+                Some((l, r)) => {
+                    // Per origin: (tiles, lean tiles); a tile's lean test is separable in x and y.
+                    let count = |f: Vec<bool>| (f.len() as u64, f.iter().filter(|&&x| x).count() as u64);
+                    let (ny, ly) = count(li.axis_tiles(1, ts[1], 0));
+                    let (zall, zlean) = (op.dims[2] as u64, (r - l) as u64);
+                    let mut best = (u64::MAX, 0);
+                    for ox in (0..ts[0] - 1).step_by(SECTOR) {
+                        let (nx, lx) = count(li.axis_tiles(0, ts[0], ox));
+                        let cost = 4 * nx * ny * zall - (4 - LEAN_QUARTERS) * lx * ly * zlean;
+                        if cost < best.0 {
+                            best = (cost, ox);
+                        }
+                    }
+                    [best.1, 0]
+                }
+            },
+        };
+        let fx = li.axis_tiles(0, ts[0], li.org[0]);
+        let fy = li.axis_tiles(1, ts[1], li.org[1]);
+        li.tiles = [fx.len(), fy.len()];
+        li.xy = fy.iter().flat_map(|&y| fx.iter().map(move |&x| x && y)).collect();
         li.xy_tiles = li.xy.iter().filter(|&&x| x).count();
         li
     }
@@ -366,6 +468,11 @@ impl Plan {
     /// chunks of `zchunk` planes (the fused kernel needs >= 2: chunk 0 owns
     /// planes 0 and 1).
     pub fn new(ops: &[&Operator], drives: &[usize], tile: Tile, zchunk: usize) -> Result<Plan, String> {
+        Plan::with_origin(ops, drives, tile, zchunk, Origin::Auto)
+    }
+
+    /// [`Plan::new`] with the tiles' origin chosen by `origin` (LeanInfo::with_origin).
+    pub fn with_origin(ops: &[&Operator], drives: &[usize], tile: Tile, zchunk: usize, origin: Origin) -> Result<Plan, String> {
         tile.validate()?;
         if zchunk < 1 {
             return Err("zchunk 0".into());
@@ -377,12 +484,13 @@ impl Plan {
         let mut off = 0usize;
         for (d, op) in ops.iter().enumerate() {
             i32_of(op.len, "padded cells of one design")?;
+            let li = LeanInfo::with_origin(op, tile, origin);
             let mut ds = FdtdDesign {
                 off: off as i64,
                 psi_off: [-1; 9],
                 n: [0; 3],
                 dims: [0; 3],
-                tiles: [op.dims[0].div_ceil(tile.tx) as i32, op.dims[1].div_ceil(tile.ty) as i32],
+                tiles: [li.tiles[0] as i32, li.tiles[1] as i32],
                 zchunk: zchunk as i32,
                 nchunks: 0,
                 coef_off: pl.ca.len() as i32,
@@ -395,6 +503,7 @@ impl Plan {
                 zcut: [0; 2],
                 zn: [0; 3],
                 zlen: [1; 3],
+                org: [li.org[0] as i32, li.org[1] as i32],
             };
 
             for a in 0..3 {
@@ -406,7 +515,6 @@ impl Plan {
                     }
                 }
             }
-            let li = LeanInfo::new(op, tile);
             set_segments(&mut ds, &li, zchunk);
             for a in 0..3 {
                 ds.line_off[a] = i32_of(pl.inv_e.len(), "per-line table entries")?;
@@ -647,7 +755,7 @@ const WIDE_ZCHUNK: usize = 12;
 /// generation of 3D designs): then those of at most the fewest blocks any
 /// chunking gives. A batch whose cells lie mostly in wide designs
 /// (WIDE_TILES) takes chunks of at most WIDE_ZCHUNK planes.
-pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
+pub fn choose_zchunk(ops: &[&Operator], tile: Tile, origin: Origin, resident: usize) -> usize {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
     let resident = resident.max(1);
@@ -655,7 +763,7 @@ pub fn choose_zchunk(ops: &[&Operator], tile: Tile, resident: usize) -> usize {
     // Per design: its chunking inputs and which xy tiles may take the lean step.
     let info: Vec<(LeanInfo, FdtdDesign)> = ops
         .iter()
-        .map(|o| (LeanInfo::new(o, tile), FdtdDesign { dims: o.dims.map(|x| x as i32), n: o.n.map(|x| x as i32), ..Default::default() }))
+        .map(|o| (LeanInfo::with_origin(o, tile, origin), FdtdDesign { dims: o.dims.map(|x| x as i32), n: o.n.map(|x| x as i32), ..Default::default() }))
         .collect();
     // Each design's lean z range (lean_block's test, whichever segments set_segments keeps).
     let ranges: Vec<(usize, usize)> = info.iter().map(|(li, ds)| tile_lean_range(li, ds.n[2] as usize).unwrap_or((usize::MAX, 0))).collect();
@@ -938,32 +1046,32 @@ mod tests {
         }
         assert_eq!(pl.block_table(&[false, true]), fresh.block_table(&[false, true]));
         // One thin design left on a large device: small chunks, many blocks.
-        assert!(choose_zchunk(&[&ot], Tile { ty: 4, ..Tile::DEFAULT }, 396) <= 4);
+        assert!(choose_zchunk(&[&ot], Tile { ty: 4, ..Tile::DEFAULT }, Origin::Auto, 396) <= 4);
     }
 
     #[test]
     fn zchunk_balances_waves() {
         let c = crate::bench::box_job(40, 1);
         let op = Operator::new(&c).unwrap();
-        let l = choose_zchunk(&[&op], Tile::DEFAULT, 64);
+        let l = choose_zchunk(&[&op], Tile::DEFAULT, Origin::Auto, 64);
         assert!((2..=op.dims[2]).contains(&l));
         assert!(l >= 8);
         // 42 planes, 12 tiles a plane: with 12 slots one chunk per column (one wave of
         // 43 planes) beats two waves of 22; with 24 slots two chunks of 21 fill one wave.
-        assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 12), 42);
-        assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, 24), 21);
+        assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, Origin::Auto, 12), 42);
+        assert_eq!(choose_zchunk(&[&op], Tile::DEFAULT, Origin::Auto, 24), 21);
         // A wide design (130 x 130 padded: 85 tiles a plane) takes chunks of at most
         // WIDE_ZCHUNK planes whatever the slots; batched with slim guides holding most
         // of the cells, the model's choice stands.
         let wide = Operator::new(&crate::bench::box_job(128, 1)).unwrap();
         for resident in [12, 396] {
-            assert!(choose_zchunk(&[&wide], Tile::DEFAULT, resident) <= WIDE_ZCHUNK);
+            assert!(choose_zchunk(&[&wide], Tile::DEFAULT, Origin::Auto, resident) <= WIDE_ZCHUNK);
         }
         let guide = Operator::new(&crate::bench::population_jobs(1, 300_000, 1)[0]).unwrap();
         let mut mix: Vec<&Operator> = std::iter::repeat_n(&guide, 10).collect();
         assert!(guide.len * 10 > wide.len);
         mix.push(&wide);
-        assert!(choose_zchunk(&mix, Tile::DEFAULT, 396) > WIDE_ZCHUNK);
+        assert!(choose_zchunk(&mix, Tile::DEFAULT, Origin::Auto, 396) > WIDE_ZCHUNK);
         // A batch whose fewest blocks already make more than 16 waves gets that
         // fewest-block chunking, not 2 planes: 40 guides of 2 tiles a plane in three z
         // segments (240 blocks) on 2 or 12 slots.
@@ -978,7 +1086,7 @@ mod tests {
         assert_eq!(chunks(op.dims[2]), 3);
         let many: Vec<&Operator> = std::iter::repeat_n(&op, 40).collect();
         for resident in [2, 12] {
-            let l = choose_zchunk(&many, Tile::DEFAULT, resident);
+            let l = choose_zchunk(&many, Tile::DEFAULT, Origin::Auto, resident);
             assert_eq!(chunks(l), 3, "chose {l} planes on {resident} slots");
         }
         // A box with few lean tiles (80 cells, CPML 10: 6 of 33) keeps one segment:
@@ -1049,7 +1157,8 @@ mod tests {
         // A box with CPML on every face: a lean block's tile, halo column and row included, is CPML-free.
         let op = Operator::new(&crate::bench::box_job(100, 1)).unwrap();
         let pl = Plan::new(&[&op], &[0], Tile::DEFAULT, 20).unwrap();
-        let ds = &pl.designs[0];
+        let (ds, li) = (&pl.designs[0], &pl.lean[0]);
+        assert_ne!(li.org, [0, 0], "the CPML box shifts its tiles");
         let (tx, tpp) = (ds.tiles[0] as usize, (ds.tiles[0] * ds.tiles[1]) as usize);
         let mut lean = 0;
         for b in 0..pl.blocks_per_design[0] {
@@ -1057,10 +1166,11 @@ mod tests {
                 continue;
             }
             lean += 1;
-            let (x0, y0) = ((b % tpp % tx) * 32, (b % tpp / tx) * 8);
+            let (x0, x1) = li.tile_span(0, 32, b % tpp % tx);
+            let (y0, y1) = li.tile_span(1, 8, b % tpp / tx);
             let (z0, z1) = chunk_planes(ds, b / tpp);
-            // 10 CPML cells: padded 1..=10 and n-9..=n (E nodes reach n+1).
-            assert!(x0 >= 12 && x0 + 32 <= 91 && y0 >= 12 && y0 + 8 <= 91 && z0 >= 12 && z1 <= 91, "{x0} {y0} {z0}..{z1}");
+            // 10 CPML cells: padded 1..=10 and n-9..=n (E nodes reach n+1); lean tiles are whole.
+            assert!(x0 >= 12 && x1 <= 91 && x1 - x0 == 32 && y0 >= 12 && y1 <= 91 && y1 - y0 == 8 && z0 >= 12 && z1 <= 91, "{x0} {y0} {z0}..{z1}");
         }
         assert!(lean > 0);
         // PMC walls along y: no lean block may reach their ghost rows.
@@ -1073,9 +1183,64 @@ mod tests {
         let mut lean = 0;
         for b in (0..pl.blocks_per_design[0]).filter(|&b| pl.lean_block(0, b)) {
             lean += 1;
-            let y0 = (b % tpp / ds.tiles[0] as usize) * 4;
-            assert!(y0 >= 2 && y0 + 3 <= 40, "y0 {y0}");
+            let (y0, y1) = pl.lean[0].tile_span(1, 4, b % tpp / ds.tiles[0] as usize);
+            assert!(y0 >= 2 && y1 - 1 <= 40 && y1 - y0 == 4, "y0 {y0}");
         }
         assert!(lean > 0);
+    }
+
+    #[test]
+    fn tile_origin_puts_cpml_into_fewer_tiles() {
+        // The 256^3 CPML box: tiles from 0 put the x slabs into 3 of 9 tile columns
+        // (0..31, 224..255 and the 2-wide 256..257); origin 16 into 2 (0..15, 240..257),
+        // the smallest multiple of a sector that does.
+        let op = Operator::new(&crate::bench::box_job(256, 1)).unwrap();
+        let t = Tile::DEFAULT;
+        let old = LeanInfo::with_origin(&op, t, Origin::Fixed([0, 0]));
+        let new = LeanInfo::new(&op, t);
+        let cols = |li: &LeanInfo| li.axis_tiles(0, 32, li.org[0]).iter().filter(|&&x| x).count();
+        assert_eq!((old.tiles, cols(&old)), ([9, 33], 6));
+        assert_eq!((new.org, new.tiles, cols(&new)), ([16, 0], [9, 33], 7));
+        assert_eq!(new.xy_tiles, 7 * 28);
+        assert_eq!(old.xy_tiles, 6 * 28);
+        // Without CPML nothing is gained: the origin stays 0.
+        let pec = Operator::new(&crate::bench::box_job_pml(64, 1, 0)).unwrap();
+        assert_eq!(LeanInfo::new(&pec, t).org, [0, 0]);
+        // A design without a lean z range (CPML all through z) keeps origin 0 too.
+        let thin = Operator::new(&crate::bench::box_job(20, 1)).unwrap();
+        assert_eq!(LeanInfo::new(&thin, t).org, [0, 0]);
+    }
+
+    #[test]
+    fn tile_spans_partition_the_plane_for_every_origin() {
+        let op = Operator::new(&crate::bench::box_job(45, 1)).unwrap();
+        for t in [Tile::DEFAULT, Tile { tx: 8, ty: 4, ns: 4, minb: 0 }] {
+            for ox in 0..t.tx {
+                for oy in [0, 1, t.ty - 1] {
+                    let li = LeanInfo::with_origin(&op, t, Origin::Fixed([ox, oy]));
+                    assert_eq!(li.xy.len(), li.tiles[0] * li.tiles[1]);
+                    for (a, ts) in [(0, t.tx), (1, t.ty)] {
+                        let mut end = 0;
+                        for i in 0..li.tiles[a] {
+                            let (s, e) = li.tile_span(a, ts, i);
+                            assert!(s == end && e > s && e - s <= ts, "axis {a} origin {ox},{oy} tile {i}: {s}..{e} after {end}");
+                            end = e;
+                        }
+                        assert_eq!(end, op.dims[a]);
+                    }
+                    // A narrowed first tile never takes the lean step (the lean step assumes whole tiles).
+                    for (i, &l) in li.xy.iter().enumerate() {
+                        let (x0, x1) = li.tile_span(0, t.tx, i % li.tiles[0]);
+                        let (y0, y1) = li.tile_span(1, t.ty, i / li.tiles[0]);
+                        assert!(!l || (x1 - x0 == t.tx || x1 == op.dims[0]) && x0 > 0 && (y1 - y0 == t.ty || y1 == op.dims[1]) && y0 > 0);
+                    }
+                }
+            }
+        }
+        // An origin of t-1 would make the second tile's halo the PMC ghost position 0: clamped to t-2.
+        assert_eq!(LeanInfo::with_origin(&op, Tile::DEFAULT, Origin::Fixed([31, 7])).org, [30, 6]);
+        assert_eq!(Origin::parse("9,1"), Ok(Origin::Fixed([9, 1])));
+        assert_eq!(Origin::parse("auto"), Ok(Origin::Auto));
+        assert!(Origin::parse("9").is_err() && Origin::parse("a,1").is_err() && Origin::parse("-1,0").is_err());
     }
 }

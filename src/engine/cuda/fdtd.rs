@@ -181,12 +181,20 @@ impl<'a> FdtdDevBatch<'a> {
         let rechunk = fused && opts.adapt && opts.zchunk.is_none();
         let zchunk = match opts.scheme {
             // The fused kernel walks z through its chunk (software pipeline); chunk 0 must own planes 0 and 1.
-            Scheme::Fused => opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, resident)).max(2),
+            Scheme::Fused => opts.zchunk.unwrap_or_else(|| batch::choose_zchunk(&ops, opts.tile, opts.origin, resident)).max(2),
             // The split kernels want every cell on its own thread: a plane or two per block.
             Scheme::Split => opts.zchunk.unwrap_or(SPLIT_ZCHUNK).max(1),
         };
         let drives: Vec<usize> = jobs.iter().map(|j| j.drive).collect();
-        let plan = Plan::new(&ops, &drives, opts.tile, zchunk).map_err(EngineError::Cuda)?;
+        let plan = Plan::with_origin(&ops, &drives, opts.tile, zchunk, opts.origin).map_err(EngineError::Cuda)?;
+        if opts.verbose && fused {
+            for (j, li) in jobs.iter().zip(&plan.lean) {
+                eprintln!(
+                    "planner: {} tiles {}x{} of {} from origin {},{}, {} of {} lean in xy",
+                    j.label, li.tiles[0], li.tiles[1], opts.tile, li.org[0], li.org[1], li.xy_tiles, li.xy.len()
+                );
+            }
+        }
         let fl = plan.field_len;
         let f32s = |n: usize| n.max(1) * 4;
 
@@ -529,7 +537,7 @@ impl Batch for FdtdDevBatch<'_> {
         }
         if self.rechunk {
             let live: Vec<&Operator> = (0..self.ops.len()).filter(|&d| running[d]).map(|d| self.ops[d]).collect();
-            let z = batch::choose_zchunk(&live, self.opts.tile, self.resident).max(2);
+            let z = batch::choose_zchunk(&live, self.opts.tile, self.opts.origin, self.resident).max(2);
             if z != self.cur_zchunk {
                 self.plan.set_zchunk(z);
                 upload(self.dev, self.live.designs, 0, &self.plan.designs)?;

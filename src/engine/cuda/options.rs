@@ -1,7 +1,7 @@
 //! Options of the CUDA backend (scheme, tile, chunking, graphs, memory) and
 //! the timings of its last batch, shared by its FDTD and TLM halves.
 
-use super::batch::Tile;
+use super::batch::{Origin, Tile};
 
 /// Which kernels advance the fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,11 +88,15 @@ pub struct CudaOptions {
     /// ghost or out-of-range plane in the block) on the lean kernel
     /// (kernels/fdtd_lean.cuh, same arithmetic). Off: fdtd_step everywhere.
     pub lean: bool,
+    /// Where each design's xy tiles start (batch::Origin): Auto puts a CPML
+    /// slab into as few tile columns and rows as it can, so that more tiles
+    /// take the lean step; Fixed([0, 0]) tiles from position 0.
+    pub origin: Origin,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto }
     }
 }
 
