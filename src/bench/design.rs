@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use super::GraphsChoice;
-use crate::engine::cuda::batch::Tile;
+use crate::engine::cuda::batch::{Origin, Tile};
 use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice};
 use crate::engine::{cpu::CpuBackend, Backend};
 
@@ -56,7 +56,7 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
@@ -111,6 +111,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
     }
     let mut be = CudaBackend::new(gpus)?;
     let paths: Vec<PathChoice> = paths.iter().map(|p| PathChoice::parse(p)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+    let origins: Vec<Origin> = origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
     anyhow::ensure!(!paths.is_empty(), "--paths: at least one of onchip, streaming, auto");
     // Ceilings: device copy bandwidth (streaming), shared-memory bandwidth of every SM (on-chip).
     let copy_bw = be.copy_bandwidth(0, 1 << 28, 5).unwrap_or(f64::NAN);
@@ -130,8 +131,11 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
             let (tile, auto) = Tile::parse_choice(t).map_err(|e| anyhow::anyhow!(e))?;
             // The lean step (streaming blocks of the CPML-free interior) varies where streaming may run.
             let leans = if p == PathChoice::Onchip { vec![true] } else { lean.values() };
-            for (g, ln) in graphs.values().into_iter().flat_map(|g| leans.iter().map(move |&l| (g, l))) {
-                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, ..Default::default() })?;
+            // The tiles' origin, too (the on-chip kernel has none).
+            let origins = if p == PathChoice::Onchip { vec![Origin::Auto] } else { origins.clone() };
+            let combos: Vec<(bool, bool, Origin)> = graphs.values().into_iter().flat_map(|g| leans.iter().flat_map(|&l| origins.iter().map(move |&o| (g, l, o))).collect::<Vec<_>>()).collect();
+            for (g, ln, org) in combos {
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.
                 let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {
@@ -155,6 +159,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
                 );
                 let what = if p == PathChoice::Onchip { format!("{threads} threads, {checks} checks a launch") } else if t == "auto" { "auto".to_string() } else if auto { format!("auto/{tile}") } else { tile.to_string() };
                 let what = if ln { what } else { format!("{what}, no lean step") };
+                let what = if org == Origin::Auto { what } else { format!("{what}, origin {org}") };
                 line(&format!("cuda [path {}, {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
                 // Per path of the planner: device time, rate, modelled bytes per cell update and ceiling fraction.
                 let (on_s, on_u) = (st.onchip_kernel_s, st.onchip_cell_updates);

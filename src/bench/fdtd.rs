@@ -4,7 +4,7 @@
 
 use super::table::{measure, print_table, row};
 use super::{BenchArgs, GraphsChoice, SchemeChoice};
-use crate::engine::cuda::batch::{step_bytes, Tile};
+use crate::engine::cuda::batch::{step_bytes, Origin, Tile};
 use crate::engine::cuda::{CudaBackend, CudaOptions, Scheme};
 use crate::engine::fdtd::Operator;
 use crate::engine::{cpu::CpuBackend, Backend};
@@ -53,6 +53,7 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         .map(|t| Tile::parse_choice(t))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!(e))?;
+    let origins: Vec<Origin> = a.origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
     let mut be = CudaBackend::new(&a.gpus)?;
     header = format!("backend: cuda on {}", be.devices().join("; "));
     // Device-to-device copy: 1 GiB each way, median of 10.
@@ -92,13 +93,15 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         let refs: Vec<&Operator> = ops.iter().collect();
         for &(sc, t, adapt, zchunk) in &variants {
             let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
-            for (g, lean) in a.graphs.values().into_iter().flat_map(|g| leans.iter().map(move |&l| (g, l))) {
-                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, ..Default::default() })?;
+            let combos: Vec<(bool, bool, Origin)> = a.graphs.values().into_iter().flat_map(|g| leans.iter().flat_map(|&l| origins.iter().map(move |&o| (g, l, o))).collect::<Vec<_>>()).collect();
+            for (g, lean, org) in combos {
+                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
                 be.run_batch(&make(2))?;
                 let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
                 let st = be.last_stats();
                 let gr = if a.graphs == GraphsChoice::Both { format!(", graphs {}", if g { "on" } else { "off" }) } else { String::new() };
+                let gr = if org == Origin::Auto { gr } else { format!("{gr}, origin {org}") };
                 let what = match sc {
                     Scheme::Fused => format!(
                         "{name} [fused {}, z {}{gr}, lean {:.0} %]",

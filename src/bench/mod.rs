@@ -108,6 +108,11 @@ pub struct BenchArgs {
     /// planner's choice (comma separated; default: the planner's).
     #[arg(long, value_delimiter = ',')]
     pub zchunks: Vec<usize>,
+    /// Where the fused kernel's xy tiles start: "auto" (the planner's choice
+    /// per design, batch::LeanInfo) or "X,Y" for every design ("0,0": from
+    /// position 0). Repeat the option to time several.
+    #[arg(long = "origin", default_value = "auto")]
+    pub origins: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -169,7 +174,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let engine = a.design_engine.map(crate::job::EngineKind::from);
         design::midpoint(path, engine, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, &a.paths, &a.onchip_threads, &a.onchip_checks, a.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {
