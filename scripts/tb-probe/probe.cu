@@ -16,9 +16,11 @@
 // copy the tile's own columns 16 bytes at a time (rows padded to align them;
 // only with a row pitch of a multiple of 4).
 //
-// Build and run (device machine): bash scripts/tb-probe/run.sh [n] [steps] [pitch]
-// (n^3 positions, default 256; steps a variant, a multiple of 6; row pitch,
-// default n: 258 with pitch 258 is emvolve's padded 256^3 box).
+// Build and run (device machine): bash scripts/tb-probe/run.sh [n] [steps] [pitch] [ny nz]
+// (n^3 positions, default 256, or n x ny x nz; steps a variant, a multiple of
+// 6; row pitch, default n: 258 with pitch 258 is emvolve's padded 256^3 box;
+// 30 6 30 16 49088 is its population of 64 guides of 28 x 14 cells, padded
+// 30 x 16, stacked along z).
 // Results and what they mean: docs/BENCHMARKS.md, "Temporal blocking, measured".
 
 #include <cstdio>
@@ -42,8 +44,8 @@ struct Fields {
 };
 
 struct Consts {
-    int n;                       // cube edge
-    int pitch;                   // row pitch (>= n): position index x + y pitch + z pitch n
+    int nx, ny, nz;              // positions along x, y, z
+    int pitch;                   // row pitch (>= nx): position index x + y pitch + z pitch ny
     const unsigned char* mat[3];  // material index per E component
     const float* ie[3];          // E-side inverse spacing per axis line
     const float* ih[3];          // H-side
@@ -53,7 +55,7 @@ struct Consts {
 };
 
 // A position is updated (every component, E and H) iff it is inside
-// [1, n-2] on every axis; elsewhere it keeps its value. Outside the array
+// [1, n_a - 2] on every axis; elsewhere it keeps its value. Outside the array
 // fields read as zero.
 __device__ __forceinline__ bool upd1(int q, int n) { return q >= 1 && q <= n - 2; }
 
@@ -62,10 +64,9 @@ __device__ __forceinline__ float e_new(float e, float ca, float cb, float t1, fl
 
 // ---------------------------------------------------------------- naive
 __global__ void __launch_bounds__(256) naive_h(Fields F, Consts K) {
-    const int n = K.n;
     const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y, z = blockIdx.z;
-    if (!(upd1(x, n) && upd1(y, n) && upd1(z, n))) return;  // also x, y >= n
-    const long long s1 = K.pitch, s2 = (long long)K.pitch * n, p = x + y * s1 + z * s2;
+    if (!(upd1(x, K.nx) && upd1(y, K.ny) && upd1(z, K.nz))) return;  // also x, y >= n
+    const long long s1 = K.pitch, s2 = (long long)K.pitch * K.ny, p = x + y * s1 + z * s2;
     const float ix = K.ih[0][x], iy = K.ih[1][y], iz = K.ih[2][z];
     const float ex = F.e[0][p], ey = F.e[1][p], ez = F.e[2][p];
     float t1, t2;
@@ -81,10 +82,9 @@ __global__ void __launch_bounds__(256) naive_h(Fields F, Consts K) {
 }
 
 __global__ void __launch_bounds__(256) naive_e(Fields F, Consts K) {
-    const int n = K.n;
     const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y, z = blockIdx.z;
-    if (!(upd1(x, n) && upd1(y, n) && upd1(z, n))) return;  // also x, y >= n
-    const long long s1 = K.pitch, s2 = (long long)K.pitch * n, p = x + y * s1 + z * s2;
+    if (!(upd1(x, K.nx) && upd1(y, K.ny) && upd1(z, K.nz))) return;  // also x, y >= n
+    const long long s1 = K.pitch, s2 = (long long)K.pitch * K.ny, p = x + y * s1 + z * s2;
     const float ix = K.ie[0][x], iy = K.ie[1][y], iz = K.ie[2][z];
     const float hx = F.h[0][p], hy = F.h[1][p], hz = F.h[2][p];
     float t1, t2;
@@ -189,26 +189,26 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
     float* sCa = sIy + 2 * (TY + 2 * T);              // 16
     float* sCb = sCa + 16;
 
-    const int n = K.n;
-    const long long s1 = K.pitch, s2 = (long long)K.pitch * n;
-    const int tilesx = (n + TX - 1) / TX, tilesy = (n + TY - 1) / TY;
+    const int nx = K.nx, ny = K.ny, nz = K.nz;
+    const long long s1 = K.pitch, s2 = (long long)K.pitch * ny;
+    const int tilesx = (nx + TX - 1) / TX, tilesy = (ny + TY - 1) / TY;
     const int tpp = tilesx * tilesy;
     const int ch = blockIdx.x / tpp;
     const int tl = blockIdx.x - ch * tpp;
     const int X0 = (tl % tilesx) * TX, Y0 = (tl / tilesx) * TY;
-    const int z0 = ch * zchunk, z1 = min(n, z0 + zchunk);
+    const int z0 = ch * zchunk, z1 = min(nz, z0 + zchunk);
     const int tid = threadIdx.x;
 
     // Spacing lines over [-T, TX+T) and the coefficient table.
     for (int i = tid; i < TX + 2 * T; i += NT) {
         const int gx = X0 - T + i;
-        const bool ok = gx >= 0 && gx < n;
+        const bool ok = gx >= 0 && gx < nx;
         sIx[i] = ok ? K.ie[0][gx] : 0.f;
         sIx[TX + 2 * T + i] = ok ? K.ih[0][gx] : 0.f;
     }
     for (int i = tid; i < TY + 2 * T; i += NT) {
         const int gy = Y0 - T + i;
-        const bool ok = gy >= 0 && gy < n;
+        const bool ok = gy >= 0 && gy < ny;
         sIy[i] = ok ? K.ie[1][gy] : 0.f;
         sIy[TY + 2 * T + i] = ok ? K.ih[1][gy] : 0.f;
     }
@@ -226,18 +226,18 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
         const int i = tid + k * NT;
         const int ry = i / G::ew(-1), rx = i - ry * G::ew(-1);
         const int gx = X0 + G::eo(-1) + rx, gy = Y0 + G::eo(-1) + ry;
-        se[k] = (i < G::esz(-1) && gx >= 0 && gx < n && gy >= 0 && gy < n) ? gx + gy * K.pitch : -1;
+        se[k] = (i < G::esz(-1) && gx >= 0 && gx < nx && gy >= 0 && gy < ny) ? gx + gy * K.pitch : -1;
     }
 #pragma unroll
     for (int k = 0; k < NH; ++k) {
         const int i = tid + k * NT;
         const int ry = i / G::hw(0), rx = i - ry * G::hw(0);
         const int gx = X0 + G::ho(0) + rx, gy = Y0 + G::ho(0) + ry;
-        shs[k] = (i < G::hsz(0) && gx >= 0 && gx < n && gy >= 0 && gy < n) ? gx + gy * K.pitch : -1;
+        shs[k] = (i < G::hsz(0) && gx >= 0 && gx < nx && gy >= 0 && gy < ny) ? gx + gy * K.pitch : -1;
     }
     auto issue = [&](int pz) {
         float* st = sStage + ((pz % NS) + NS) % NS * L::size();
-        const bool zok = pz >= 0 && pz < n;
+        const bool zok = pz >= 0 && pz < nz;
         const long long zo = (long long)pz * s2;
         float* sh = st + 3 * L::eN();
         if constexpr (!V16) {
@@ -279,7 +279,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                     const int comp = isE ? rr / RE : rr / RH;
                     const int ry = isE ? rr - comp * RE : rr - comp * RH;
                     const int gx = X0 + 4 * c, gy = Y0 - T + ry;
-                    const int valid = (zok && gy >= 0 && gy < n) ? max(0, min(4, n - gx)) : 0;
+                    const int valid = (zok && gy >= 0 && gy < ny) ? max(0, min(4, nx - gx)) : 0;
                     const long long p = valid ? zo + gx + (long long)gy * K.pitch : 0;
                     float* dst = isE ? st + comp * L::eN() + ry * L::pE() + L::xo() + 4 * c
                                      : sh + comp * L::hN() + ry * L::pH() + L::xo() + 4 * c;
@@ -306,7 +306,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                     const int ry = rem / W, j = rem - ry * W;
                     const int x = j < T ? j - T : TX + (j - T);
                     const int gx = X0 + x, gy = Y0 - T + ry;
-                    const bool ok = zok && gx >= 0 && gx < n && gy >= 0 && gy < n;
+                    const bool ok = zok && gx >= 0 && gx < nx && gy >= 0 && gy < ny;
                     const long long p = ok ? zo + gx + (long long)gy * K.pitch : 0;
                     float* dst = isE ? st + comp * L::eN() + ry * L::pE() + L::xo() + x
                                      : sh + comp * L::hN() + ry * L::pH() + L::xo() + x;
@@ -344,17 +344,17 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
 #pragma unroll
         for (int t = 0; t < T; ++t) {
             const int p = j - t;
-            const bool pin = p >= 0 && p < n;
+            const bool pin = p >= 0 && p < nz;
             izh[t] = pin ? K.ih[2][p] : 0.f;
             ize[t] = pin ? K.ie[2][p] : 0.f;
 #pragma unroll
             for (int k = 0; k < NE0; ++k) {
                 const int i = tid + k * NT;
                 mreg[t][k] = 0;
-                if (i < G::esz(t) && pin && upd1(p, n)) {
+                if (i < G::esz(t) && pin && upd1(p, nz)) {
                     const int ry = i / G::ew(t), rx = i - ry * G::ew(t);
                     const int gx = X0 + G::eo(t) + rx, gy = Y0 + G::eo(t) + ry;
-                    if (upd1(gx, n) && upd1(gy, n)) {
+                    if (upd1(gx, nx) && upd1(gy, ny)) {
                         const long long gp = gx + gy * s1 + (long long)p * s2;
                         mreg[t][k] = K.mat[0][gp] | (K.mat[1][gp] << 8) | (K.mat[2][gp] << 16);
                     }
@@ -386,7 +386,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                 sw = G::ew(t - 1); sxo = syo = -G::eo(t - 1); ssz = G::esz(t - 1);
                 hsw = G::hw(t - 1); hxo = hyo = -G::ho(t - 1); hssz = G::hsz(t - 1);
             }
-            const bool uz = upd1(p, n);
+            const bool uz = upd1(p, nz);
             // Old E of this level's E elements, read before the stage may be refilled.
             float eold[NE0][3];
 #pragma unroll
@@ -416,7 +416,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                         const int ie = (y + syo) * sw + (x + sxo);
                         const int ih = (y + hyo) * hsw + (x + hxo);
                         float h0 = Ho[ih], h1 = Ho[hssz + ih], h2 = Ho[2 * hssz + ih];
-                        if (uz && upd1(gx, n) && upd1(gy, n)) {
+                        if (uz && upd1(gx, nx) && upd1(gy, ny)) {
                             const float ix = sIx[TX + 2 * T + x + T], iy = sIy[TY + 2 * T + y + T];
                             const float* E0 = Ec;
                             const float* E1 = Ec + ssz;
@@ -458,7 +458,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                         const int ih = (y - HO) * HW + (x - HO);
                         float e0 = eold[k][0], e1 = eold[k][1], e2 = eold[k][2];
                         const float hx = Hn[ih], hy = Hn[HS + ih], hz = Hn[2 * HS + ih];
-                        if (uz && upd1(gx, n) && upd1(gy, n)) {
+                        if (uz && upd1(gx, nx) && upd1(gy, ny)) {
                             const float ix = sIx[x + T], iy = sIy[y + T];
                             const int mm = mreg[t][k];
                             float t1, t2;
@@ -480,7 +480,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                             Eo[i] = e0;
                             Eo[S + i] = e1;
                             Eo[2 * S + i] = e2;
-                        } else if (p >= z0 && p < z1 && gx < n && gy < n) {
+                        } else if (p >= z0 && p < z1 && gx < nx && gy < ny) {
                             const long long gp = gx + gy * s1 + (long long)p * s2;
                             B.e[0][gp] = e0;
                             B.e[1][gp] = e1;
@@ -573,28 +573,31 @@ int main(int argc, char** argv) {
     const int n = argc > 1 ? atoi(argv[1]) : 256;
     const int steps = argc > 2 ? atoi(argv[2]) : 240;  // multiple of 1, 2, 3
     const int pitch = argc > 3 ? atoi(argv[3]) : n;
-    const long long cells = (long long)pitch * n * n;  // allocated; n^3 are the box
+    const int dims[3] = {n, argc > 5 ? atoi(argv[4]) : n, argc > 5 ? atoi(argv[5]) : n};
+    const long long cells = (long long)pitch * dims[1] * dims[2];  // allocated; nx ny nz are the box
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("tb-probe: %s, %d SMs, box %d^3, row pitch %d, %d steps a variant\n", prop.name, prop.multiProcessorCount, n,
-           pitch, steps);
-    const double box = (double)n * n * n;
+    printf("tb-probe: %s, %d SMs, box %d x %d x %d, row pitch %d, %d steps a variant\n", prop.name, prop.multiProcessorCount,
+           dims[0], dims[1], dims[2], pitch, steps);
+    const double box = (double)dims[0] * dims[1] * dims[2];
 
     Consts K;
-    K.n = n;
+    K.nx = dims[0];
+    K.ny = dims[1];
+    K.nz = dims[2];
     K.pitch = pitch;
     K.db = 0.5f;
     unsigned char* mat[3];
     for (int c = 0; c < 3; ++c) CK(cudaMalloc(&mat[c], cells));
     init_mat<<<1024, 256>>>(mat[0], mat[1], mat[2], cells);
     for (int c = 0; c < 3; ++c) K.mat[c] = mat[c];
-    std::vector<float> line(n);
     for (int a = 0; a < 3; ++a) {
+        std::vector<float> line(dims[a]);
         for (int side = 0; side < 2; ++side) {
-            for (int i = 0; i < n; ++i) line[i] = 0.9f + 0.2f * (float)((i * 37 + a * 11 + side * 5) % 17) / 16.f;
+            for (int i = 0; i < dims[a]; ++i) line[i] = 0.9f + 0.2f * (float)((i * 37 + a * 11 + side * 5) % 17) / 16.f;
             float* d;
-            CK(cudaMalloc(&d, n * 4));
-            CK(cudaMemcpy(d, line.data(), n * 4, cudaMemcpyHostToDevice));
+            CK(cudaMalloc(&d, dims[a] * 4));
+            CK(cudaMemcpy(d, line.data(), dims[a] * 4, cudaMemcpyHostToDevice));
             if (side == 0) K.ie[a] = d; else K.ih[a] = d;
         }
     }
@@ -615,7 +618,7 @@ int main(int argc, char** argv) {
     init_fields<<<2048, 256>>>(init, cells, 12345u);
     CK(cudaDeviceSynchronize());
 
-    const dim3 nb(32, 8), ng((n + 31) / 32, (n + 7) / 8, n);
+    const dim3 nb(32, 8), ng((dims[0] + 31) / 32, (dims[1] + 7) / 8, dims[2]);
     auto naive_step = [&](Fields F) {
         naive_h<<<ng, nb>>>(F, K);
         naive_e<<<ng, nb>>>(F, K);
@@ -647,6 +650,7 @@ int main(int argc, char** argv) {
     vs.push_back(make<1, 32, 8, 4, 3>("T1 32x8 4B 3 blk/SM", 23));
     vs.push_back(make<1, 32, 8, 4, 3, true>("T1 32x8 16B"));
     vs.push_back(make<1, 32, 8, 4, 4, true>("T1 32x8 16B minb4"));
+    vs.push_back(make<1, 32, 16, 4, 2>("T1 32x16 4B"));
     vs.push_back(make<2, 32, 8, 3, 3>("T2 32x8 4B minb3"));
     vs.push_back(make<2, 32, 8, 3, 3, true>("T2 32x8 16B minb3"));
     vs.push_back(make<2, 32, 8, 3, 2, true>("T2 32x8 16B minb2"));
@@ -662,9 +666,9 @@ int main(int argc, char** argv) {
         int occ = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, v.kernel, v.TX * v.TY, v.smem));
         for (int zc : zchunks) {
-            if (zc > n) continue;
-            const int chunks = (n + zc - 1) / zc;
-            const int blocks = ((n + v.TX - 1) / v.TX) * ((n + v.TY - 1) / v.TY) * chunks;
+            if (zc > dims[2]) continue;
+            const int chunks = (dims[2] + zc - 1) / zc;
+            const int blocks = ((dims[0] + v.TX - 1) / v.TX) * ((dims[1] + v.TY - 1) / v.TY) * chunks;
             auto pass = [&](Fields& a, Fields& b) {
                 v.kernel<<<blocks, v.TX * v.TY, v.smem>>>(a, b, K, zc);
                 Fields t = a; a = b; b = t;
