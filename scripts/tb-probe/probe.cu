@@ -14,7 +14,10 @@
 // Every variant is checked bit for bit against the naive one before it is
 // timed (build with --fmad=false, as emvolve's host does). "16B" variants
 // copy the tile's own columns 16 bytes at a time (rows padded to align them;
-// only with a row pitch of a multiple of 4).
+// only with a row pitch of a multiple of 4). "exact plane" variants run only
+// where one tile holds the whole xy plane (a slim design): its edge is never
+// updated and its outside reads as zero, so no level computes beyond the tile
+// (no trapezoid), and T steps a pass cost about T times one step's work.
 //
 // Build and run (device machine): bash scripts/tb-probe/run.sh [n] [steps] [pitch] [ny nz]
 // (n^3 positions, default 256, or n x ny x nz; steps a variant, a multiple of
@@ -116,14 +119,17 @@ __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0
 // [0, TX) x [0, TY)). Level t (0..T-1) computes H_t = H^{n+t+1/2} on
 // [-(T-t), TX+T-1-t) and E_t = E^{n+t+1} on [-(T-1-t), TX+T-1-t) (same in y);
 // E^n is read on [-T, TX+T), H^{n-1/2} on H_0's region.
-template <int T, int TX, int TY>
+// EX ("exact"): the tile holds the whole xy plane (nx <= TX, ny <= TY), whose
+// edge positions are never updated and whose outside reads as zero, so no
+// level needs positions beyond the tile: every region is the tile itself.
+template <int T, int TX, int TY, bool EX = false>
 struct Geo {
-    __host__ __device__ static constexpr int hw(int t) { return TX + 2 * (T - t) - 1; }
-    __host__ __device__ static constexpr int hh(int t) { return TY + 2 * (T - t) - 1; }
-    __host__ __device__ static constexpr int ho(int t) { return -(T - t); }
-    __host__ __device__ static constexpr int ew(int t) { return TX + 2 * (T - 1 - t); }  // t = -1: the source E
-    __host__ __device__ static constexpr int eh(int t) { return TY + 2 * (T - 1 - t); }
-    __host__ __device__ static constexpr int eo(int t) { return -(T - 1 - t); }
+    __host__ __device__ static constexpr int hw(int t) { return EX ? TX : TX + 2 * (T - t) - 1; }
+    __host__ __device__ static constexpr int hh(int t) { return EX ? TY : TY + 2 * (T - t) - 1; }
+    __host__ __device__ static constexpr int ho(int t) { return EX ? 0 : -(T - t); }
+    __host__ __device__ static constexpr int ew(int t) { return EX ? TX : TX + 2 * (T - 1 - t); }  // t = -1: the source E
+    __host__ __device__ static constexpr int eh(int t) { return EX ? TY : TY + 2 * (T - 1 - t); }
+    __host__ __device__ static constexpr int eo(int t) { return EX ? 0 : -(T - 1 - t); }
     __host__ __device__ static constexpr int hsz(int t) { return hw(t) * hh(t); }
     __host__ __device__ static constexpr int esz(int t) { return ew(t) * eh(t); }
     // Shared floats: NS stages (source E and H_0's old H), two planes of
@@ -145,28 +151,29 @@ struct Geo {
 // pitch pE / pH floats, x = 0 at column xo. V16: x = 0 at column 4 and a
 // pitch of a multiple of 4, so the tile's own columns are 16-byte aligned and
 // copied 4 floats at a time (the halo columns one at a time).
-template <int T, int TX, int TY, bool V16>
+template <int T, int TX, int TY, bool V16, bool EX = false>
 struct SL {
-    using G = Geo<T, TX, TY>;
+    using G = Geo<T, TX, TY, EX>;
     __host__ __device__ static constexpr int pE() { return V16 ? (4 + TX + T + 3) / 4 * 4 : G::ew(-1); }
     __host__ __device__ static constexpr int pH() { return V16 ? pE() : G::hw(0); }
-    __host__ __device__ static constexpr int xo() { return V16 ? 4 : T; }
+    __host__ __device__ static constexpr int xo() { return V16 ? 4 : (EX ? 0 : T); }
+    __host__ __device__ static constexpr int yo() { return EX ? 0 : T; }
     __host__ __device__ static constexpr int eN() { return G::eh(-1) * pE(); }  // floats of one E component
     __host__ __device__ static constexpr int hN() { return G::hh(0) * pH(); }
     __host__ __device__ static constexpr int size() { return 3 * eN() + 3 * hN(); }
 };
 
 // Shared layout offsets (floats) of level t's buffers.
-template <int T, int TX, int TY>
+template <int T, int TX, int TY, bool EX>
 __device__ __forceinline__ int hoff(int t) {
     int s = 0;
-    for (int u = 0; u < t; ++u) s += 2 * 3 * Geo<T, TX, TY>::hsz(u);
+    for (int u = 0; u < t; ++u) s += 2 * 3 * Geo<T, TX, TY, EX>::hsz(u);
     return s;
 }
-template <int T, int TX, int TY>
+template <int T, int TX, int TY, bool EX>
 __device__ __forceinline__ int eoff(int t) {
-    int s = Geo<T, TX, TY>::hbufs();
-    for (int u = 0; u < t; ++u) s += 2 * 3 * Geo<T, TX, TY>::esz(u);
+    int s = Geo<T, TX, TY, EX>::hbufs();
+    for (int u = 0; u < t; ++u) s += 2 * 3 * Geo<T, TX, TY, EX>::esz(u);
     return s;
 }
 
@@ -176,10 +183,11 @@ __device__ __forceinline__ void cp16(float* dst, const float* src, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
 }
 
-template <int T, int TX, int TY, int NS, int MINB, bool V16>
+template <int T, int TX, int TY, int NS, int MINB, bool V16, bool EX>
 __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Consts K, int zchunk) {
-    using G = Geo<T, TX, TY>;
-    using L = SL<T, TX, TY, V16>;
+    static_assert(!(EX && V16), "exact tiles copy 4 bytes at a time");
+    using G = Geo<T, TX, TY, EX>;
+    using L = SL<T, TX, TY, V16, EX>;
     constexpr int NT = TX * TY;
     extern __shared__ float sm[];
     float* sStage = sm;                                // NS * stage()
@@ -377,12 +385,12 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                 Ec = sStage + ((p % NS) + NS) % NS * L::size();
                 En = sStage + (((p + 1) % NS) + NS) % NS * L::size();
                 Ho = Ec + 3 * L::eN();
-                sw = L::pE(); sxo = L::xo(); syo = T; ssz = L::eN();
-                hsw = L::pH(); hxo = L::xo(); hyo = T; hssz = L::hN();
+                sw = L::pE(); sxo = L::xo(); syo = L::yo(); ssz = L::eN();
+                hsw = L::pH(); hxo = L::xo(); hyo = L::yo(); hssz = L::hN();
             } else {
-                Ec = sBuf + eoff<T, TX, TY>(t - 1) + (p & 1) * 3 * G::esz(t - 1);
-                En = sBuf + eoff<T, TX, TY>(t - 1) + ((p + 1) & 1) * 3 * G::esz(t - 1);
-                Ho = sBuf + hoff<T, TX, TY>(t - 1) + (p & 1) * 3 * G::hsz(t - 1);
+                Ec = sBuf + eoff<T, TX, TY, EX>(t - 1) + (p & 1) * 3 * G::esz(t - 1);
+                En = sBuf + eoff<T, TX, TY, EX>(t - 1) + ((p + 1) & 1) * 3 * G::esz(t - 1);
+                Ho = sBuf + hoff<T, TX, TY, EX>(t - 1) + (p & 1) * 3 * G::hsz(t - 1);
                 sw = G::ew(t - 1); sxo = syo = -G::eo(t - 1); ssz = G::esz(t - 1);
                 hsw = G::hw(t - 1); hxo = hyo = -G::ho(t - 1); hssz = G::hsz(t - 1);
             }
@@ -403,7 +411,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                 }
             }
             // H phase.
-            float* Hn = sBuf + hoff<T, TX, TY>(t) + (p & 1) * 3 * G::hsz(t);
+            float* Hn = sBuf + hoff<T, TX, TY, EX>(t) + (p & 1) * 3 * G::hsz(t);
             {
                 const int W = G::hw(t), S = G::hsz(t), O = G::ho(t);
 #pragma unroll
@@ -443,11 +451,11 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
             if (t == 0) issue_if(j + NS);
             // E phase.
             {
-                const float* Hp = sBuf + hoff<T, TX, TY>(t) + ((p + 1) & 1) * 3 * G::hsz(t);  // plane p-1
+                const float* Hp = sBuf + hoff<T, TX, TY, EX>(t) + ((p + 1) & 1) * 3 * G::hsz(t);  // plane p-1
                 const int HW = G::hw(t), HS = G::hsz(t), HO = G::ho(t);
                 const int W = G::ew(t), S = G::esz(t), O = G::eo(t);
                 const bool last = t == T - 1;
-                float* Eo = last ? nullptr : sBuf + eoff<T, TX, TY>(t) + (p & 1) * 3 * G::esz(t);
+                float* Eo = last ? nullptr : sBuf + eoff<T, TX, TY, EX>(t) + (p & 1) * 3 * G::esz(t);
 #pragma unroll
                 for (int k = 0; k < NE0; ++k) {
                     const int i = tid + k * NT;
@@ -557,14 +565,15 @@ struct Variant {
     size_t smem;
     void (*kernel)(Fields, Fields, Consts, int);
     bool v16;  // needs a row pitch of a multiple of 4
+    bool ex;   // needs the whole xy plane in one tile
 };
 
 // pad_kb: extra shared memory a block, to cap the blocks an SM (occupancy).
-template <int T, int TX, int TY, int NS, int MINB, bool V16 = false>
+template <int T, int TX, int TY, int NS, int MINB, bool V16 = false, bool EX = false>
 static Variant make(const char* name, int pad_kb = 0) {
-    using G = Geo<T, TX, TY>;
-    size_t fl = (size_t)NS * SL<T, TX, TY, V16>::size() + G::hbufs() + G::ebufs() + 2 * (TX + 2 * T) + 2 * (TY + 2 * T) + 32;
-    Variant v{name, T, TX, TY, fl * 4 + (size_t)pad_kb * 1024, fused<T, TX, TY, NS, MINB, V16>, V16};
+    using G = Geo<T, TX, TY, EX>;
+    size_t fl = (size_t)NS * SL<T, TX, TY, V16, EX>::size() + G::hbufs() + G::ebufs() + 2 * (TX + 2 * T) + 2 * (TY + 2 * T) + 32;
+    Variant v{name, T, TX, TY, fl * 4 + (size_t)pad_kb * 1024, fused<T, TX, TY, NS, MINB, V16, EX>, V16, EX};
     CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)v.smem));
     return v;
 }
@@ -657,10 +666,14 @@ int main(int argc, char** argv) {
     vs.push_back(make<2, 32, 16, 3, 2, true>("T2 32x16 16B minb2"));
     vs.push_back(make<2, 32, 16, 3, 2>("T2 32x16 4B minb2"));
     vs.push_back(make<3, 32, 16, 3, 2>("T3 32x16 4B minb2"));
+    vs.push_back(make<1, 32, 16, 4, 2, false, true>("T1 32x16 exact plane"));
+    vs.push_back(make<2, 32, 16, 3, 2, false, true>("T2 32x16 exact plane"));
+    vs.push_back(make<3, 32, 16, 3, 2, false, true>("T3 32x16 exact plane"));
     const int zchunks[] = {128, 64, 32};
     bool all_ok = true;
     for (const Variant& v : vs) {
         if (v.v16 && pitch % 4 != 0) continue;  // 16-byte copies need aligned rows
+        if (v.ex && (dims[0] > v.TX || dims[1] > v.TY)) continue;  // the plane must fit the tile
         cudaFuncAttributes fa;
         CK(cudaFuncGetAttributes(&fa, v.kernel));
         int occ = 0;
