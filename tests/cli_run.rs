@@ -119,3 +119,14 @@ fn two_objectives_run_nsga2_and_keep_a_pareto_front() {
         }
     }
 }
+
+#[test]
+fn bench_rejects_a_bad_tile_origin_on_every_backend() {
+    // The CPU has no tiles, but a malformed --origin is still an error that names the option.
+    let (ok, text) = emvolve(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--origin", "9"]);
+    assert!(!ok && text.contains("--origin") && text.contains("expected auto or X,Y"), "{text}");
+    let (ok, text) = emvolve(&["bench", "--design", DESIGN, "--generation", "1", "--origin", "a,1"]);
+    assert!(!ok && text.contains("--origin: origin 'a,1'"), "{text}");
+    let (ok, text) = emvolve(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--origin", "0,0", "--origin", "auto"]);
+    assert!(ok, "{text}");
+}

@@ -57,6 +57,8 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
 pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
+    // Checked on every backend (the CPU has no tiles, but a bad option is still an error).
+    let origins: Vec<Origin> = origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
@@ -111,7 +113,6 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
     }
     let mut be = CudaBackend::new(gpus)?;
     let paths: Vec<PathChoice> = paths.iter().map(|p| PathChoice::parse(p)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
-    let origins: Vec<Origin> = origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
     anyhow::ensure!(!paths.is_empty(), "--paths: at least one of onchip, streaming, auto");
     // Ceilings: device copy bandwidth (streaming), shared-memory bandwidth of every SM (on-chip).
     let copy_bw = be.copy_bandwidth(0, 1 << 28, 5).unwrap_or(f64::NAN);

@@ -15,6 +15,8 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
     let pop = a.population;
     let cells = a.cells;
     let n = a.n;
+    // Checked on every backend (the CPU has no tiles, but a bad option is still an error).
+    let origins: Vec<Origin> = a.origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
     if let Some(p) = a.box_pml {
         anyhow::ensure!(2 * p < n, "--box-pml {p}: the {n}^3 box leaves no interior; at most {} CPML cells per face", n.saturating_sub(1) / 2);
     }
@@ -53,7 +55,6 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         .map(|t| Tile::parse_choice(t))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!(e))?;
-    let origins: Vec<Origin> = a.origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
     let mut be = CudaBackend::new(&a.gpus)?;
     header = format!("backend: cuda on {}", be.devices().join("; "));
     // Device-to-device copy: 1 GiB each way, median of 10.
