@@ -57,8 +57,7 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
 pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
-    // Checked on every backend (the CPU has no tiles, but a bad option is still an error).
-    let origins: Vec<Origin> = origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
+    let origins = super::parse_origins(origins)?;
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = random_candidates(&design, n);
@@ -134,8 +133,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
             let leans = if p == PathChoice::Onchip { vec![true] } else { lean.values() };
             // The tiles' origin, too (the on-chip kernel has none).
             let origins = if p == PathChoice::Onchip { vec![Origin::Auto] } else { origins.clone() };
-            let combos: Vec<(bool, bool, Origin)> = graphs.values().into_iter().flat_map(|g| leans.iter().flat_map(|&l| origins.iter().map(move |&o| (g, l, o))).collect::<Vec<_>>()).collect();
-            for (g, ln, org) in combos {
+            for (g, ln, org) in super::combos(graphs, &leans, &origins) {
                 be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.

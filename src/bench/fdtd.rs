@@ -15,8 +15,7 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
     let pop = a.population;
     let cells = a.cells;
     let n = a.n;
-    // Checked on every backend (the CPU has no tiles, but a bad option is still an error).
-    let origins: Vec<Origin> = a.origins.iter().map(|o| Origin::parse(o)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
+    let origins = super::parse_origins(&a.origins)?;
     if let Some(p) = a.box_pml {
         anyhow::ensure!(2 * p < n, "--box-pml {p}: the {n}^3 box leaves no interior; at most {} CPML cells per face", n.saturating_sub(1) / 2);
     }
@@ -94,8 +93,7 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         let refs: Vec<&Operator> = ops.iter().collect();
         for &(sc, t, adapt, zchunk) in &variants {
             let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
-            let combos: Vec<(bool, bool, Origin)> = a.graphs.values().into_iter().flat_map(|g| leans.iter().flat_map(|&l| origins.iter().map(move |&o| (g, l, o))).collect::<Vec<_>>()).collect();
-            for (g, lean, org) in combos {
+            for (g, lean, org) in super::combos(a.graphs, &leans, &origins) {
                 be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
                 be.run_batch(&make(2))?;

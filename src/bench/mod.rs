@@ -139,6 +139,25 @@ impl GraphsChoice {
     }
 }
 
+/// The `--origin` values, checked on every backend (the CPU has no tiles,
+/// but a malformed option is still an error that names it).
+pub fn parse_origins(origins: &[String]) -> anyhow::Result<Vec<cuda::batch::Origin>> {
+    origins.iter().map(|o| cuda::batch::Origin::parse(o).map_err(|e| anyhow::anyhow!("--origin: {e}"))).collect()
+}
+
+/// Every (CUDA graphs, lean step, tile origin) combination a CUDA variant is timed with.
+pub fn combos(graphs: GraphsChoice, leans: &[bool], origins: &[cuda::batch::Origin]) -> Vec<(bool, bool, cuda::batch::Origin)> {
+    let mut v = vec![];
+    for g in graphs.values() {
+        for &l in leans {
+            for &o in origins {
+                v.push((g, l, o));
+            }
+        }
+    }
+    v
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EngineChoice {
     Fdtd,
