@@ -172,6 +172,25 @@ struct PortPtrs {
 // active: 1 while a design still runs
 // tv, ti: port voltage/current samples [port*tstride + step]
 
+// Tables of the two-step pass for slim designs (fdtd_step2, fdtd_slim.cuh;
+// built by batch.rs SlimPlan).
+struct SlimPtrs {
+    float* se[3];
+    float* sh[3];
+    const int* blocks;
+    const int* dgrp;
+    const int* grp;
+    const int* src_item;
+    const int* tap;
+};
+// se, sh:   snapshot set (same layout as the field pools): the first step's E
+//           and H at the positions the port monitor reads
+// blocks:   triples (design, z0, z1), one per thread block
+// dgrp:     per design [source groups begin, end, tap groups begin, end)
+// grp:      groups (plane, first item, items), sorted by plane per design
+// src_item: per source item, its index in PortPtrs' source tables
+// tap:      per tap item (field 0..5 = E x,y,z, H x,y,z; in-design index)
+
 // One recorded component of a field DFT monitor of one design (the layout of
 // src/engine/fdtd/dft.rs: per sample `taps` flat indices whose mean it is).
 struct FdtdDftComp {

@@ -1151,3 +1151,5 @@ extern "C" __global__ void __launch_bounds__(EMV_DFT_THREADS) fdtd_dft(DftPtrs D
         D.acc_im[o] = D.acc_im[o] + ph[1] * x;
     }
 }
+
+#include "fdtd_slim.cuh"

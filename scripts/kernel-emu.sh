@@ -28,6 +28,14 @@ for tile in 8x4 8x4:3 32x8 32x4; do
         case "$tile:$args" in *:*:--split*) continue ;; esac
         "$BIN" dev kernel-emu --lib "$lib" --steps $steps $args || status=1
     done
+    # Two steps a pass for the slim designs (kernels/fdtd_slim.cuh, one block
+    # of 512 threads a chunk: slow to emulate, so on one tile shape only): odd
+    # chunks end on the one-step kernel; chunks of 2 and 7 planes.
+    if [ "$tile" = 32x8 ]; then
+        for args in "--two-step --steps 8" "--two-step --zero --steps 12" "--two-step --steps 12 --trace-chunk 3 --zchunk 7" "--two-step --steps 6 --zchunk 2"; do
+            "$BIN" dev kernel-emu --lib "$lib" $args || status=1
+        done
+    fi
 done
 # The on-chip kernel (kernels/fdtd_onchip.cu, 128 threads a block here: three
 # updating warps and the port warp), on every design that fits, the others on

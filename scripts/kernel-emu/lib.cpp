@@ -15,6 +15,9 @@ extern "C" const char* emu_defines() {
     return "-DEMV_TX=" EMU_STR(EMV_TX) " -DEMV_TY=" EMU_STR(EMV_TY) " -DEMV_NS=" EMU_STR(EMV_NS);
 }
 
+// Dynamic shared memory of the next launches (bytes; fdtd_step2's).
+extern "C" void emu_set_shared(unsigned bytes) { emu_smem_bytes = bytes; }
+
 // Kernel k in the order of src/engine/cuda/abi.rs KERNELS, with the
 // parameters' addresses as cuLaunchKernel takes them.
 extern "C" int emu_kernel(int k, const unsigned* g, const unsigned* b, void** a) {
@@ -29,6 +32,10 @@ extern "C" int emu_kernel(int k, const unsigned* g, const unsigned* b, void** a)
         case 5: emu_launch(fdtd_sample_ports, grid, block, *(const PortPtrs*)a[0], *(const int*)a[1]); break;
         case 6: emu_launch(fdtd_energy, grid, block, *(const FdtdPtrs*)a[0], *(double* const*)a[1]); break;
         case 7: emu_launch(fdtd_dft, grid, block, *(const DftPtrs*)a[0], *(const int*)a[1]); break;
+        case 8:
+            emu_launch(fdtd_step2, grid, block, *(const FdtdPtrs*)a[0], *(const PortPtrs*)a[1], *(const SlimPtrs*)a[2],
+                       *(const int*)a[3]);
+            break;
         default: return 1;
     }
     return 0;

@@ -91,16 +91,21 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
     for (name, make) in &workloads {
         let ops: Vec<Operator> = make(1).iter().map(|j| Operator::new(j).map_err(|e| anyhow::anyhow!("{e}"))).collect::<Result<_, _>>()?;
         let refs: Vec<&Operator> = ops.iter().collect();
+        // Two steps a pass or one: timed both ways only where a design could take it.
+        let jobs1 = make(1);
+        let any_slim = ops.iter().zip(&jobs1).any(|(o, j)| crate::engine::cuda::slim::fits(o, j).is_ok());
         for &(sc, t, adapt, zchunk) in &variants {
             let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
-            for (g, lean, org) in super::combos(a.graphs, &leans, &origins) {
-                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, ..Default::default() })?;
+            let slims = if sc == Scheme::Fused && any_slim { a.slim.values() } else { vec![true] };
+            for ((g, lean, org), slim) in super::combos(a.graphs, &leans, &origins).into_iter().flat_map(|c| slims.iter().map(move |&s| (c, s))) {
+                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, slim, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
                 be.run_batch(&make(2))?;
                 let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
                 let st = be.last_stats();
                 let gr = if a.graphs == GraphsChoice::Both { format!(", graphs {}", if g { "on" } else { "off" }) } else { String::new() };
                 let gr = if org == Origin::Auto { gr } else { format!("{gr}, origin {org}") };
+                let gr = if st.slim_designs > 0 { format!("{gr}, 2 steps a pass") } else if any_slim && sc == Scheme::Fused { format!("{gr}, 1 step a pass") } else { gr };
                 let what = match sc {
                     Scheme::Fused => format!(
                         "{name} [fused {}, z {}{gr}, lean {:.0} %]",
@@ -113,7 +118,8 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
                 let mut r = row(what, &make(1), s1, s2, w1, w2, u);
                 r.setup_s = Some(st.setup_s);
                 r.kernel = Some(st.cell_updates / st.kernel_s / 1e9);
-                r.bytes = Some(step_bytes(&refs, sc == Scheme::Fused) / r.n as f64);
+                // Bytes a cell update (the two-step pass moves the fields once for two steps).
+                r.bytes = Some(if st.slim_designs > 0 { st.bytes / st.cell_updates } else { step_bytes(&refs, sc == Scheme::Fused) / r.n as f64 });
                 r.bw = Some(st.bytes / st.kernel_s);
                 rows.push(r);
             }

@@ -101,6 +101,10 @@ pub struct BenchArgs {
     /// (kernels/fdtd_lean.cuh): on, off (fdtd_step everywhere), or both.
     #[arg(long, value_enum, default_value_t = GraphsChoice::On)]
     pub lean: GraphsChoice,
+    /// FDTD fused scheme: two steps a pass for the slim designs of the
+    /// population (kernels/fdtd_slim.cuh): on, off (one step a pass), or both.
+    #[arg(long, value_enum, default_value_t = GraphsChoice::On)]
+    pub slim: GraphsChoice,
     /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
     #[arg(long, value_delimiter = ',')]
     pub split_zchunks: Vec<usize>,

@@ -527,33 +527,36 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     }
     let c = cases(a.steps)?;
     let Cases { rjobs, init, rcpu, zjobs, zcpu } = &c;
-    // (scheme, tile, zchunk, CUDA graphs, lean step, tile origin): the first tile
-    // also kernel by kernel, with every block on the general step, and with
-    // every design's tiles shifted (a narrower first tile; batch::Origin).
+    // (scheme, tile, zchunk, CUDA graphs, lean step, tile origin, two steps a
+    // pass for slim designs): the first tile also kernel by kernel, with every
+    // block on the general step, with every design's tiles shifted (a narrower
+    // first tile; batch::Origin), and with every design one step a pass.
     let mut variants = vec![];
     let auto = Origin::Auto;
     for (k, &t) in tiles.iter().enumerate() {
-        variants.push((Scheme::Fused, t, None, true, true, auto));
+        variants.push((Scheme::Fused, t, None, true, true, auto, true));
         if k == 0 {
-            variants.push((Scheme::Fused, t, None, false, true, auto));
-            variants.push((Scheme::Fused, t, Some(5), true, true, auto));
-            variants.push((Scheme::Fused, t, None, true, false, auto));
-            variants.push((Scheme::Fused, t, None, true, true, Origin::Fixed([5, 3])));
-            variants.push((Scheme::Split, t, None, true, false, auto));
+            variants.push((Scheme::Fused, t, None, false, true, auto, true));
+            variants.push((Scheme::Fused, t, Some(5), true, true, auto, true));
+            variants.push((Scheme::Fused, t, None, true, false, auto, true));
+            variants.push((Scheme::Fused, t, None, true, true, Origin::Fixed([5, 3]), true));
+            variants.push((Scheme::Fused, t, None, true, true, auto, false));
+            variants.push((Scheme::Split, t, None, true, false, auto, true));
         }
     }
     let mut worst = 0.0f64;
     let mut bad = false;
-    for (scheme, tile, zchunk, graphs, lean, origin) in variants {
-        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
+    for (scheme, tile, zchunk, graphs, lean, origin, slim) in variants {
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, slim, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
         let tag = format!(
-            "[{} {} z={}{}{}{}]",
+            "[{} {} z={}{}{}{}{}]",
             scheme.name(),
             tile,
             zchunk.map_or("auto".into(), |z| z.to_string()),
             if graphs { "" } else { " no graphs" },
             if lean || scheme == Scheme::Split { "" } else { " no lean" },
-            if origin == auto { String::new() } else { format!(" origin {origin}") }
+            if origin == auto { String::new() } else { format!(" origin {origin}") },
+            if slim || scheme == Scheme::Split { "" } else { " one step a pass" }
         );
         let g = be.run_jobs(&rjobs, Some(&init), true)?;
         let st = be.last_stats();
@@ -562,9 +565,14 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         bad |= b;
         // The lean step (kernels/fdtd_lean.cuh) must have run where it was allowed.
         let share = st.lean_block_steps / st.block_steps.max(1.0);
-        println!("  blocks on the lean step: {:.0} %", 100.0 * share);
+        println!("  blocks on the lean step: {:.0} %; designs two steps a pass: {}", 100.0 * share, st.slim_designs);
         if lean && scheme == Scheme::Fused && share == 0.0 {
             println!("  no block took the lean step: FAIL");
+            bad = true;
+        }
+        // The guides of the random jobs are slim (kernels/fdtd_slim.cuh).
+        if slim && scheme == Scheme::Fused && st.slim_designs == 0 {
+            println!("  no design took the two-step pass: FAIL");
             bad = true;
         }
         let g = be.run_jobs(&zjobs, None, true)?;
@@ -588,7 +596,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
         let g = be.run_jobs(&fj, None, false)?;
         let st = be.last_stats();
         let (w, b) = report(&format!("[fused {} full]", tiles[0]), &fj, &fc, &g, a.tol);
-        println!("  blocks on the lean step: {:.0} %", 100.0 * st.lean_block_steps / st.block_steps.max(1.0));
+        println!("  blocks on the lean step: {:.0} %; designs two steps a pass: {}", 100.0 * st.lean_block_steps / st.block_steps.max(1.0), st.slim_designs);
         worst = worst.max(w);
         bad |= b;
     }

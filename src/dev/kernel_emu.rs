@@ -58,6 +58,11 @@ pub struct KernelEmuArgs {
     /// Tile origin of the fused kernel: auto (the planner's) or X,Y (batch::Origin).
     #[arg(long, default_value = "auto")]
     pub origin: String,
+    /// The two-step pass of slim designs (kernels/fdtd_slim.cuh): the jobs go
+    /// without field DFT monitors, so that the guides take it, and at least
+    /// one design must. Without it every design steps one step a pass.
+    #[arg(long)]
+    pub two_step: bool,
 }
 
 pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
@@ -80,7 +85,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let path = PathChoice::parse(&a.path).map_err(|e| anyhow::anyhow!(e))?;
     for j in &mut jobs {
         j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 4 };
-        if path == PathChoice::Streaming {
+        if path == PathChoice::Streaming && !a.two_step {
             super::monitor_check::attach(j);
         }
     }
@@ -97,7 +102,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let scheme = if a.split { Scheme::Split } else { Scheme::Fused };
     anyhow::ensure!(path == PathChoice::Streaming || a.onchip_lib.is_some(), "--path {}: needs --onchip-lib", a.path);
     let origin = crate::engine::cuda::batch::Origin::parse(&a.origin).map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
-    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, ..Default::default() };
+    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, slim: a.two_step, ..Default::default() };
     let mut libs = vec![a.lib.as_path()];
     libs.extend(a.onchip_lib.as_deref());
     let be = CudaBackend::emulated(&libs, opts)?;
@@ -108,18 +113,23 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let st = be.last_stats();
     let mut worst = 0.0f64;
     println!(
-        "kernel-emu: {} scheme, tile {tile}, zchunk {}, path {} ({} designs on-chip, {} streaming; {:.0} % of the streaming blocks lean), {steps} steps, {} designs (emulated in {emu_s:.1} s)",
+        "kernel-emu: {} scheme, tile {tile}, zchunk {}, path {} ({} designs on-chip, {} streaming, {} of them two steps a pass; {:.0} % of the streaming blocks lean), {steps} steps, {} designs (emulated in {emu_s:.1} s)",
         scheme.name(),
         a.zchunk,
         path.name(),
         st.onchip_designs,
         st.streaming_designs,
+        st.slim_designs,
         100.0 * st.lean_block_steps / st.block_steps.max(1.0),
         jobs.len()
     );
     // The lean kernel (kernels/fdtd_lean.cuh) must have run where the fused scheme streams.
     if scheme == Scheme::Fused && path == PathChoice::Streaming && st.lean_block_steps == 0.0 {
         println!("kernel-emu FAIL: no block ran the lean kernel");
+        return Ok(1);
+    }
+    if a.two_step && scheme == Scheme::Fused && st.slim_designs == 0 {
+        println!("kernel-emu FAIL: no design ran two steps a pass");
         return Ok(1);
     }
     if path != PathChoice::Streaming && st.onchip_designs == 0 {

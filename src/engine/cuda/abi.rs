@@ -15,13 +15,15 @@ pub const COMMON_CUH: &str = include_str!("../../../kernels/common.cuh");
 pub const CELL_CUH: &str = include_str!("../../../kernels/fdtd_cell.cuh");
 /// `kernels/fdtd_lean.cuh`: the lean fused step of the plain interior (included by fdtd.cu).
 pub const LEAN_CUH: &str = include_str!("../../../kernels/fdtd_lean.cuh");
+/// `kernels/fdtd_slim.cuh`: the two-step pass of slim designs (included by fdtd.cu).
+pub const SLIM_CUH: &str = include_str!("../../../kernels/fdtd_slim.cuh");
 /// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
 pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// `src` as NVRTC compiles it: the headers inlined.
 fn inline_headers(src: &str) -> String {
     // fdtd_lean.cuh first: it includes fdtd_cell.cuh (guarded, so twice is harmless).
-    src.replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
+    src.replace("#include \"fdtd_slim.cuh\"", SLIM_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
 }
 
 /// The kernel source as NVRTC compiles it: the header inlined.
@@ -35,7 +37,7 @@ pub fn onchip_source() -> String {
 }
 
 /// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
-pub const KERNELS: [&str; 8] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft"];
+pub const KERNELS: [&str; 9] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2"];
 
 /// A kernel of `kernels/fdtd.cu` (index into [`KERNELS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +50,7 @@ pub enum Kernel {
     SamplePorts = 5,
     Energy = 6,
     Dft = 7,
+    Step2 = 8,
 }
 
 /// Flag of a block-table entry's local block number (fdtd.cu `EMV_LEAN_FLAG`):
@@ -163,6 +166,27 @@ pub struct PortPtrs {
     pub tstride: i32,
 }
 
+/// Tables of the two-step pass of slim designs (`fdtd_step2`, see `common.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SlimPtrs {
+    pub se: [u64; 3],
+    pub sh: [u64; 3],
+    pub blocks: u64,
+    pub dgrp: u64,
+    pub grp: u64,
+    pub src_item: u64,
+    pub tap: u64,
+}
+
+/// Threads per block of `fdtd_step2` (`EMV_SL_NT`): the most padded xy
+/// positions a slim design may have (one a thread).
+pub const SLIM_NT: usize = 512;
+/// Pipeline stages of `fdtd_step2` (`EMV_SL_NS`).
+pub const SLIM_NS: usize = 3;
+/// Dynamic shared memory of one `fdtd_step2` block (`EMV_SL_FLOATS` floats).
+pub const SLIM_SMEM: usize = ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4;
+
 /// One recorded component of a field DFT monitor (see `common.cuh`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -204,6 +228,7 @@ unsafe impl cudarc::driver::DeviceRepr for FdtdPort {}
 unsafe impl cudarc::driver::DeviceRepr for PortPtrs {}
 unsafe impl cudarc::driver::DeviceRepr for FdtdDftComp {}
 unsafe impl cudarc::driver::DeviceRepr for DftPtrs {}
+unsafe impl cudarc::driver::DeviceRepr for SlimPtrs {}
 
 /// Names of the `extern "C" __global__` kernels declared in a `.cu` source
 /// (test support: the twin checks).
@@ -339,11 +364,12 @@ mod tests {
             "PortPtrs",
             layout!(PortPtrs; e, h, designs, ports, t_idx0, t_idx1, t_idx2, t_w, src_design, src_comp, src_idx, src_coef, gval, active, tv, ti, n_src, n_ports, gstride, tstride),
         );
+        check("SlimPtrs", layout!(SlimPtrs; se, sh, blocks, dgrp, grp, src_item, tap));
         check("FdtdDftComp", layout!(FdtdDftComp; acc_off, tap_off, design, field, n_samples, taps, nf, slot, sample_off));
         check("DftPtrs", layout!(DftPtrs; e, h, designs, comps, sample_comp, tap, phase, active, acc_re, acc_im, n_samples, pstride, pad));
         // Every struct of the header is mirrored.
         let names: Vec<String> = parse_c_structs(COMMON_CUH).into_iter().map(|s| s.0).collect();
-        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs", "FdtdDftComp", "DftPtrs"]);
+        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs", "SlimPtrs", "FdtdDftComp", "DftPtrs"]);
     }
 
     #[test]
@@ -362,23 +388,35 @@ mod tests {
             let p = ent.unwrap().path();
             // tlm.cu and tlm_onchip.cu have their own twins in src/engine/tlm (checked in cuda/tlm/abi.rs).
             let tlm = p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("tlm"));
-            if p.extension().is_some_and(|e| e == "cu") && !tlm {
+            // Kernels in headers count too (fdtd_slim.cuh's, included by fdtd.cu).
+            if p.extension().is_some_and(|e| e == "cu" || e == "cuh") && !tlm {
                 all.extend(kernel_names(&std::fs::read_to_string(&p).unwrap()));
             }
         }
         all.sort();
         assert_eq!(
             all,
-            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_update_e", "fdtd_update_h"],
+            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_update_e", "fdtd_update_h"],
             "kernels found in kernels/*.cu"
         );
         for k in &all {
             assert!(cpu.contains(&format!("pub fn {k}(")), "kernel {k} has no CPU twin `pub fn {k}(` in src/engine/fdtd/cpu.rs");
         }
         // The embedded source is the file on disk, with the header inlined.
-        assert_eq!(kernel_names(FDTD_CU).len() + kernel_names(ONCHIP_CU).len(), all.len());
+        assert_eq!(kernel_names(&kernel_source()).len() + kernel_names(ONCHIP_CU).len(), all.len());
+        // The module's kernels in the order of KERNELS (the launch indices).
+        assert_eq!(kernel_names(&kernel_source()), KERNELS);
         assert!(!kernel_source().contains("#include"));
         assert!(!onchip_source().contains("#include"));
+    }
+
+    #[test]
+    fn slim_constants_match_the_kernel() {
+        // The host sizes fdtd_step2's blocks and dynamic shared memory from these.
+        assert!(SLIM_CUH.contains(&format!("#define EMV_SL_NT {SLIM_NT}\n")));
+        assert!(SLIM_CUH.contains(&format!("#define EMV_SL_NS {SLIM_NS}\n")));
+        assert!(SLIM_CUH.contains("#define EMV_SL_FLOATS ((6 * EMV_SL_NS + 18) * EMV_SL_NT + 512)"));
+        assert_eq!(SLIM_SMEM, ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4);
     }
 
     #[test]

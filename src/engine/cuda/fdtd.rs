@@ -14,10 +14,11 @@
 
 use std::time::Instant;
 
-use super::abi::{self, DftPtrs, FdtdPtrs, PortPtrs};
+use super::abi::{self, DftPtrs, FdtdPtrs, PortPtrs, SlimPtrs};
 use super::dft::DftPlan;
 use super::batch::{self, Plan, Tile};
 use super::onchip;
+use super::slim::{self, SlimPlan};
 use super::{CudaOptions, PathChoice, RunStats, Scheme, SPLIT_ZCHUNK};
 use crate::consts::{EPS0, MU0};
 use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
@@ -37,6 +38,8 @@ unsafe impl device::Pod for abi::FdtdDesign {}
 unsafe impl device::Pod for abi::FdtdPort {}
 // SAFETY: as above.
 unsafe impl KernelArg for DftPtrs {}
+// SAFETY: as above.
+unsafe impl KernelArg for SlimPtrs {}
 // SAFETY: plain data of C layout (abi tests).
 unsafe impl device::Pod for abi::FdtdDftComp {}
 
@@ -104,6 +107,20 @@ struct OcRun {
     ce: usize,
 }
 
+/// The two-step pass of a sub-batch of slim designs (slim.rs).
+struct SlimRun {
+    plan: SlimPlan,
+    /// Its block table (triples) on the device, and the blocks of the running designs.
+    blocks: Buf,
+    nblocks: usize,
+    ptrs: SlimPtrs,
+    /// The port kernels' pointers with the snapshot set as fields: the first step's samples.
+    snap: PortPtrs,
+    /// Planes per chunk, and the blocks resident at once.
+    len: usize,
+    resident: usize,
+}
+
 /// Steps of an on-chip sub-batch's launches at most (its sample and source
 /// buffers) and the energy checks one launch may span: several (`opts.onchip_checks`)
 /// where every job checks at the same interval and nothing of a job is kept
@@ -150,6 +167,7 @@ pub struct FdtdDevBatch<'a> {
     step_bytes: Vec<f64>,
     dft: Option<DevDft>,
     oc: Option<OcRun>,
+    slim: Option<SlimRun>,
     /// The source values of the chunk expected next (its first step, steps),
     /// computed while the device runs the current one (on-chip).
     g_next: Option<(usize, usize, Vec<f32>)>,
@@ -167,6 +185,7 @@ impl<'a> FdtdDevBatch<'a> {
         want_fields: bool,
         opts: CudaOptions,
         onchip: bool,
+        two_step: bool,
     ) -> Result<Self, EngineError> {
         let nd = ops.len();
         let fused = opts.scheme == Scheme::Fused;
@@ -356,10 +375,14 @@ impl<'a> FdtdDevBatch<'a> {
         };
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
         let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts, init.as_deref(), checks, &jobs)?) } else { None };
+        let slim = if two_step && !onchip && fused { Some(Self::slim_setup(dev, m, &ops, &plan, &opts, &pptrs[0])?) } else { None };
         // On-chip: the global traffic per step is the port samples (16 B a port); the
         // shared-memory traffic is modelled separately (stats.smem_bytes).
         let step_bytes = if onchip {
             ops.iter().enumerate().map(|(d, _)| 16.0 * plan.port_slot[d].iter().flatten().count() as f64).collect()
+        } else if slim.is_some() {
+            // Fields and materials once for two steps; the CPML memories on every step.
+            ops.iter().map(|o| o.len as f64 * 51.0 / 2.0 + batch::psi_elems(o) as f64 * 16.0).collect()
         } else {
             ops.iter().map(|o| batch::step_bytes(&[o], fused)).collect()
         };
@@ -391,9 +414,38 @@ impl<'a> FdtdDevBatch<'a> {
             step_bytes,
             dft,
             oc,
+            slim,
             g_next: None,
             stats: RunStats { zchunk, ..Default::default() },
         })
+    }
+
+    /// The two-step pass's tables, block table and snapshot set (every design slim: slim::fits).
+    fn slim_setup(dev: &mut dyn Device, m: usize, ops: &[&Operator], plan: &Plan, opts: &CudaOptions, pp: &PortPtrs) -> Result<SlimRun, EngineError> {
+        let resident = dev.resident_blocks_shared(m, abi::Kernel::Step2 as usize, abi::SLIM_NT as u32, slim::smem_bytes());
+        let len = opts.zchunk.unwrap_or_else(|| slim::choose_len(ops, resident)).max(2);
+        let sp = SlimPlan::new(plan, ops, len);
+        if opts.verbose {
+            for (op, ch) in ops.iter().zip(&sp.chunks) {
+                eprintln!("planner: two steps a pass, padded plane {}x{}, {} chunks along z of about {len} planes ({resident} blocks resident)", op.dims[0], op.dims[1], ch.len());
+            }
+        }
+        let blocks = dev.alloc(SlimPlan::max_table_len(ops).max(3) * 4)?;
+        let ti32 = |dev: &mut dyn Device, v: &[i32]| alloc_with(dev, v, 1);
+        let (dgrp, grp, src_item, tap) = (ti32(dev, &sp.dgrp)?, ti32(dev, &sp.grp)?, ti32(dev, &sp.src_item)?, ti32(dev, &sp.tap)?);
+        // The snapshot set: full-size arrays of which only the tapped positions are written and read.
+        let n = if sp.tap.is_empty() { 1 } else { plan.field_len };
+        let mut snap_e = [0; 3];
+        let mut snap_h = [0; 3];
+        for c in 0..3 {
+            snap_e[c] = dev.alloc(n * 4)?;
+            snap_h[c] = dev.alloc(n * 4)?;
+        }
+        let se = snap_e.map(|b| dev.ptr(b));
+        let sh = snap_h.map(|b| dev.ptr(b));
+        let ptrs = SlimPtrs { se, sh, blocks: dev.ptr(blocks), dgrp: dev.ptr(dgrp), grp: dev.ptr(grp), src_item: dev.ptr(src_item), tap: dev.ptr(tap) };
+        let snap = PortPtrs { e: se, h: sh, ..*pp };
+        Ok(SlimRun { plan: sp, blocks, nblocks: 0, ptrs, snap, len, resident })
     }
 
     /// Load the on-chip kernel and size its launch for these designs (each
@@ -459,6 +511,35 @@ impl<'a> FdtdDevBatch<'a> {
         let tiles = self.tile_dims(nb);
         let n_src = self.plan.src_design.len();
         let np = self.plan.ports.len();
+        if let Some(sl) = &self.slim {
+            // Two steps a pass; the first step's source and samples inside it (the
+            // samples from the snapshot set), the second's as after a one-step launch.
+            let mut s = 0;
+            while s < kk {
+                if s + 1 < kk {
+                    let si = s as i32;
+                    let dims = Dims::linear(sl.nblocks as u32, abi::SLIM_NT as u32);
+                    device::launch_shared(&mut *self.dev, m, abi::Kernel::Step2 as usize, dims, slim::smem_bytes(), &[&self.fptrs[cur], &self.pptrs[cur], &sl.ptrs, &si])?;
+                    if np > 0 {
+                        device::launch(&mut *self.dev, m, abi::Kernel::SamplePorts as usize, Dims::linear(np as u32, abi::SAMPLE_THREADS), &[&sl.snap, &si])?;
+                    }
+                    s += 1;
+                } else {
+                    device::launch(&mut *self.dev, m, abi::Kernel::Step as usize, tiles, &[&self.fptrs[cur]])?;
+                }
+                cur = 1 - cur;
+                let si = s as i32;
+                if n_src > 0 {
+                    let dims = Dims::linear((n_src as u32).div_ceil(abi::INJECT_THREADS), abi::INJECT_THREADS);
+                    device::launch(&mut *self.dev, m, abi::Kernel::Inject as usize, dims, &[&self.pptrs[cur], &si])?;
+                }
+                if np > 0 {
+                    device::launch(&mut *self.dev, m, abi::Kernel::SamplePorts as usize, Dims::linear(np as u32, abi::SAMPLE_THREADS), &[&self.pptrs[cur], &si])?;
+                }
+                s += 1;
+            }
+            return Ok(cur);
+        }
         for s in 0..kk {
             let si = s as i32;
             match self.opts.scheme {
@@ -544,6 +625,19 @@ impl Batch for FdtdDevBatch<'_> {
                 self.cur_zchunk = z;
             }
         }
+        if let Some(sl) = &mut self.slim {
+            if self.rechunk {
+                let live: Vec<&Operator> = (0..self.ops.len()).filter(|&d| running[d]).map(|d| self.ops[d]).collect();
+                let len = slim::choose_len(&live, sl.resident);
+                if len != sl.len {
+                    sl.plan.set_len(&self.ops, len);
+                    sl.len = len;
+                }
+            }
+            let t = sl.plan.block_table(running);
+            sl.nblocks = t.len() / 3;
+            upload(&mut *self.dev, sl.blocks, 0, &t)?;
+        }
         let (t, nlean) = self.plan.block_tables(running, self.opts.scheme == Scheme::Fused && self.opts.lean);
         self.nblocks = t.len() / 2;
         self.nlean = nlean;
@@ -584,7 +678,8 @@ impl Batch for FdtdDevBatch<'_> {
         let cur = self.cur;
         let fused = self.opts.scheme == Scheme::Fused;
         self.cur = match self.dev.chunk_begin([k as u64, cur as u64, self.nblocks as u64, 0, 0])? {
-            Chunk::Replayed if fused => cur ^ (k & 1),
+            // The field set flips once a launch: a two-step pass is one.
+            Chunk::Replayed if fused => cur ^ (if self.slim.is_some() { k / 2 + k % 2 } else { k } & 1),
             Chunk::Replayed => cur,
             Chunk::Direct => self.launch_steps(k, cur)?,
             Chunk::Recording => {
@@ -703,6 +798,7 @@ pub fn run_sub_batch(
     want_fields: bool,
     opts: &CudaOptions,
     onchip: bool,
+    two_step: bool,
 ) -> Result<(Vec<Result<JobRun, SimFailure>>, RunStats), EngineError> {
     let t0 = Instant::now();
     // Thin designs get a shorter tile of the same width (fused, adaptive).
@@ -710,7 +806,7 @@ pub fn run_sub_batch(
     let opts = CudaOptions { tile, ..opts.clone() };
     dev.set_graphs(opts.graphs);
     let nd = jobs.len();
-    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts, onchip);
+    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts, onchip, two_step);
     let setup_s = t0.elapsed().as_secs_f64();
     // The batch's buffers go back to the pool whether or not the run succeeded.
     let run = b.and_then(|mut b| {
@@ -723,7 +819,8 @@ pub fn run_sub_batch(
     released?;
     let wall_s = t0.elapsed().as_secs_f64();
     let (onchip_designs, streaming_designs) = if onchip { (nd, 0) } else { (0, nd) };
-    let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, onchip_designs, streaming_designs, ..stats };
+    let slim_designs = if two_step { nd } else { 0 };
+    let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, onchip_designs, streaming_designs, slim_designs, ..stats };
     Ok((res, st))
 }
 
@@ -744,7 +841,7 @@ pub fn run_share(
     let max_shared = if opts.path == PathChoice::Streaming { 0 } else { dev.max_shared() };
     let all: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
     let gstride = onchip_chunk(&all, opts, false).0.max(opts.trace_chunk);
-    let (mut on, mut off) = (vec![], vec![]);
+    let (mut on, mut off, mut two) = (vec![], vec![], vec![]);
     for &i in idx {
         let o = op(i)?;
         // Field DFT monitors are recorded by the streaming path's fdtd_dft kernel only.
@@ -766,10 +863,19 @@ pub fn run_share(
                 return Err(EngineError::Cuda(format!("--path onchip: design '{}' cannot run on-chip on {}: {why}", jobs[i].label, dev.describe())));
             }
             Err(why) => {
+                // Streaming: two steps a pass where the design is slim (fused scheme).
+                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i]) };
                 if opts.verbose {
-                    eprintln!("planner: {} ({} cells) streaming: {why}", jobs[i].label, jobs[i].mesh.cells());
+                    match &slim {
+                        Ok(()) => eprintln!("planner: {} ({} cells) streaming, two steps a pass: {why}", jobs[i].label, jobs[i].mesh.cells()),
+                        Err(w2) => eprintln!("planner: {} ({} cells) streaming: {why}; one step a pass: {w2}", jobs[i].label, jobs[i].mesh.cells()),
+                    }
                 }
-                off.push(i);
+                if slim.is_ok() {
+                    two.push(i);
+                } else {
+                    off.push(i);
+                }
             }
         }
     }
@@ -779,10 +885,12 @@ pub fn run_share(
     }
     let mut out = vec![];
     let mut st = RunStats::default();
-    for (group, onchip) in [(on, true), (off, false)] {
+    for (group, onchip, two_step) in [(on, true, false), (two, false, true), (off, false, false)] {
         let mut needs = vec![];
         for &i in &group {
-            needs.push(batch::device_bytes(op(i)?) + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
+            // Slim designs: the snapshot set of the first step's port taps (six full arrays).
+            let snap = if two_step { op(i)?.len * 24 } else { 0 };
+            needs.push(batch::device_bytes(op(i)?) + snap + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
         }
         let parts = batch::split_to_fit(&needs, budget).map_err(|k| batch::too_big(&jobs[group[k]].label, needs[k], &dev.describe(), budget))?;
         for part in parts {
@@ -793,12 +901,12 @@ pub fn run_share(
                 os.push(op(i)?);
             }
             let init_sub = init.map(|f| sub.iter().map(|&i| &f[i]).collect::<Vec<_>>());
-            let (res, s) = run_sub_batch(dev, js, os, init_sub, want_fields, opts, onchip)?;
+            let (res, s) = run_sub_batch(dev, js, os, init_sub, want_fields, opts, onchip, two_step)?;
             if opts.verbose {
                 eprintln!(
                     "sub-batch of {} designs {}: device {:.3} s, {:.2} Gcells/s",
                     sub.len(),
-                    if onchip { "on-chip" } else { "streaming" },
+                    if onchip { "on-chip" } else if two_step { "streaming, two steps a pass" } else { "streaming" },
                     s.kernel_s,
                     s.cell_updates / s.kernel_s.max(1e-12) / 1e9
                 );
@@ -818,6 +926,7 @@ pub fn run_share(
             st.smem_bytes += s.smem_bytes;
             st.block_steps += s.block_steps;
             st.lean_block_steps += s.lean_block_steps;
+            st.slim_designs += s.slim_designs;
             out.extend(sub.into_iter().zip(res));
         }
     }

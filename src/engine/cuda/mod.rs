@@ -16,6 +16,7 @@ pub mod dft;
 pub mod fdtd;
 pub mod onchip;
 pub mod options;
+pub mod slim;
 pub mod tlm;
 
 use std::path::Path;
@@ -160,6 +161,7 @@ impl CudaBackend {
                     "fdtd_inject" => abi::INJECT_THREADS,
                     "fdtd_sample_ports" => abi::SAMPLE_THREADS,
                     "fdtd_dft" => abi::DFT_THREADS,
+                    "fdtd_step2" => abi::SLIM_NT as u32,
                     _ => tile.threads() as u32,
                 };
                 out += &report_line(n, d.attrs(m, k, threads));
@@ -332,6 +334,7 @@ impl CudaBackend {
             st.smem_bytes += s.smem_bytes;
             st.block_steps += s.block_steps;
             st.lean_block_steps += s.lean_block_steps;
+            st.slim_designs += s.slim_designs;
             for (i, r) in res {
                 results[i] = Some(r);
             }

@@ -92,11 +92,16 @@ pub struct CudaOptions {
     /// slab into as few tile columns and rows as it can, so that more tiles
     /// take the lean step; Fixed([0, 0]) tiles from position 0.
     pub origin: Origin,
+    /// Fused scheme: designs whose padded xy plane fits one block (and need
+    /// no PMC, x/y CPML or field monitor: slim::fits) advance two steps a
+    /// pass (fdtd_step2, kernels/fdtd_slim.cuh) in sub-batches of their own.
+    /// Off: one step a pass for every design.
+    pub slim: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true }
     }
 }
 
@@ -134,4 +139,6 @@ pub struct RunStats {
     /// Streaming block-steps launched, and those on the lean kernel (kernels/fdtd_lean.cuh).
     pub block_steps: f64,
     pub lean_block_steps: f64,
+    /// Designs run two steps a pass (fdtd_step2), part of `streaming_designs`.
+    pub slim_designs: usize,
 }

@@ -145,6 +145,21 @@ impl Device for CudaDevice {
         per_sm as usize * self.sms as usize
     }
 
+    fn resident_blocks_shared(&mut self, m: usize, k: usize, threads: u32, shared: u32) -> usize {
+        use cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as MAXDYN;
+        let per_sm = self
+            .kernel(m, k)
+            .ok()
+            .and_then(|f| {
+                // The occupancy of more than 48 KiB needs the kernel's opt-in first.
+                f.set_attribute(MAXDYN, shared as i32).ok()?;
+                f.occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None).ok()
+            })
+            .unwrap_or(1)
+            .max(1);
+        per_sm as usize * self.sms as usize
+    }
+
     fn budget(&mut self) -> Result<usize, EngineError> {
         self.ctx.bind_to_thread().map_err(drv)?;
         let (free, total) = self.ctx.mem_get_info().map_err(drv)?;

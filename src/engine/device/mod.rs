@@ -93,6 +93,11 @@ pub trait Device: Send {
     fn attrs(&mut self, m: usize, k: usize, threads: u32) -> KernelAttrs;
     /// Blocks of kernel `k` of module `m` resident on the whole device at once.
     fn resident_blocks(&mut self, m: usize, k: usize, threads: u32) -> usize;
+    /// [`Device::resident_blocks`] of blocks with `shared` bytes of dynamic shared memory each.
+    fn resident_blocks_shared(&mut self, m: usize, k: usize, threads: u32, shared: u32) -> usize {
+        let _ = shared;
+        self.resident_blocks(m, k, threads)
+    }
     /// Bytes a batch may use (what is free, the pool counted as free, less a reserve).
     fn budget(&mut self) -> Result<usize, EngineError>;
     /// A zeroed buffer of at least `bytes` bytes.

@@ -274,6 +274,18 @@ pub fn fdtd_step(op: &Operator, f: &mut Fields) {
     fdtd_update_e(op, f);
 }
 
+/// Two whole steps, the first with the driven port's source `g` and the port
+/// sample (twin of the CUDA kernel `fdtd_step2`, the two-step pass of slim
+/// designs, which folds the first step's source and sample into the pass;
+/// the second step's source and sample are the usual fdtd_inject and
+/// fdtd_sample_ports after it).
+pub fn fdtd_step2(op: &Operator, f: &mut Fields, drive: usize, g: f64, traces: &mut [PortTrace]) {
+    fdtd_step(op, f);
+    fdtd_inject(op, f, drive, g);
+    fdtd_sample_ports(op, f, traces);
+    fdtd_step(op, f);
+}
+
 /// `k` whole steps from step `n` with the driven port's source and the port
 /// monitor, then the energy (twin of the on-chip CUDA kernel `fdtd_onchip`,
 /// which runs a chunk of the stepping loop in one launch and sums the energy
