@@ -47,7 +47,7 @@ grep -E "^\[tlm 256x2\]|^TLM CPU reference" "$OUT/check.log" | cut -c1-190
 grep -E "^\[tlm onchip 1024\]|^\[tlm onchip 512 x8 checks\]|^\[tlm onchip [0-9]+\] mixed" "$OUT/check.log" | cut -c1-190
 # --- end TLM
 grep -E "FAIL|error|panic" "$OUT/check.log" | cut -c1-240 | head -30
-grep -E "^\[fused 32x8 z=auto\]" "$OUT/check.log" | cut -c1-170
+grep -E "^\[fused 32x8 z=auto\]|^\[fused 32x8 z=auto one step a pass\]|two steps a pass" "$OUT/check.log" | cut -c1-170
 grep -E "^CPU reference|workers used|sub-batches|larger than" "$OUT/check.log" | cut -c1-200
 grep -E 'full\]' "$OUT/check.log" | head -3 | cut -c1-170
 # Shipped designs through the user's path (design -> jobs -> backend -> S-parameters).
@@ -128,7 +128,7 @@ if [ "${ACC_REFS:-0}" = 1 ]; then
 fi
 
 echo "== 3. benchmark"
-"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --lean both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
+"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --lean both --slim both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
 # Diagnostic: the same box with PEC walls instead of CPML (what the CPML costs the fused kernel).
 "$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml 0 \

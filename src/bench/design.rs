@@ -56,7 +56,7 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, slim: GraphsChoice, paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
     let origins = super::parse_origins(origins)?;
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
@@ -133,8 +133,10 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
             let leans = if p == PathChoice::Onchip { vec![true] } else { lean.values() };
             // The tiles' origin, too (the on-chip kernel has none).
             let origins = if p == PathChoice::Onchip { vec![Origin::Auto] } else { origins.clone() };
-            for (g, ln, org) in super::combos(graphs, &leans, &origins) {
-                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, ..Default::default() })?;
+            // Two steps a pass for the slim designs among those streaming, or one.
+            let slims = if p == PathChoice::Onchip { vec![true] } else { slim.values() };
+            for ((g, ln, org), sl) in super::combos(graphs, &leans, &origins).into_iter().flat_map(|c| slims.iter().map(move |&s| (c, s))) {
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, slim: sl, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.
                 let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {
@@ -146,7 +148,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
                 };
                 let st = be.last_stats();
                 let extra = format!(
-                    "; backend {:.2} s = setup {:.2} + stepping loop {:.2} (device busy {:.3} s = {:.2} Gcells/s, host waiting {:.2} s); {} on-chip, {} streaming",
+                    "; backend {:.2} s = setup {:.2} + stepping loop {:.2} (device busy {:.3} s = {:.2} Gcells/s, host waiting {:.2} s); {} on-chip, {} streaming ({} two steps a pass)",
                     st.wall_s,
                     st.setup_s,
                     st.loop_s,
@@ -154,11 +156,13 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
                     st.cell_updates / st.kernel_s / 1e9,
                     st.wait_s,
                     st.onchip_designs,
-                    st.streaming_designs
+                    st.streaming_designs,
+                    st.slim_designs
                 );
                 let what = if p == PathChoice::Onchip { format!("{threads} threads, {checks} checks a launch") } else if t == "auto" { "auto".to_string() } else if auto { format!("auto/{tile}") } else { tile.to_string() };
                 let what = if ln { what } else { format!("{what}, no lean step") };
                 let what = if org == Origin::Auto { what } else { format!("{what}, origin {org}") };
+                let what = if sl { what } else { format!("{what}, 1 step a pass") };
                 line(&format!("cuda [path {}, {what}, graphs {}]", p.name(), if g { "on" } else { "off" }), secs, upd, lo, hi, extra);
                 // Per path of the planner: device time, rate, modelled bytes per cell update and ceiling fraction.
                 let (on_s, on_u) = (st.onchip_kernel_s, st.onchip_cell_updates);

@@ -197,7 +197,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let engine = a.design_engine.map(crate::job::EngineKind::from);
         design::midpoint(path, engine, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, a.slim, &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {
