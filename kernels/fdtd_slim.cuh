@@ -247,7 +247,9 @@ extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2(FdtdPtrs P
             eA[2 * N + i] = e[2];
         }
         __syncthreads();
-        // The first step's source on plane j (cpu.rs fdtd_inject: E += coef g).
+        // The first step's source on plane j (cpu.rs fdtd_inject: E += coef g);
+        // groups below the chunk's first plane are passed over.
+        while (gs < ge && S.grp[3 * gs] < j) ++gs;
         if (gs < ge && S.grp[3 * gs] == j) {  // block-uniform
             const int f = S.grp[3 * gs + 1], c = S.grp[3 * gs + 2];
             for (int u = tid; u < c; u += N) {

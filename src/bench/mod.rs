@@ -105,6 +105,10 @@ pub struct BenchArgs {
     /// population (kernels/fdtd_slim.cuh): on, off (one step a pass), or both.
     #[arg(long, value_enum, default_value_t = GraphsChoice::On)]
     pub slim: GraphsChoice,
+    /// Fewest padded plane positions a design needs for the two-step pass
+    /// (default: half a block, slim::MIN_PLANE; 0: every slim design).
+    #[arg(long, default_value_t = crate::engine::cuda::slim::MIN_PLANE)]
+    pub slim_min_plane: usize,
     /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
     #[arg(long, value_delimiter = ',')]
     pub split_zchunks: Vec<usize>,
@@ -197,7 +201,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let engine = a.design_engine.map(crate::job::EngineKind::from);
         design::midpoint(path, engine, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, a.slim, &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, (a.slim, a.slim_min_plane), &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

@@ -155,6 +155,14 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.ports = vec![lumped("p", Axis::Z, [s(14, 7), 3, 3], 2)];
     v.push(j);
 
+    // A guide-like box with a lumped port along z over 6 planes (sources and
+    // taps on several planes: the two-step pass's chunks cut through them).
+    let nz = s(40, 28);
+    let mut j = base_job("pec x y, cpml z, lumped along z", [s(14, 10), s(12, 8), nz], 1e-3, [[Pec; 2], [Pec; 2], [Absorbing; 2]], [[0, 0], [0, 0], [s(8, 5), s(8, 5)]], (3e9, 12e9));
+    fill(&mut j, [0, 0, nz / 2 + 4], [s(5, 3), s(12, 8), nz / 2 + 6], 2);
+    j.ports = vec![lumped("p", Axis::Z, [s(7, 5), s(6, 4), nz / 2 - 4], 6)];
+    v.push(j);
+
     // 2D: one cell along z between PEC faces (E_z, H_x, H_y only), CPML along x and y,
     // a dielectric block and a lumped port along z.
     let mut j = base_job("2D: pec z, cpml x y, lumped", [s(30, 14), s(24, 12), 1], 1e-3, [[Absorbing; 2], [Absorbing; 2], [Pec; 2]], [[s(6, 4), s(5, 3)], [s(5, 3), s(6, 4)], [0, 0]], (3e9, 12e9));
@@ -528,26 +536,31 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     let c = cases(a.steps)?;
     let Cases { rjobs, init, rcpu, zjobs, zcpu } = &c;
     // (scheme, tile, zchunk, CUDA graphs, lean step, tile origin, two steps a
-    // pass for slim designs): the first tile also kernel by kernel, with every
-    // block on the general step, with every design's tiles shifted (a narrower
-    // first tile; batch::Origin), and with every design one step a pass.
+    // pass for slim designs from this many plane positions, None: off): the
+    // first tile also kernel by kernel, with every block on the general step,
+    // with every design's tiles shifted (a narrower first tile; batch::Origin),
+    // with every slim design two steps a pass (the 2.5D guides too: chunks of
+    // 5 planes) and with every design one step a pass.
     let mut variants = vec![];
     let auto = Origin::Auto;
+    let two = Some(cuda::slim::MIN_PLANE);
     for (k, &t) in tiles.iter().enumerate() {
-        variants.push((Scheme::Fused, t, None, true, true, auto, true));
+        variants.push((Scheme::Fused, t, None, true, true, auto, two));
         if k == 0 {
-            variants.push((Scheme::Fused, t, None, false, true, auto, true));
-            variants.push((Scheme::Fused, t, Some(5), true, true, auto, true));
-            variants.push((Scheme::Fused, t, None, true, false, auto, true));
-            variants.push((Scheme::Fused, t, None, true, true, Origin::Fixed([5, 3]), true));
-            variants.push((Scheme::Fused, t, None, true, true, auto, false));
-            variants.push((Scheme::Split, t, None, true, false, auto, true));
+            variants.push((Scheme::Fused, t, None, false, true, auto, two));
+            variants.push((Scheme::Fused, t, Some(5), true, true, auto, Some(0)));
+            variants.push((Scheme::Fused, t, None, true, false, auto, two));
+            variants.push((Scheme::Fused, t, None, true, true, Origin::Fixed([5, 3]), two));
+            variants.push((Scheme::Fused, t, None, true, true, auto, None));
+            variants.push((Scheme::Split, t, None, true, false, auto, two));
         }
     }
     let mut worst = 0.0f64;
     let mut bad = false;
-    for (scheme, tile, zchunk, graphs, lean, origin, slim) in variants {
-        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, slim, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
+    for (scheme, tile, zchunk, graphs, lean, origin, two_step) in variants {
+        let slim = two_step.is_some();
+        let slim_min_plane = two_step.unwrap_or(cuda::slim::MIN_PLANE);
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, slim, slim_min_plane, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
         let tag = format!(
             "[{} {} z={}{}{}{}{}]",
             scheme.name(),
@@ -556,7 +569,12 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
             if graphs { "" } else { " no graphs" },
             if lean || scheme == Scheme::Split { "" } else { " no lean" },
             if origin == auto { String::new() } else { format!(" origin {origin}") },
-            if slim || scheme == Scheme::Split { "" } else { " one step a pass" }
+            match two_step {
+                _ if scheme == Scheme::Split => "",
+                None => " one step a pass",
+                Some(0) => " every slim design two steps a pass",
+                Some(_) => "",
+            }
         );
         let g = be.run_jobs(&rjobs, Some(&init), true)?;
         let st = be.last_stats();

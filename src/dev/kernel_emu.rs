@@ -102,7 +102,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let scheme = if a.split { Scheme::Split } else { Scheme::Fused };
     anyhow::ensure!(path == PathChoice::Streaming || a.onchip_lib.is_some(), "--path {}: needs --onchip-lib", a.path);
     let origin = crate::engine::cuda::batch::Origin::parse(&a.origin).map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
-    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, slim: a.two_step, ..Default::default() };
+    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, slim: a.two_step, slim_min_plane: 0, ..Default::default() };
     let mut libs = vec![a.lib.as_path()];
     libs.extend(a.onchip_lib.as_deref());
     let be = CudaBackend::emulated(&libs, opts)?;

@@ -864,7 +864,7 @@ pub fn run_share(
             }
             Err(why) => {
                 // Streaming: two steps a pass where the design is slim (fused scheme).
-                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i]) };
+                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane) };
                 if opts.verbose {
                     match &slim {
                         Ok(()) => eprintln!("planner: {} ({} cells) streaming, two steps a pass: {why}", jobs[i].label, jobs[i].mesh.cells()),

@@ -97,11 +97,14 @@ pub struct CudaOptions {
     /// pass (fdtd_step2, kernels/fdtd_slim.cuh) in sub-batches of their own.
     /// Off: one step a pass for every design.
     pub slim: bool,
+    /// Fewest padded xy positions a design needs for the two-step pass
+    /// (slim::MIN_PLANE: half a block; 0 lets every slim design take it).
+    pub slim_min_plane: usize,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true, slim_min_plane: super::slim::MIN_PLANE }
     }
 }
 
