@@ -173,7 +173,7 @@ struct PortPtrs {
 // tv, ti: port voltage/current samples [port*tstride + step]
 
 // Tables of the two-step pass for slim designs (fdtd_step2, fdtd_slim.cuh;
-// built by batch.rs SlimPlan).
+// built by slim.rs SlimPlan).
 struct SlimPtrs {
     float* se[3];
     float* sh[3];

@@ -26,7 +26,7 @@
 // CPML (along z only: the host admits no PML along x or y, no PMC): the
 // memories are updated in place, level 0 then level 1 by the same thread.
 // The host keeps every chunk boundary b away from the slabs (b-2, b-1 and b
-// carry no CPML term: batch.rs slim_chunks), so no block recomputes a
+// carry no CPML term: slim.rs chunks), so no block recomputes a
 // position whose memory another block updates. psi_h: level 0 updates the
 // read set's array in place, level 1 writes psi_h_out (the set the next pass
 // reads, as after fdtd_step).
@@ -51,7 +51,7 @@
     float* sm = emv_sl_smem;
 #endif
 
-// Shared floats of one block (the host's batch.rs SLIM_SMEM_FLOATS): the
+// Shared floats of one block (the host's abi.rs SLIM_SMEM, in bytes): the
 // stages (E and H of the read set), level 0's H and E and level 1's H (two
 // planes each, by parity), the coefficient table.
 #define EMV_SL_FLOATS ((6 * EMV_SL_NS + 18) * EMV_SL_NT + 512)

@@ -543,16 +543,16 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     // 5 planes) and with every design one step a pass.
     let mut variants = vec![];
     let auto = Origin::Auto;
-    let two = Some(cuda::slim::MIN_PLANE);
+    let pass2 = Some(cuda::slim::MIN_PLANE);
     for (k, &t) in tiles.iter().enumerate() {
-        variants.push((Scheme::Fused, t, None, true, true, auto, two));
+        variants.push((Scheme::Fused, t, None, true, true, auto, pass2));
         if k == 0 {
-            variants.push((Scheme::Fused, t, None, false, true, auto, two));
+            variants.push((Scheme::Fused, t, None, false, true, auto, pass2));
             variants.push((Scheme::Fused, t, Some(5), true, true, auto, Some(0)));
-            variants.push((Scheme::Fused, t, None, true, false, auto, two));
-            variants.push((Scheme::Fused, t, None, true, true, Origin::Fixed([5, 3]), two));
+            variants.push((Scheme::Fused, t, None, true, false, auto, pass2));
+            variants.push((Scheme::Fused, t, None, true, true, Origin::Fixed([5, 3]), pass2));
             variants.push((Scheme::Fused, t, None, true, true, auto, None));
-            variants.push((Scheme::Split, t, None, true, false, auto, two));
+            variants.push((Scheme::Split, t, None, true, false, auto, pass2));
         }
     }
     let mut worst = 0.0f64;

@@ -4,6 +4,8 @@
 //! `fdtd_update_e`), then the driven ports' sources (`fdtd_inject`), the
 //! port monitor (`fdtd_sample_ports`) and the field DFT monitors
 //! (`fdtd_dft`, tables from [`super::dft`]); the energy (`fdtd_energy`) at checks.
+//! A sub-batch of slim designs ([`super::slim`]) advances two steps a launch
+//! (`fdtd_step2`, the first step's source and port taps folded in).
 //! Each design leaves the block table and the port kernels when it ends.
 //!
 //! The pieces: [`FdtdDevBatch::new`] allocates and uploads, `advance`
