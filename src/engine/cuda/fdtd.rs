@@ -56,6 +56,27 @@ pub fn module(tile: Tile) -> ModuleSpec {
     }
 }
 
+/// Which kernels a sub-batch runs (the planner's groups in [`run_share`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubPath {
+    /// One launch a step for the whole batch (`fdtd_step` or the split kernels).
+    Streaming,
+    /// Two steps a launch (`fdtd_step2`): every design slim (slim::fits).
+    TwoStep,
+    /// Many steps a launch, one block per design (`fdtd_onchip`).
+    Onchip,
+}
+
+impl SubPath {
+    fn name(self) -> &'static str {
+        match self {
+            SubPath::Streaming => "streaming",
+            SubPath::TwoStep => "streaming, two steps a pass",
+            SubPath::Onchip => "on-chip",
+        }
+    }
+}
+
 /// Result of one job with, on request, its final fields.
 pub struct JobRun {
     pub out: SimOutput,
@@ -186,9 +207,9 @@ impl<'a> FdtdDevBatch<'a> {
         init: Option<Vec<&Fields>>,
         want_fields: bool,
         opts: CudaOptions,
-        onchip: bool,
-        two_step: bool,
+        path: SubPath,
     ) -> Result<Self, EngineError> {
+        let (onchip, two_step) = (path == SubPath::Onchip, path == SubPath::TwoStep);
         let nd = ops.len();
         let fused = opts.scheme == Scheme::Fused;
         // The streaming kernels (not needed on-chip: no compile for a batch that runs there).
@@ -799,8 +820,7 @@ pub fn run_sub_batch(
     init: Option<Vec<&Fields>>,
     want_fields: bool,
     opts: &CudaOptions,
-    onchip: bool,
-    two_step: bool,
+    path: SubPath,
 ) -> Result<(Vec<Result<JobRun, SimFailure>>, RunStats), EngineError> {
     let t0 = Instant::now();
     // Thin designs get a shorter tile of the same width (fused, adaptive).
@@ -808,7 +828,7 @@ pub fn run_sub_batch(
     let opts = CudaOptions { tile, ..opts.clone() };
     dev.set_graphs(opts.graphs);
     let nd = jobs.len();
-    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts, onchip, two_step);
+    let b = FdtdDevBatch::new(dev, jobs, ops, init, want_fields, opts, path);
     let setup_s = t0.elapsed().as_secs_f64();
     // The batch's buffers go back to the pool whether or not the run succeeded.
     let run = b.and_then(|mut b| {
@@ -820,8 +840,8 @@ pub fn run_sub_batch(
     let (res, stats) = run?;
     released?;
     let wall_s = t0.elapsed().as_secs_f64();
-    let (onchip_designs, streaming_designs) = if onchip { (nd, 0) } else { (0, nd) };
-    let slim_designs = if two_step { nd } else { 0 };
+    let (onchip_designs, streaming_designs) = if path == SubPath::Onchip { (nd, 0) } else { (0, nd) };
+    let slim_designs = if path == SubPath::TwoStep { nd } else { 0 };
     let st = RunStats { setup_s, wall_s, loop_s: wall_s - setup_s, sub_batches: 1, gpus_used: 1, onchip_designs, streaming_designs, slim_designs, ..stats };
     Ok((res, st))
 }
@@ -887,11 +907,11 @@ pub fn run_share(
     }
     let mut out = vec![];
     let mut st = RunStats::default();
-    for (group, onchip, two_step) in [(on, true, false), (two, false, true), (off, false, false)] {
+    for (group, path) in [(on, SubPath::Onchip), (two, SubPath::TwoStep), (off, SubPath::Streaming)] {
         let mut needs = vec![];
         for &i in &group {
             // Slim designs: the snapshot set of the first step's port taps (six full arrays).
-            let snap = if two_step { op(i)?.len * 24 } else { 0 };
+            let snap = if path == SubPath::TwoStep { op(i)?.len * 24 } else { 0 };
             needs.push(batch::device_bytes(op(i)?) + snap + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
         }
         let parts = batch::split_to_fit(&needs, budget).map_err(|k| batch::too_big(&jobs[group[k]].label, needs[k], &dev.describe(), budget))?;
@@ -903,12 +923,12 @@ pub fn run_share(
                 os.push(op(i)?);
             }
             let init_sub = init.map(|f| sub.iter().map(|&i| &f[i]).collect::<Vec<_>>());
-            let (res, s) = run_sub_batch(dev, js, os, init_sub, want_fields, opts, onchip, two_step)?;
+            let (res, s) = run_sub_batch(dev, js, os, init_sub, want_fields, opts, path)?;
             if opts.verbose {
                 eprintln!(
                     "sub-batch of {} designs {}: device {:.3} s, {:.2} Gcells/s",
                     sub.len(),
-                    if onchip { "on-chip" } else if two_step { "streaming, two steps a pass" } else { "streaming" },
+                    path.name(),
                     s.kernel_s,
                     s.cell_updates / s.kernel_s.max(1e-12) / 1e9
                 );
