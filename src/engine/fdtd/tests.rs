@@ -593,3 +593,45 @@ fn energy_skipping_zero_samples_keeps_the_bits_of_every_sample_summed() {
         assert_eq!(cpu::fdtd_energy(&op, &zero).to_bits(), energy_every_sample(&op, &zero).to_bits());
     });
 }
+
+#[test]
+fn the_two_step_twin_is_two_steps_of_the_reference_loop() {
+    // cpu.rs fdtd_step2 (the twin of kernels/fdtd_slim.cuh) against the CPU
+    // batch's stepping loop: fields after 2 steps bit for bit, and the first
+    // step's port samples (its source added before they are taken).
+    // A lumped port: its source sits on the edges it samples, so the order counts.
+    let mut job = crate::dev::device_check::random_jobs(true, 4).into_iter().find(|j| j.label.contains("lumped along z")).unwrap();
+    job.stop = StopRule { decay_db: -1000.0, max_steps: 4, check_every: 4 };
+    // A source at its full height on the first steps (a covering pulse is still ~0 there).
+    job.pulse.f0 = 0.0;
+    job.pulse.tau = 1e-9;
+    job.pulse.t0 = 0.0;
+    let op = Operator::new(&job).unwrap();
+    let mut init = Fields::new(&op);
+    for c in 0..3 {
+        for (p, x) in init.e[c].iter_mut().enumerate() {
+            *x = ((p * 7 + c) % 13) as f32 * 1e-3;
+        }
+    }
+    // Reference: the CPU batch for 4 steps; then the same from init, the twin twice.
+    let mut fr = Fields::new(&op);
+    fr.e = init.e.clone();
+    let out = super::cpu_batch::run_from(&job, &op, &mut fr).unwrap();
+    let mut f = init;
+    let mut traces: Vec<PortTrace> = job.ports.iter().map(|_| PortTrace::default()).collect();
+    let g = |s: usize| job.pulse.value((s as f64 + 0.5) * op.dt);
+    for n in [0, 2] {
+        cpu::fdtd_step2(&op, &mut f, job.drive, g(n), &mut traces);
+        cpu::fdtd_inject(&op, &mut f, job.drive, g(n + 1));
+        cpu::fdtd_sample_ports(&op, &f, &mut traces);
+    }
+    for c in 0..3 {
+        assert!(f.e[c].iter().zip(&fr.e[c]).all(|(a, b)| a.to_bits() == b.to_bits()), "E{c}");
+        assert!(f.h[c].iter().zip(&fr.h[c]).all(|(a, b)| a.to_bits() == b.to_bits()), "H{c}");
+    }
+    for (t, r) in traces.iter().zip(&out.traces) {
+        assert_eq!(t.v, r.v);
+        assert_eq!(t.i, r.i);
+    }
+    assert!(traces[0].v.iter().any(|&v| v != 0.0), "the port saw the fields");
+}
