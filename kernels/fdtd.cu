@@ -56,9 +56,8 @@ struct Blk {
     int z1;
 };
 
-__device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
-    const int d = P.blocks[2 * blockIdx.x];
-    const int lb = P.blocks[2 * blockIdx.x + 1] & ~EMV_LEAN_FLAG;
+// Design d's layout into the registers of K (load_ctx; fdtd_step2).
+__device__ __forceinline__ void load_design(const FdtdPtrs& P, int d, Dctx& K) {
     const FdtdDesign* D = P.designs + d;
     K.D = D;
     K.off = D->off;
@@ -75,6 +74,13 @@ __device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
     K.pmc = D->pmc;
     K.db = D->db;
     K.psi_off = D->psi_off;
+}
+
+__device__ __forceinline__ void load_ctx(const FdtdPtrs& P, Dctx& K, Blk& B) {
+    const int d = P.blocks[2 * blockIdx.x];
+    const int lb = P.blocks[2 * blockIdx.x + 1] & ~EMV_LEAN_FLAG;
+    load_design(P, d, K);
+    const FdtdDesign* D = K.D;
     const int t0 = D->tiles[0];
     const int tpp = t0 * D->tiles[1];
     const int ch = lb / tpp;

@@ -146,23 +146,9 @@ extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2(FdtdPtrs P
     const int d = S.blocks[3 * blockIdx.x];
     const int z0 = S.blocks[3 * blockIdx.x + 1];
     const int z1 = S.blocks[3 * blockIdx.x + 2];
-    const FdtdDesign* D = P.designs + d;
     Dctx K;
-    K.D = D;
-    K.off = D->off;
-    for (int a = 0; a < 3; ++a) {
-        K.n[a] = D->n[a];
-        K.dims[a] = D->dims[a];
-        K.prof[a] = D->prof_off[a];
-        K.slab_n[a] = D->slab_n[a];
-        K.line[a] = D->line_off[a];
-    }
-    K.s1 = K.dims[0];
-    K.s2 = (long long)K.dims[0] * K.dims[1];
-    K.coef = D->coef_off;
-    K.pmc = 0;
-    K.db = D->db;
-    K.psi_off = D->psi_off;
+    load_design(P, d, K);  // K.pmc == 0: slim designs have no PMC face (slim::fits)
+    const FdtdDesign* D = K.D;
 
     const int tid = threadIdx.x;
     const int d0 = K.dims[0];

@@ -135,7 +135,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
             let origins = if p == PathChoice::Onchip { vec![Origin::Auto] } else { origins.clone() };
             // Two steps a pass for the slim designs among those streaming, or one.
             let slims = if p == PathChoice::Onchip { vec![true] } else { slim.values() };
-            for ((g, ln, org), sl) in super::combos(graphs, &leans, &origins).into_iter().flat_map(|c| slims.iter().map(move |&s| (c, s))) {
+            for (g, ln, org, sl) in super::combos(graphs, &leans, &origins, &slims) {
                 be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, slim: sl, slim_min_plane, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.

@@ -97,7 +97,7 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         for &(sc, t, adapt, zchunk) in &variants {
             let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
             let slims = if sc == Scheme::Fused && any_slim { a.slim.values() } else { vec![true] };
-            for ((g, lean, org), slim) in super::combos(a.graphs, &leans, &origins).into_iter().flat_map(|c| slims.iter().map(move |&s| (c, s))) {
+            for (g, lean, org, slim) in super::combos(a.graphs, &leans, &origins, &slims) {
                 be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, slim, slim_min_plane: a.slim_min_plane, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
                 be.run_batch(&make(2))?;

@@ -153,13 +153,15 @@ pub fn parse_origins(origins: &[String]) -> anyhow::Result<Vec<cuda::batch::Orig
     origins.iter().map(|o| cuda::batch::Origin::parse(o).map_err(|e| anyhow::anyhow!("--origin: {e}"))).collect()
 }
 
-/// Every (CUDA graphs, lean step, tile origin) combination a CUDA variant is timed with.
-pub fn combos(graphs: GraphsChoice, leans: &[bool], origins: &[cuda::batch::Origin]) -> Vec<(bool, bool, cuda::batch::Origin)> {
+/// Every (CUDA graphs, lean step, tile origin, two steps a pass) combination a CUDA variant is timed with.
+pub fn combos(graphs: GraphsChoice, leans: &[bool], origins: &[cuda::batch::Origin], slims: &[bool]) -> Vec<(bool, bool, cuda::batch::Origin, bool)> {
     let mut v = vec![];
     for g in graphs.values() {
         for &l in leans {
             for &o in origins {
-                v.push((g, l, o));
+                for &s in slims {
+                    v.push((g, l, o, s));
+                }
             }
         }
     }
