@@ -102,6 +102,7 @@ struct FdtdPtrs {
     float* psi_e;
     float* psi_h;
     float* psi_h_out;
+    float* psi_e_out;
     const FdtdDesign* designs;
     const int* blocks;
     const float* inv_e;
@@ -114,6 +115,8 @@ struct FdtdPtrs {
 // pe_*, ph_*:  CPML b, c, 1/kappa at E (node) and H (half-node) positions
 // slab_e/h:    slab number of a position along a PML axis, -1 outside the PML
 // psi_h_out:   CPML memory of H written by fdtd_step (ping-pong with psi_h)
+// psi_e_out:   CPML memory of E written by fdtd_step and the two-step passes
+//              (ping-pong with psi_e; the split kernels update psi_e in place)
 // blocks:      pairs (design, block within the design), one per thread block
 // inv_e/inv_h: per padded position along an axis, 1 / the dual spacing around
 //              the line (E side: the E update's H differences) and 1 / the

@@ -380,8 +380,8 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
 
 // ---------------------------------------------------------------------------
 // Fused step: H half step, PMC ghosts and E full step in one pass, reading
-// the set (e, h, psi_h) and writing (e_out, h_out, psi_h_out); psi_e is
-// updated in place (only its owner touches it).
+// the set (e, h, psi_e, psi_h) and writing (e_out, h_out, psi_e_out,
+// psi_h_out).
 //
 // Each block walks its z-chunk plane by plane. A pipeline of EMV_NS stages
 // in shared memory holds, per plane, E on the tile plus a one-cell ring and
@@ -987,18 +987,18 @@ extern "C" __global__ void __launch_bounds__(EMV_NT, EMV_MINB) fdtd_step(FdtdPtr
             const Prof& pz = pze;
             float e0 = eo0, e1 = eo1, e2 = eo2;
             if (i0) {
-                const float t1 = stretch_e<0, 1>(K, (h2 - sH[2][hy - 1][hx]) * py.id, py, v01, qx, qy, qz, P.psi_e);
-                const float t2 = stretch_e<0, 2>(K, (h1 - prev_y) * pz.id, pz, v02, qx, qy, qz, P.psi_e);
+                const float t1 = stretch_e<0, 1>(K, (h2 - sH[2][hy - 1][hx]) * py.id, py, v01, qx, qy, qz, P.psi_e_out);
+                const float t2 = stretch_e<0, 2>(K, (h1 - prev_y) * pz.id, pz, v02, qx, qy, qz, P.psi_e_out);
                 e0 = sCa[mc[0]] * eo0 + sCb[mc[0]] * (t1 - t2);
             }
             if (i1) {
-                const float t1 = stretch_e<1, 2>(K, (h0 - prev_x) * pz.id, pz, v12, qx, qy, qz, P.psi_e);
-                const float t2 = stretch_e<1, 0>(K, (h2 - sH[2][hy][hx - 1]) * px.id, px, v10, qx, qy, qz, P.psi_e);
+                const float t1 = stretch_e<1, 2>(K, (h0 - prev_x) * pz.id, pz, v12, qx, qy, qz, P.psi_e_out);
+                const float t2 = stretch_e<1, 0>(K, (h2 - sH[2][hy][hx - 1]) * px.id, px, v10, qx, qy, qz, P.psi_e_out);
                 e1 = sCa[mc[1]] * eo1 + sCb[mc[1]] * (t1 - t2);
             }
             if (i2) {
-                const float t1 = stretch_e<2, 0>(K, (h1 - sH[1][hy][hx - 1]) * px.id, px, v20, qx, qy, qz, P.psi_e);
-                const float t2 = stretch_e<2, 1>(K, (h0 - sH[0][hy - 1][hx]) * py.id, py, v21, qx, qy, qz, P.psi_e);
+                const float t1 = stretch_e<2, 0>(K, (h1 - sH[1][hy][hx - 1]) * px.id, px, v20, qx, qy, qz, P.psi_e_out);
+                const float t2 = stretch_e<2, 1>(K, (h0 - sH[0][hy - 1][hx]) * py.id, py, v21, qx, qy, qz, P.psi_e_out);
                 e2 = sCa[mc[2]] * eo2 + sCb[mc[2]] * (t1 - t2);
             }
             store_fields(P, p, e0, e1, e2, h0, h1, h2);
@@ -1159,3 +1159,4 @@ extern "C" __global__ void __launch_bounds__(EMV_DFT_THREADS) fdtd_dft(DftPtrs D
 }
 
 #include "fdtd_slim.cuh"
+#include "fdtd_wide.cuh"

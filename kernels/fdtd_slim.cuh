@@ -23,8 +23,9 @@
 // chunk above). Only level 1 of planes [z0, z1) is written, so blocks never
 // read what another block writes (ping-pong sets, as fdtd_step).
 //
-// CPML (along z only: the host admits no PML along x or y, no PMC): the
-// memories are updated in place, level 0 then level 1 by the same thread.
+// CPML (along z only: the host admits no PML along x or y, no PMC): level 0
+// updates psi_h in place and writes psi_e_out (from psi_e), level 1 updates
+// what level 0 wrote, by the same thread.
 // The host keeps every chunk boundary b away from the slabs (b-2, b-1 and b
 // carry no CPML term: slim.rs chunks), so no block recomputes a
 // position whose memory another block updates. psi_h: level 0 updates the
@@ -106,19 +107,20 @@ __device__ __forceinline__ void sl_h(const Dctx& K, int in, int q, int i, int d0
 // material bytes packed (E_x | E_y << 8 | E_z << 16); e_core's operands in order.
 __device__ __forceinline__ void sl_e(const Dctx& K, int in, int q, int i, int d0, const float* Hc, const float* Hp,
                                      const float* sCa, const float* sCb, int m, float ixe, float iye, const Prof& pz,
-                                     long long pxi, long long pyi, float* psi, bool own, float* e) {
+                                     long long pxi, long long pyi, const float* psi_in, float* psi_out, bool own,
+                                     float* e) {
     constexpr int N = EMV_SL_NT;
     if (e_in_z<0>(K, in, q)) {
         const int mm = m & 255;
         const float t1 = (Hc[2 * N + i] - Hc[2 * N + i - d0]) * iye;
         float t2 = (Hc[N + i] - Hp[N + i]) * pz.id;
-        t2 = sl_stretch(t2, pz, pxi, psi, psi, own);
+        t2 = sl_stretch(t2, pz, pxi, psi_in, psi_out, own);
         e[0] = sCa[mm] * e[0] + sCb[mm] * (t1 - t2);
     }
     if (e_in_z<1>(K, in, q)) {
         const int mm = (m >> 8) & 255;
         float t1 = (Hc[i] - Hp[i]) * pz.id;
-        t1 = sl_stretch(t1, pz, pyi, psi, psi, own);
+        t1 = sl_stretch(t1, pz, pyi, psi_in, psi_out, own);
         const float t2 = (Hc[2 * N + i] - Hc[2 * N + i - 1]) * ixe;
         e[1] = sCa[mm] * e[1] + sCb[mm] * (t1 - t2);
     }
@@ -226,7 +228,7 @@ extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2(FdtdPtrs P
             if (j >= z0 - 1) {
                 const long long sl = pe0.sl >= 0 ? (long long)pe0.sl * np + i : 0;
                 sl_e(K, v0 ? in : 0, j, i, d0, hA, sHA + ((j - 1) & 1) * 3 * N, sCa, sCb, m0, ixe, iye, pe0,
-                     po_ex + sl, po_ey + sl, P.psi_e, own0, e);
+                     po_ex + sl, po_ey + sl, P.psi_e, P.psi_e_out, own0, e);
             }
             eA[i] = e[0];
             eA[N + i] = e[1];
@@ -285,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2(FdtdPtrs P
                 float e1[3] = {Ec1[i], Ec1[N + i], Ec1[2 * N + i]};
                 const long long sl = pe1.sl >= 0 ? (long long)pe1.sl * np + i : 0;
                 sl_e(K, v1 ? in : 0, p, i, d0, hB, sHB + ((p - 1) & 1) * 3 * N, sCa, sCb, m1, ixe, iye, pe1,
-                     po_ex + sl, po_ey + sl, P.psi_e, true, e1);
+                     po_ex + sl, po_ey + sl, P.psi_e_out, P.psi_e_out, true, e1);
                 store_fields(P, K.off + p * s2 + i, e1[0], e1[1], e1[2], hB[i], hB[N + i], hB[2 * N + i]);
             }
         }

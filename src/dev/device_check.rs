@@ -170,7 +170,28 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.ports = vec![lumped("p", Axis::Z, [s(15, 7), s(12, 6), 0], 1)];
     v.push(j);
 
+    // Wide (the tiled two-step pass): CPML on every face, a dielectric block and
+    // a lumped port along y across the tiles' owned boundaries in x and y (the
+    // small plane, 42 x 26 padded, takes 2 x 2 tiles split at x = 21, y = 13).
+    let mut j = base_job("wide: cpml all faces, lumped across tiles", [s(70, 40), s(40, 24), s(24, 6)], 1e-3, [[Absorbing; 2]; 3], [[s(8, 4), s(8, 4)], [s(8, 4), s(8, 4)], [s(6, 2), s(6, 2)]], (3e9, 12e9));
+    fill(&mut j, [s(30, 17), s(15, 9), 0], [s(40, 24), s(26, 15), s(12, 3)], 2);
+    j.ports = vec![lumped("p", Axis::Y, [s(34, 20), s(18, 10), s(12, 3)], 4)];
+    v.push(j);
+    let wide = v.len() - 1;
+    // Wide with PEC walls: 3 x 3 tiles (the small plane, 64 x 30 padded), so that the
+    // middle ones away from the lumped port's planes take the lean form of the pass.
+    let mut j = base_job("wide: pec, dielectric, lean interior", [s(90, 62), s(60, 28), s(40, 16)], 1e-3, [[Pec; 2]; 3], [[0; 2]; 3], (3e9, 12e9));
+    fill(&mut j, [s(20, 15), s(20, 8), s(10, 4)], [s(60, 40), s(45, 20), s(30, 12)], 2);
+    j.ports = vec![lumped("p", Axis::Z, [s(10, 5), s(10, 5), s(4, 2)], 2)];
+    v.push(j);
+
     // Graded meshes: per-line spacings in every update, port and CPML term.
+    let mut j = graded(v[wide].clone(), 1.3);
+    j.label = "graded: wide, cpml all faces".into();
+    v.push(j);
+    let mut j = graded(v[wide + 1].clone(), 1.3);
+    j.label = "graded: wide, pec, lean interior".into();
+    v.push(j);
     let mut j = graded(v[1].clone(), 1.4);
     j.label = "graded: pmc x, pec y, cpml z, lumped".into();
     v.push(j);
@@ -540,7 +561,8 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     // first tile also kernel by kernel, with every block on the general step,
     // with every design's tiles shifted (a narrower first tile; batch::Origin),
     // with every slim design two steps a pass (the 2.5D guides too: chunks of
-    // 5 planes) and with every design one step a pass.
+    // 5 planes) and the wide designs too (CudaOptions::wide, off by default:
+    // tiled with a halo) and with every design one step a pass.
     let mut variants = vec![];
     let auto = Origin::Auto;
     let pass2 = Some(cuda::slim::MIN_PLANE);
@@ -560,7 +582,9 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     for (scheme, tile, zchunk, graphs, lean, origin, two_step) in variants {
         let slim = two_step.is_some();
         let slim_min_plane = two_step.unwrap_or(cuda::slim::MIN_PLANE);
-        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, slim, slim_min_plane, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
+        // Every slim design two steps a pass: the wide ones too.
+        let wide = two_step == Some(0);
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, slim, slim_min_plane, wide, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
         let tag = format!(
             "[{} {} z={}{}{}{}{}]",
             scheme.name(),
@@ -572,7 +596,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
             match two_step {
                 _ if scheme == Scheme::Split => "",
                 None => " one step a pass",
-                Some(0) => " every slim design two steps a pass",
+                Some(0) => " every slim and wide design two steps a pass",
                 Some(_) => "",
             }
         );

@@ -17,13 +17,15 @@ pub const CELL_CUH: &str = include_str!("../../../kernels/fdtd_cell.cuh");
 pub const LEAN_CUH: &str = include_str!("../../../kernels/fdtd_lean.cuh");
 /// `kernels/fdtd_slim.cuh`: the two-step pass of slim designs (included by fdtd.cu).
 pub const SLIM_CUH: &str = include_str!("../../../kernels/fdtd_slim.cuh");
+/// `kernels/fdtd_wide.cuh`: the two-step pass of wide designs (included by fdtd.cu).
+pub const WIDE_CUH: &str = include_str!("../../../kernels/fdtd_wide.cuh");
 /// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
 pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// `src` as NVRTC compiles it: the headers inlined.
 fn inline_headers(src: &str) -> String {
     // fdtd_lean.cuh first: it includes fdtd_cell.cuh (guarded, so twice is harmless).
-    src.replace("#include \"fdtd_slim.cuh\"", SLIM_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
+    src.replace("#include \"fdtd_slim.cuh\"", SLIM_CUH).replace("#include \"fdtd_wide.cuh\"", WIDE_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
 }
 
 /// The kernel source as NVRTC compiles it: the header inlined.
@@ -37,7 +39,7 @@ pub fn onchip_source() -> String {
 }
 
 /// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
-pub const KERNELS: [&str; 9] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2"];
+pub const KERNELS: [&str; 10] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2", "fdtd_step2w"];
 
 /// A kernel of `kernels/fdtd.cu` (index into [`KERNELS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,6 +53,7 @@ pub enum Kernel {
     Energy = 6,
     Dft = 7,
     Step2 = 8,
+    Step2w = 9,
 }
 
 /// Flag of a block-table entry's local block number (fdtd.cu `EMV_LEAN_FLAG`):
@@ -112,6 +115,7 @@ pub struct FdtdPtrs {
     pub psi_e: u64,
     pub psi_h: u64,
     pub psi_h_out: u64,
+    pub psi_e_out: u64,
     pub designs: u64,
     pub blocks: u64,
     pub inv_e: u64,
@@ -186,6 +190,11 @@ pub const SLIM_NT: usize = 512;
 pub const SLIM_NS: usize = 3;
 /// Dynamic shared memory of one `fdtd_step2` block (`EMV_SL_FLOATS` floats).
 pub const SLIM_SMEM: usize = ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4;
+/// Tile of `fdtd_step2w` with its halo (`EMV_WD_TX` x `EMV_WD_TY`, `SLIM_NT` threads).
+pub const WIDE_TX: usize = 32;
+pub const WIDE_TY: usize = 16;
+/// Dynamic shared memory of one `fdtd_step2w` block (`EMV_WD_FLOATS` floats).
+pub const WIDE_SMEM: usize = (((6 * SLIM_NS + 18) * SLIM_NT + 512) + 18 + 10 * (WIDE_TX + WIDE_TY) + 12 * SLIM_NT) * 4;
 
 /// One recorded component of a field DFT monitor (see `common.cuh`).
 #[repr(C)]
@@ -357,7 +366,7 @@ mod tests {
         check("FdtdDesign", layout!(FdtdDesign; off, psi_off, n, dims, tiles, zchunk, nchunks, coef_off, ncoef, pmc, prof_off, slab_n, db, line_off, zcut, zn, zlen, org));
         check(
             "FdtdPtrs",
-            layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, designs, blocks, inv_e, inv_h, rel_e, rel_h),
+            layout!(FdtdPtrs; e, h, e_out, h_out, mat, ca, cb, eps, pe_b, pe_c, pe_k, ph_b, ph_c, ph_k, slab_e, slab_h, psi_e, psi_h, psi_h_out, psi_e_out, designs, blocks, inv_e, inv_h, rel_e, rel_h),
         );
         check("FdtdPort", layout!(FdtdPort; dl, d_a, d_b, i_sign, design, kind, comp_e, comp_h, term_off, n_terms, mid, s_a, s_b, pad));
         check(
@@ -396,7 +405,7 @@ mod tests {
         all.sort();
         assert_eq!(
             all,
-            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_update_e", "fdtd_update_h"],
+            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_step2w", "fdtd_update_e", "fdtd_update_h"],
             "kernels found in kernels/*.cu"
         );
         for k in &all {
@@ -417,6 +426,13 @@ mod tests {
         assert!(SLIM_CUH.contains(&format!("#define EMV_SL_NS {SLIM_NS}\n")));
         assert!(SLIM_CUH.contains("#define EMV_SL_FLOATS ((6 * EMV_SL_NS + 18) * EMV_SL_NT + 512)"));
         assert_eq!(SLIM_SMEM, ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4);
+        assert!(WIDE_CUH.contains(&format!("#define EMV_WD_TX {WIDE_TX}\n")));
+        assert!(WIDE_CUH.contains(&format!("#define EMV_WD_TY {WIDE_TY}\n")));
+        assert_eq!(WIDE_TX * WIDE_TY, SLIM_NT, "one thread a tile position");
+        assert!(WIDE_CUH.contains("#define EMV_WD_FLOATS (EMV_SL_FLOATS + 18 + 10 * (EMV_WD_TX + EMV_WD_TY) + 12 * EMV_SL_NT)"));
+        assert_eq!(WIDE_SMEM, (SLIM_SMEM / 4 + 18 + 10 * (WIDE_TX + WIDE_TY) + 12 * SLIM_NT) * 4);
+        // Two blocks an SM (the launch bounds) fit the H100's 228 KB.
+        assert!(2 * (WIDE_SMEM + 1024) <= 228 * 1024);
     }
 
     #[test]

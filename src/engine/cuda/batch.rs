@@ -137,10 +137,11 @@ pub fn slab_count(op: &Operator, a: usize) -> Option<usize> {
     (s > 0).then_some(s)
 }
 
-/// Device bytes a design needs (two field sets, materials, CPML memories).
+/// Device bytes a design needs (two field sets, materials, CPML memories:
+/// two sets of psi_e and of psi_h, the fused step's ping-pong).
 pub fn device_bytes(op: &Operator) -> usize {
     let len = op.len.div_ceil(ALIGN) * ALIGN;
-    len * (2 * 6 * 4 + 3) + psi_elems(op) * 4 * 3 + 4096
+    len * (2 * 6 * 4 + 3) + psi_elems(op) * 4 * 4 + 4096
 }
 
 /// Bytes one step must move through device memory, per scheme (each input

@@ -100,11 +100,18 @@ pub struct CudaOptions {
     /// Fewest padded xy positions a design needs for the two-step pass
     /// (slim::MIN_PLANE: half a block; 0 lets every slim design take it).
     pub slim_min_plane: usize,
+    /// With `slim`: designs too wide for one block (or with CPML along x or
+    /// y) advance two steps a pass too, tiled with a halo (fdtd_step2w,
+    /// kernels/fdtd_wide.cuh). Off by default: on one H100 it ran slower than
+    /// one step a pass on every wide workload measured (docs/BENCHMARKS.md:
+    /// 256^3 CPML box 24.3 against 26.6 Gcells/s, PEC box 38.7 against 38.2,
+    /// the shipped patch and low-pass generations 1.5x and 1.2x the time).
+    pub wide: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true, slim_min_plane: super::slim::MIN_PLANE }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true, slim_min_plane: super::slim::MIN_PLANE, wide: false }
     }
 }
 
