@@ -39,11 +39,13 @@
 #define EMV_WD_TX 32
 #define EMV_WD_TY 16
 
-// Shared floats of one block (abi.rs WIDE_SMEM): fdtd_step2's layout, the
+// Threads of a block (one a tile position) and shared floats of one block
+// (abi.rs WIDE_NT, WIDE_SMEM): fdtd_step2's layout for WIDE_NT positions, the
 // design's 9 psi offsets (18 floats, 8-byte aligned), the x profiles of the
 // tile's columns and the y profiles of its rows (E side, H side; 5 words a
 // Prof), level 0's H memories [2][6][N].
-#define EMV_WD_FLOATS (EMV_SL_FLOATS + 18 + 10 * (EMV_WD_TX + EMV_WD_TY) + 12 * EMV_SL_NT)
+#define EMV_WD_NT (EMV_WD_TX * EMV_WD_TY)
+#define EMV_WD_FLOATS ((6 * EMV_SL_NS + 18) * EMV_WD_NT + 512 + 18 + 10 * (EMV_WD_TX + EMV_WD_TY) + 12 * EMV_WD_NT)
 
 // Whether padded position q along axis a lies in the CPML (E or H side).
 __device__ __forceinline__ bool wd_in_slab(const FdtdPtrs& P, const Dctx& K, int a, int q) {
@@ -91,7 +93,7 @@ __device__ __forceinline__ void wd_h(const Dctx& K, int in, int qx, int qy, int 
                                      const float* En, const float* Ho, float ix, float iy, const Prof* px,
                                      const Prof* py, const Prof& pz, float* sm, const float* psi_in, float* psi_out,
                                      float* hn) {
-    constexpr int N = EMV_SL_NT;
+    constexpr int N = EMV_WD_NT;
     float h0 = 0.f, h1 = 0.f, h2 = 0.f;
     if (h_in_z<0>(K, in, q)) {
         float t1 = (Ec[2 * N + i + W] - Ec[2 * N + i]) * (XY ? py->id : iy);
@@ -129,7 +131,7 @@ __device__ __forceinline__ void wd_e(const Dctx& K, int in, int qx, int qy, int 
                                      const float* Hp, const float* sCa, const float* sCb, int m, float ix, float iy,
                                      const Prof* px, const Prof* py, const Prof& pz, const float* psi_in,
                                      float* psi_out, float* e) {
-    constexpr int N = EMV_SL_NT;
+    constexpr int N = EMV_WD_NT;
     if (e_in_z<0>(K, in, q)) {
         const int mm = m & 255;
         float t1 = (Hc[2 * N + i] - Hc[2 * N + i - W]) * (XY ? py->id : iy);
@@ -164,7 +166,7 @@ __device__ __forceinline__ void wd_e(const Dctx& K, int in, int qx, int qy, int 
 // Operands and order as wd_h and wd_e (stretch() passes t through there).
 __device__ __forceinline__ void wd_h_lean(const Dctx& K, int i, int W, const float* Ec, const float* En,
                                           const float* Ho, float ix, float iy, float iz, float* hn) {
-    constexpr int N = EMV_SL_NT;
+    constexpr int N = EMV_WD_NT;
     hn[i] = Ho[i] - K.db * ((Ec[2 * N + i + W] - Ec[2 * N + i]) * iy - (En[N + i] - Ec[N + i]) * iz);
     hn[N + i] = Ho[N + i] - K.db * ((En[i] - Ec[i]) * iz - (Ec[2 * N + i + 1] - Ec[2 * N + i]) * ix);
     hn[2 * N + i] = Ho[2 * N + i] - K.db * ((Ec[N + i + 1] - Ec[N + i]) * ix - (Ec[i + W] - Ec[i]) * iy);
@@ -172,7 +174,7 @@ __device__ __forceinline__ void wd_h_lean(const Dctx& K, int i, int W, const flo
 
 __device__ __forceinline__ void wd_e_lean(int i, int W, const float* Hc, const float* Hp, const float* sCa,
                                           const float* sCb, int m, float ix, float iy, float iz, float* e) {
-    constexpr int N = EMV_SL_NT;
+    constexpr int N = EMV_WD_NT;
     int mm = m & 255;
     e[0] = sCa[mm] * e[0] + sCb[mm] * ((Hc[2 * N + i] - Hc[2 * N + i - W]) * iy - (Hc[N + i] - Hp[N + i]) * iz);
     mm = (m >> 8) & 255;
@@ -186,8 +188,8 @@ __device__ __forceinline__ void wd_e_lean(int i, int W, const float* Hc, const f
 // S.blocks[6b+2]) in padded positions, planes [S.blocks[6b+3], S.blocks[6b+4]),
 // tile width | height << 16 | lean << 30 in S.blocks[6b+5] (lean: the block
 // takes wd_h_lean and wd_e_lean).
-extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2w(FdtdPtrs P, PortPtrs Q, SlimPtrs S, int step) {
-    constexpr int N = EMV_SL_NT;
+extern "C" __global__ void __launch_bounds__(EMV_WD_NT, 1024 / EMV_WD_NT) fdtd_step2w(FdtdPtrs P, PortPtrs Q, SlimPtrs S, int step) {
+    constexpr int N = EMV_WD_NT;
     constexpr int NS = EMV_SL_NS;
     EMV_SL_SMEM
     float* sSt = sm;                  // [NS][6][N]: E x,y,z then H x,y,z of a read-set tile plane

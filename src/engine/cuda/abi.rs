@@ -190,11 +190,12 @@ pub const SLIM_NT: usize = 512;
 pub const SLIM_NS: usize = 3;
 /// Dynamic shared memory of one `fdtd_step2` block (`EMV_SL_FLOATS` floats).
 pub const SLIM_SMEM: usize = ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4;
-/// Tile of `fdtd_step2w` with its halo (`EMV_WD_TX` x `EMV_WD_TY`, `SLIM_NT` threads).
+/// Tile of `fdtd_step2w` with its halo (`EMV_WD_TX` x `EMV_WD_TY`), one thread a position.
 pub const WIDE_TX: usize = 32;
 pub const WIDE_TY: usize = 16;
+pub const WIDE_NT: usize = WIDE_TX * WIDE_TY;
 /// Dynamic shared memory of one `fdtd_step2w` block (`EMV_WD_FLOATS` floats).
-pub const WIDE_SMEM: usize = (((6 * SLIM_NS + 18) * SLIM_NT + 512) + 18 + 10 * (WIDE_TX + WIDE_TY) + 12 * SLIM_NT) * 4;
+pub const WIDE_SMEM: usize = ((6 * SLIM_NS + 18) * WIDE_NT + 512 + 18 + 10 * (WIDE_TX + WIDE_TY) + 12 * WIDE_NT) * 4;
 
 /// One recorded component of a field DFT monitor (see `common.cuh`).
 #[repr(C)]
@@ -428,11 +429,11 @@ mod tests {
         assert_eq!(SLIM_SMEM, ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4);
         assert!(WIDE_CUH.contains(&format!("#define EMV_WD_TX {WIDE_TX}\n")));
         assert!(WIDE_CUH.contains(&format!("#define EMV_WD_TY {WIDE_TY}\n")));
-        assert_eq!(WIDE_TX * WIDE_TY, SLIM_NT, "one thread a tile position");
-        assert!(WIDE_CUH.contains("#define EMV_WD_FLOATS (EMV_SL_FLOATS + 18 + 10 * (EMV_WD_TX + EMV_WD_TY) + 12 * EMV_SL_NT)"));
-        assert_eq!(WIDE_SMEM, (SLIM_SMEM / 4 + 18 + 10 * (WIDE_TX + WIDE_TY) + 12 * SLIM_NT) * 4);
-        // Two blocks an SM (the launch bounds) fit the H100's 228 KB.
-        assert!(2 * (WIDE_SMEM + 1024) <= 228 * 1024);
+        assert!(WIDE_CUH.contains("#define EMV_WD_NT (EMV_WD_TX * EMV_WD_TY)"));
+        assert!(WIDE_CUH.contains("#define EMV_WD_FLOATS ((6 * EMV_SL_NS + 18) * EMV_WD_NT + 512 + 18 + 10 * (EMV_WD_TX + EMV_WD_TY) + 12 * EMV_WD_NT)"));
+        assert!(WIDE_CUH.contains("__launch_bounds__(EMV_WD_NT, 1024 / EMV_WD_NT)"));
+        // The blocks an SM the launch bounds ask for fit the H100's 228 KB.
+        assert!((1024 / WIDE_NT) * (WIDE_SMEM + 1024) <= 228 * 1024);
     }
 
     #[test]

@@ -461,7 +461,7 @@ impl<'a> FdtdDevBatch<'a> {
     /// The two-step passes' tables, block tables and snapshot set (every design takes one: slim::fits).
     fn slim_setup(dev: &mut dyn Device, m: usize, ops: &[&Operator], plan: &Plan, opts: &CudaOptions, pp: &PortPtrs) -> Result<SlimRun, EngineError> {
         let resident = dev.resident_blocks_shared(m, abi::Kernel::Step2 as usize, abi::SLIM_NT as u32, slim::smem_bytes());
-        let wresident = dev.resident_blocks_shared(m, abi::Kernel::Step2w as usize, abi::SLIM_NT as u32, slim::wide_smem_bytes());
+        let wresident = dev.resident_blocks_shared(m, abi::Kernel::Step2w as usize, abi::WIDE_NT as u32, slim::wide_smem_bytes());
         let (so, wo): (Vec<&Operator>, Vec<&Operator>) = ops.iter().partition(|o| slim::is_slim(o));
         let len = opts.zchunk.unwrap_or_else(|| slim::choose_len(&so, resident)).max(2);
         let wlen = opts.zchunk.unwrap_or_else(|| slim::choose_wide_len(&wo, wresident)).max(2);
@@ -572,7 +572,7 @@ impl<'a> FdtdDevBatch<'a> {
                         device::launch_shared(&mut *self.dev, m, abi::Kernel::Step2 as usize, dims, slim::smem_bytes(), &[&self.fptrs[cur], &self.pptrs[cur], &sl.ptrs, &si])?;
                     }
                     if sl.nwblocks > 0 {
-                        let dims = Dims::linear(sl.nwblocks as u32, abi::SLIM_NT as u32);
+                        let dims = Dims::linear(sl.nwblocks as u32, abi::WIDE_NT as u32);
                         device::launch_shared(&mut *self.dev, m, abi::Kernel::Step2w as usize, dims, slim::wide_smem_bytes(), &[&self.fptrs[cur], &self.pptrs[cur], &sl.wptrs, &si])?;
                     }
                     if np > 0 {

@@ -161,7 +161,8 @@ impl CudaBackend {
                     "fdtd_inject" => abi::INJECT_THREADS,
                     "fdtd_sample_ports" => abi::SAMPLE_THREADS,
                     "fdtd_dft" => abi::DFT_THREADS,
-                    "fdtd_step2" | "fdtd_step2w" => abi::SLIM_NT as u32,
+                    "fdtd_step2" => abi::SLIM_NT as u32,
+                    "fdtd_step2w" => abi::WIDE_NT as u32,
                     _ => tile.threads() as u32,
                 };
                 out += &report_line(n, d.attrs(m, k, threads));
