@@ -740,7 +740,10 @@ impl Batch for FdtdDevBatch<'_> {
         }
         let cur = self.cur;
         let fused = self.opts.scheme == Scheme::Fused;
-        self.cur = match self.dev.chunk_begin([k as u64, cur as u64, self.nblocks as u64, 0, 0])? {
+        // The two-step passes' block counts too: two sets of running designs may give the
+        // one-step table the same length and the passes' tables different ones.
+        let (ns, nw) = self.slim.as_ref().map_or((0, 0), |s| (s.nblocks as u64, s.nwblocks as u64));
+        self.cur = match self.dev.chunk_begin([k as u64, cur as u64, self.nblocks as u64, ns, nw])? {
             // The field set flips once a launch: a two-step pass is one.
             Chunk::Replayed if fused => cur ^ (if self.slim.is_some() { k / 2 + k % 2 } else { k } & 1),
             Chunk::Replayed => cur,
