@@ -59,6 +59,40 @@
 
 __device__ __forceinline__ int sl_slot(int p) { return ((p % EMV_SL_NS) + EMV_SL_NS) % EMV_SL_NS; }
 
+// Copies of one read-set plane's E and H at element g of the pools into
+// stage st ([6][n], at the thread's slot tid; zeros when !ok), one group.
+// Shared by fdtd_step2 and fdtd_step2w (fdtd_wide.cuh).
+__device__ __forceinline__ void sl_issue(const FdtdPtrs& P, float* st, long long g, bool ok, int tid, int n) {
+    cp4(st + tid, P.e[0] + g, ok);
+    cp4(st + n + tid, P.e[1] + g, ok);
+    cp4(st + 2 * n + tid, P.e[2] + g, ok);
+    cp4(st + 3 * n + tid, P.h[0] + g, ok);
+    cp4(st + 4 * n + tid, P.h[1] + g, ok);
+    cp4(st + 5 * n + tid, P.h[2] + g, ok);
+    cp_commit();
+}
+
+// The design's coefficient table into shared memory (nt threads).
+__device__ __forceinline__ void sl_coefs(const FdtdPtrs& P, const Dctx& K, float* sCa, float* sCb, int tid, int nt) {
+    for (int t = tid; t < K.D->ncoef; t += nt) {
+        sCa[t] = P.ca[K.coef + t];
+        sCb[t] = P.cb[K.coef + t];
+    }
+}
+
+// One item of the snapshot set: field fld (0..2: E x,y,z; 3..5: H x,y,z) of
+// level 0 at index li of the plane arrays eA, hA ([3][n]), to element g of S.se / S.sh.
+__device__ __forceinline__ void sl_snap(const SlimPtrs& S, const float* eA, const float* hA, int fld, int li,
+                                        long long g, int n) {
+    if (fld < 3) {
+        const float v = eA[fld * n + li];
+        if (fld == 0) S.se[0][g] = v; else if (fld == 1) S.se[1][g] = v; else S.se[2][g] = v;
+    } else {
+        const float v = hA[(fld - 3) * n + li];
+        if (fld == 3) S.sh[0][g] = v; else if (fld == 4) S.sh[1][g] = v; else S.sh[2][g] = v;
+    }
+}
+
 // The z profile of plane q on one side (prof_at along z; no dependent loads).
 __device__ __forceinline__ Prof sl_prof(const FdtdPtrs& P, const Dctx& K, int q, bool e_side) {
     return prof_at(P, K, 2, q, e_side);
@@ -150,7 +184,6 @@ extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2(FdtdPtrs P
     const int z1 = S.blocks[3 * blockIdx.x + 2];
     Dctx K;
     load_design(P, d, K);  // K.pmc == 0: slim designs have no PMC face (slim::fits)
-    const FdtdDesign* D = K.D;
 
     const int tid = threadIdx.x;
     const int d0 = K.dims[0];
@@ -164,24 +197,12 @@ extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2(FdtdPtrs P
 
     // Copies of read-set plane p (zeros outside the array and past z1+1, the last plane read).
     auto issue = [&](int p) {
-        float* st = sSt + sl_slot(p) * 6 * N;
         const bool ok = mine && p >= 0 && p < nz && p <= z1 + 1;
-        const long long g = ok ? K.off + p * s2 + i : 0;
-        cp4(st + tid, P.e[0] + g, ok);
-        cp4(st + N + tid, P.e[1] + g, ok);
-        cp4(st + 2 * N + tid, P.e[2] + g, ok);
-        cp4(st + 3 * N + tid, P.h[0] + g, ok);
-        cp4(st + 4 * N + tid, P.h[1] + g, ok);
-        cp4(st + 5 * N + tid, P.h[2] + g, ok);
-        cp_commit();
+        sl_issue(P, sSt + sl_slot(p) * 6 * N, ok ? K.off + p * s2 + i : 0, ok, tid, N);
     };
     const int js = z0 - 2;
     for (int k = 0; k < NS; ++k) issue(js + k);
-
-    for (int t = tid; t < D->ncoef; t += N) {
-        sCa[t] = P.ca[K.coef + t];
-        sCb[t] = P.cb[K.coef + t];
-    }
+    sl_coefs(P, K, sCa, sCb, tid, N);
     int in = 0, cnt, face;
     classify<0>(K, qx, qy, in, cnt, face);
     classify<1>(K, qx, qy, in, cnt, face);
@@ -256,15 +277,7 @@ extern "C" __global__ void __launch_bounds__(EMV_SL_NT, 2) fdtd_step2(FdtdPtrs P
                 for (int u = tid; u < c; u += N) {
                     const int fld = S.tap[2 * (f + u)];
                     const int idx = S.tap[2 * (f + u) + 1];
-                    const int xy = idx - j * (int)s2;
-                    const long long g = K.off + idx;
-                    if (fld < 3) {
-                        const float v = eA[fld * N + xy];
-                        if (fld == 0) S.se[0][g] = v; else if (fld == 1) S.se[1][g] = v; else S.se[2][g] = v;
-                    } else {
-                        const float v = hA[(fld - 3) * N + xy];
-                        if (fld == 3) S.sh[0][g] = v; else if (fld == 4) S.sh[1][g] = v; else S.sh[2][g] = v;
-                    }
+                    sl_snap(S, eA, hA, fld, idx - j * (int)s2, K.off + idx, N);
                 }
             }
             ++ts;

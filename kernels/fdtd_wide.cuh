@@ -70,18 +70,6 @@ __device__ __forceinline__ float wd_sh(const Dctx& K, float t, const Prof& pr, i
     return t * pr.k + s;
 }
 
-// stretch() of E_C along A: the memory read from psi_in, stored to psi_out
-// when psi_out is not null.
-template <int C, int A>
-__device__ __forceinline__ float wd_se(const Dctx& K, float t, const Prof& pr, int qx, int qy, int qz,
-                                       const float* psi_in, float* psi_out) {
-    if (pr.sl < 0) return t;
-    const long long x = psi_index<C, A>(K, pr.sl, qx, qy, qz);
-    const float s = pr.b * psi_in[x] + pr.c * t;
-    if (psi_out) psi_out[x] = s;
-    return t * pr.k + s;
-}
-
 // New H of the thread's position (tile index i, row pitch W) at plane q from
 // E of planes q (Ec) and q+1 (En) and the old H (Ho), each [3][N]; px, py:
 // the H-side profiles in shared memory, read only when XY (the position lies
@@ -136,16 +124,16 @@ __device__ __forceinline__ void wd_e(const Dctx& K, int in, int qx, int qy, int 
         const int mm = m & 255;
         float t1 = (Hc[2 * N + i] - Hc[2 * N + i - W]) * (XY ? py->id : iy);
         float t2 = (Hc[N + i] - Hp[N + i]) * pz.id;
-        if (XY) t1 = wd_se<0, 1>(K, t1, *py, qx, qy, q, psi_in, psi_out);
-        t2 = wd_se<0, 2>(K, t2, pz, qx, qy, q, psi_in, psi_out);
+        if (XY) t1 = stretch<0, 1>(K, t1, *py, qx, qy, q, psi_in, psi_out);
+        t2 = stretch<0, 2>(K, t2, pz, qx, qy, q, psi_in, psi_out);
         e[0] = sCa[mm] * e[0] + sCb[mm] * (t1 - t2);
     }
     if (e_in_z<1>(K, in, q)) {
         const int mm = (m >> 8) & 255;
         float t1 = (Hc[i] - Hp[i]) * pz.id;
         float t2 = (Hc[2 * N + i] - Hc[2 * N + i - 1]) * (XY ? px->id : ix);
-        t1 = wd_se<1, 2>(K, t1, pz, qx, qy, q, psi_in, psi_out);
-        if (XY) t2 = wd_se<1, 0>(K, t2, *px, qx, qy, q, psi_in, psi_out);
+        t1 = stretch<1, 2>(K, t1, pz, qx, qy, q, psi_in, psi_out);
+        if (XY) t2 = stretch<1, 0>(K, t2, *px, qx, qy, q, psi_in, psi_out);
         e[1] = sCa[mm] * e[1] + sCb[mm] * (t1 - t2);
     }
     if (e_in_z<2>(K, in, q)) {
@@ -153,8 +141,8 @@ __device__ __forceinline__ void wd_e(const Dctx& K, int in, int qx, int qy, int 
         float t1 = (Hc[N + i] - Hc[N + i - 1]) * (XY ? px->id : ix);
         float t2 = (Hc[i] - Hc[i - W]) * (XY ? py->id : iy);
         if (XY) {
-            t1 = wd_se<2, 0>(K, t1, *px, qx, qy, q, psi_in, psi_out);
-            t2 = wd_se<2, 1>(K, t2, *py, qx, qy, q, psi_in, psi_out);
+            t1 = stretch<2, 0>(K, t1, *px, qx, qy, q, psi_in, psi_out);
+            t2 = stretch<2, 1>(K, t2, *py, qx, qy, q, psi_in, psi_out);
         }
         e[2] = sCa[mm] * e[2] + sCb[mm] * (t1 - t2);
     }
@@ -230,24 +218,12 @@ extern "C" __global__ void __launch_bounds__(EMV_WD_NT, 1024 / EMV_WD_NT) fdtd_s
     const long long s2 = K.s2;
 
     auto issue = [&](int p) {
-        float* st = sSt + sl_slot(p) * 6 * N;
         const bool ok = mine && p >= 0 && p < nz && p <= z1 + 1;
-        const long long g = ok ? K.off + p * s2 + xy : 0;
-        cp4(st + tid, P.e[0] + g, ok);
-        cp4(st + N + tid, P.e[1] + g, ok);
-        cp4(st + 2 * N + tid, P.e[2] + g, ok);
-        cp4(st + 3 * N + tid, P.h[0] + g, ok);
-        cp4(st + 4 * N + tid, P.h[1] + g, ok);
-        cp4(st + 5 * N + tid, P.h[2] + g, ok);
-        cp_commit();
+        sl_issue(P, sSt + sl_slot(p) * 6 * N, ok ? K.off + p * s2 + xy : 0, ok, tid, N);
     };
     const int js = z0 - 2;
     for (int k = 0; k < NS; ++k) issue(js + k);
-
-    for (int t = tid; t < D->ncoef; t += N) {
-        sCa[t] = P.ca[K.coef + t];
-        sCb[t] = P.cb[K.coef + t];
-    }
+    sl_coefs(P, K, sCa, sCb, tid, N);
     if (tid < 9) sPo[tid] = D->psi_off[tid];
     for (int t = tid; t < 2 * (EMV_WD_TX + EMV_WD_TY); t += N) {
         const int side = t & 1;  // 0: E, 1: H
@@ -350,15 +326,7 @@ extern "C" __global__ void __launch_bounds__(EMV_WD_NT, 1024 / EMV_WD_NT) fdtd_s
                     const int txy = idx - j * (int)s2;
                     const int gx = txy % d0, gy = txy / d0;
                     if (gx >= ox0 && gx < ox1 && gy >= oy0 && gy < oy1) {
-                        const int li = (gx - X0) + (gy - Y0) * W;
-                        const long long g = K.off + idx;
-                        if (fld < 3) {
-                            const float v = eA[fld * N + li];
-                            if (fld == 0) S.se[0][g] = v; else if (fld == 1) S.se[1][g] = v; else S.se[2][g] = v;
-                        } else {
-                            const float v = hA[(fld - 3) * N + li];
-                            if (fld == 3) S.sh[0][g] = v; else if (fld == 4) S.sh[1][g] = v; else S.sh[2][g] = v;
-                        }
+                        sl_snap(S, eA, hA, fld, (gx - X0) + (gy - Y0) * W, K.off + idx, N);
                     }
                 }
             }
