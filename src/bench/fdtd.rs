@@ -93,7 +93,7 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         let refs: Vec<&Operator> = ops.iter().collect();
         // Two steps a pass or one: timed both ways only where a design could take it.
         let jobs1 = make(1);
-        let any_slim = ops.iter().zip(&jobs1).any(|(o, j)| crate::engine::cuda::slim::fits(o, j, a.slim_min_plane).is_ok_and(|p| a.wide || p == crate::engine::cuda::slim::Pass::Slim));
+        let any_slim = ops.iter().zip(&jobs1).any(|(o, j)| crate::engine::cuda::slim::fits(o, j, a.slim_min_plane, a.wide).is_ok());
         for &(sc, t, adapt, zchunk) in &variants {
             let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
             let slims = if sc == Scheme::Fused && any_slim { a.slim.values() } else { vec![true] };

@@ -301,21 +301,7 @@ impl LeanInfo {
     /// x shift on those boxes and cost the shipped low-pass 1 %. Ties keep the
     /// smaller origin, so designs without CPML along x keep origin 0.
     pub fn with_origin(op: &Operator, tile: Tile, origin: Origin) -> LeanInfo {
-        let clean = std::array::from_fn(|a| {
-            (0..op.dims[a])
-                .map(|q| match &op.pml[a] {
-                    None => true,
-                    // Padded q is node q-1 (E, q = 1..n+1) and half node q-1 (H, q = 1..n);
-                    // the kernels test b > 0 as the slab tables do (Plan::new).
-                    Some(p) => {
-                        let e = q >= 1 && q <= op.n[a] + 1 && p.e_b[q - 1] > 0.0;
-                        let h = q >= 1 && q <= op.n[a] && p.h_b[q - 1] > 0.0;
-                        !e && !h
-                    }
-                })
-                .collect()
-        });
-        let mut li = LeanInfo { clean, pmc_xy: op.pmc[0].iter().chain(&op.pmc[1]).any(|&x| x), ..LeanInfo::default() };
+        let mut li = LeanInfo { clean: cpml_free(op), pmc_xy: op.pmc[0].iter().chain(&op.pmc[1]).any(|&x| x), ..LeanInfo::default() };
         let ts = [tile.tx, tile.ty];
         li.org = match origin {
             // At most t-2: a first tile one position wide would leave the
@@ -348,6 +334,25 @@ impl LeanInfo {
         li.xy_tiles = li.xy.iter().filter(|&&x| x).count();
         li
     }
+}
+
+/// Per axis and padded position: free of CPML on both sides (E node and H
+/// half node; LeanInfo::clean, slim.rs lean blocks).
+pub fn cpml_free(op: &Operator) -> [Vec<bool>; 3] {
+    std::array::from_fn(|a| {
+        (0..op.dims[a])
+            .map(|q| match &op.pml[a] {
+                None => true,
+                // Padded q is node q-1 (E, q = 1..n+1) and half node q-1 (H, q = 1..n);
+                // the kernels test b > 0 as the slab tables do (Plan::new).
+                Some(p) => {
+                    let e = q >= 1 && q <= op.n[a] + 1 && p.e_b[q - 1] > 0.0;
+                    let h = q >= 1 && q <= op.n[a] && p.h_b[q - 1] > 0.0;
+                    !e && !h
+                }
+            })
+            .collect()
+    })
 }
 
 /// The design's lean z range (lean_z_range) when some xy tile may take the

@@ -4,8 +4,9 @@
 //! `fdtd_update_e`), then the driven ports' sources (`fdtd_inject`), the
 //! port monitor (`fdtd_sample_ports`) and the field DFT monitors
 //! (`fdtd_dft`, tables from [`super::dft`]); the energy (`fdtd_energy`) at checks.
-//! A sub-batch of slim designs ([`super::slim`]) advances two steps a launch
-//! (`fdtd_step2`, the first step's source and port taps folded in).
+//! A sub-batch of designs that take a two-step pass ([`super::slim`])
+//! advances two steps a launch (`fdtd_step2` for slim designs, `fdtd_step2w`
+//! for wide ones, the first step's source and port taps folded in).
 //! Each design leaves the block table and the port kernels when it ends.
 //!
 //! The pieces: [`FdtdDevBatch::new`] allocates and uploads, `advance`
@@ -928,11 +929,8 @@ pub fn run_share(
                 return Err(EngineError::Cuda(format!("--path onchip: design '{}' cannot run on-chip on {}: {why}", jobs[i].label, dev.describe())));
             }
             Err(why) => {
-                // Streaming: two steps a pass where the design is slim (fused scheme).
-                let slim = match if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane) } {
-                    Ok(slim::Pass::Wide) if !opts.wide => Err("the wide two-step pass is off (CudaOptions::wide, bench --wide)".to_string()),
-                    r => r,
-                };
+                // Streaming: two steps a pass where the design takes one (fused scheme).
+                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane, opts.wide) };
                 if opts.verbose {
                     match &slim {
                         Ok(pass) => eprintln!("planner: {} ({} cells) streaming, two steps a pass ({}): {why}", jobs[i].label, jobs[i].mesh.cells(), if *pass == slim::Pass::Slim { "slim" } else { "wide, tiled" }),
@@ -956,7 +954,7 @@ pub fn run_share(
     for (group, path) in [(on, SubPath::Onchip), (two, SubPath::TwoStep), (off, SubPath::Streaming)] {
         let mut needs = vec![];
         for &i in &group {
-            // Slim designs: the snapshot set of the first step's port taps (six full arrays).
+            // Two steps a pass: the snapshot set of the first step's port taps (six full arrays).
             let snap = if path == SubPath::TwoStep { op(i)?.len * 24 } else { 0 };
             needs.push(batch::device_bytes(op(i)?) + snap + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
         }

@@ -149,6 +149,6 @@ pub struct RunStats {
     /// Streaming block-steps launched, and those on the lean kernel (kernels/fdtd_lean.cuh).
     pub block_steps: f64,
     pub lean_block_steps: f64,
-    /// Designs run two steps a pass (fdtd_step2), part of `streaming_designs`.
+    /// Designs run two steps a pass (fdtd_step2 or fdtd_step2w), part of `streaming_designs`.
     pub slim_designs: usize,
 }

@@ -34,8 +34,9 @@ pub enum Pass {
 }
 
 /// Why design `op` (job `job`) can take neither two-step pass, or which it
-/// takes; `min_plane`: fewest padded xy positions (MIN_PLANE by default).
-pub fn fits(op: &Operator, job: &SimJob, min_plane: usize) -> Result<Pass, String> {
+/// takes; `min_plane`: fewest padded xy positions (MIN_PLANE by default);
+/// `wide`: whether the wide pass may be taken (CudaOptions::wide).
+pub fn fits(op: &Operator, job: &SimJob, min_plane: usize, wide: bool) -> Result<Pass, String> {
     let plane = op.dims[0] * op.dims[1];
     if plane < min_plane {
         return Err(format!("padded plane of {}x{} = {plane} positions fills less of a block than pays (at least {min_plane})", op.dims[0], op.dims[1]));
@@ -61,8 +62,11 @@ pub fn fits(op: &Operator, job: &SimJob, min_plane: usize) -> Result<Pass, Strin
     if src.windows(2).any(|w| w[0] == w[1]) {
         return Err("a source position repeats".into());
     }
-    if plane <= SLIM_NT && op.pml[0].is_none() && op.pml[1].is_none() {
+    if is_slim(op) {
         return Ok(Pass::Slim);
+    }
+    if !wide {
+        return Err("the wide two-step pass is off (CudaOptions::wide, bench --wide)".into());
     }
     // The wide pass: a tile must own more than its halo.
     if op.dims[0] < 8 || op.dims[1] < 8 {
@@ -275,8 +279,8 @@ impl SlimPlan {
             sp.clean.push(if is_slim(op) {
                 Default::default()
             } else {
-                let li = super::batch::LeanInfo::new(op, super::batch::Tile::DEFAULT);
-                std::array::from_fn(|a| li.clean[a].iter().enumerate().map(|(q, &c)| c && q >= 1 && q <= op.n[a]).collect())
+                let free = super::batch::cpml_free(op);
+                std::array::from_fn(|a| free[a].iter().enumerate().map(|(q, &c)| c && q >= 1 && q <= op.n[a]).collect())
             });
         }
         sp.set_len(ops, len, wlen);
@@ -352,18 +356,18 @@ mod tests {
     fn guides_are_slim_and_boxes_are_not() {
         let jobs = crate::bench::population_jobs(2, 8_000, 10);
         let ops = ops_of(&jobs);
-        assert_eq!(fits(&ops[0], &jobs[0], MIN_PLANE), Ok(Pass::Slim));
+        assert_eq!(fits(&ops[0], &jobs[0], MIN_PLANE, true), Ok(Pass::Slim));
         // The 2.5D guide (30 x 3 positions) only when asked for.
         let flat = crate::dev::device_check::flat(jobs[0].clone());
         let fo = Operator::new(&flat).unwrap();
-        assert!(fits(&fo, &flat, MIN_PLANE).unwrap_err().contains("less of a block"));
-        assert_eq!(fits(&fo, &flat, 0), Ok(Pass::Slim));
+        assert!(fits(&fo, &flat, MIN_PLANE, true).unwrap_err().contains("less of a block"));
+        assert_eq!(fits(&fo, &flat, 0, true), Ok(Pass::Slim));
         // CPML on every face: the wide pass.
         let b = crate::bench::box_job_pml(12, 10, 3);
-        assert_eq!(fits(&Operator::new(&b).unwrap(), &b, 0), Ok(Pass::Wide));
+        assert_eq!(fits(&Operator::new(&b).unwrap(), &b, 0, true), Ok(Pass::Wide));
         // A plane too wide for one block.
         let big = crate::bench::box_job(30, 10);
-        assert_eq!(fits(&Operator::new(&big).unwrap(), &big, 0), Ok(Pass::Wide));
+        assert_eq!(fits(&Operator::new(&big).unwrap(), &big, 0, true), Ok(Pass::Wide));
     }
 
     #[test]
@@ -410,7 +414,7 @@ mod tests {
         // are clean, never on the port's planes.
         let job = crate::dev::device_check::random_jobs(true, 10).into_iter().find(|j| j.label.starts_with("wide: cpml all faces")).unwrap();
         let op = Operator::new(&job).unwrap();
-        assert_eq!(fits(&op, &job, MIN_PLANE), Ok(Pass::Wide));
+        assert_eq!(fits(&op, &job, MIN_PLANE, true), Ok(Pass::Wide));
         let refs = [&op];
         let plan = Plan::new(&refs, &[job.drive], Tile::DEFAULT, 4).unwrap();
         let sp = SlimPlan::new(&plan, &refs, 8, 4);
