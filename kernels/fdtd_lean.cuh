@@ -1,6 +1,6 @@
 // Lean fused step for the blocks of a design's plain interior: no CPML term,
 // no PMC ghost and no out-of-range plane anywhere in the block (the host's
-// test: src/engine/cuda/batch.rs lean_block). Included by kernels/fdtd.cu
+// test: src/engine/cuda/batch.rs lean_block). Included by kernels/fdtd_fused.cuh
 // before fdtd_step, whose pipeline, stages, copies and halo layout it shares.
 //
 // CPU twin: cpu.rs fdtd_step, as for fdtd_step. The operands and their order

@@ -385,7 +385,7 @@ __device__ __forceinline__ void oc_e_unit(const OcR& R, const Oc& K, const float
     }
 }
 
-// Weight of the energy sample of E_c (h = 0) or H_c at padded q (fdtd.cu
+// Weight of the energy sample of E_c (h = 0) or H_c at padded q (fdtd_ports.cuh
 // fdtd_energy: along its own axis the primal length for E, the dual for H).
 __device__ __forceinline__ double oc_weight(const FdtdPtrs& P, const Oc& K, int h, int c, int q0, int q1, int q2) {
     const int q[3] = {q0, q1, q2};

@@ -1,7 +1,7 @@
 // Two steps a pass for slim designs (fdtd_step2): one block holds a design's
 // whole padded xy plane (at most EMV_SL_NT positions, one a thread) and walks
 // a z-chunk, advancing every plane two full steps before it is written back.
-// Included by kernels/fdtd.cu after fdtd_step, whose helpers it uses.
+// Included by kernels/fdtd.cu after fdtd_step (fdtd_fused.cuh), whose helpers it uses.
 //
 // Why: a design whose plane fits one block needs no xy halo, so the second
 // step costs no ghost work (docs/BENCHMARKS.md, "Temporal blocking,

@@ -13,8 +13,12 @@ pub const COMMON_CUH: &str = include_str!("../../../kernels/common.cuh");
 
 /// `kernels/fdtd_cell.cuh`: the per-cell arithmetic both FDTD modules share.
 pub const CELL_CUH: &str = include_str!("../../../kernels/fdtd_cell.cuh");
-/// `kernels/fdtd_lean.cuh`: the lean fused step of the plain interior (included by fdtd.cu).
+/// `kernels/fdtd_fused.cuh`: the fused one-step kernel `fdtd_step` and its plane pipeline (included by fdtd.cu).
+pub const FUSED_CUH: &str = include_str!("../../../kernels/fdtd_fused.cuh");
+/// `kernels/fdtd_lean.cuh`: the lean fused step of the plain interior (included by fdtd_fused.cuh).
 pub const LEAN_CUH: &str = include_str!("../../../kernels/fdtd_lean.cuh");
+/// `kernels/fdtd_ports.cuh`: the port, energy and DFT kernels (included by fdtd.cu).
+pub const PORTS_CUH: &str = include_str!("../../../kernels/fdtd_ports.cuh");
 /// `kernels/fdtd_slim.cuh`: the two-step pass of slim designs (included by fdtd.cu).
 pub const SLIM_CUH: &str = include_str!("../../../kernels/fdtd_slim.cuh");
 /// `kernels/fdtd_wide.cuh`: the two-step pass of wide designs (included by fdtd.cu).
@@ -24,8 +28,9 @@ pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// `src` as NVRTC compiles it: the headers inlined.
 fn inline_headers(src: &str) -> String {
-    // fdtd_lean.cuh first: it includes fdtd_cell.cuh (guarded, so twice is harmless).
-    src.replace("#include \"fdtd_slim.cuh\"", SLIM_CUH).replace("#include \"fdtd_wide.cuh\"", WIDE_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
+    // fdtd_fused.cuh before fdtd_lean.cuh, which it includes; fdtd_lean.cuh
+    // before fdtd_cell.cuh, which it includes (guarded, so twice is harmless).
+    src.replace("#include \"fdtd_fused.cuh\"", FUSED_CUH).replace("#include \"fdtd_ports.cuh\"", PORTS_CUH).replace("#include \"fdtd_slim.cuh\"", SLIM_CUH).replace("#include \"fdtd_wide.cuh\"", WIDE_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
 }
 
 /// The kernel source as NVRTC compiles it: the header inlined.

@@ -1,6 +1,6 @@
 //! Host side of the field DFT monitors on CUDA: the monitors of every design
 //! of a sub-batch (laid out by `engine::fdtd::dft`, the CPU reference) packed
-//! into the tables of the kernel `fdtd_dft` (`kernels/fdtd.cu`), the per-chunk
+//! into the tables of the kernel `fdtd_dft` (`kernels/fdtd_ports.cuh`), the per-chunk
 //! table of phase factors, and the sums copied back into the same
 //! [`MonitorOutput`]s as the CPU engine's. Pure Rust, tested without a GPU.
 

@@ -243,7 +243,7 @@ impl SlimPlan {
                 sp.src_item.push(*t);
             }
             let g1 = sp.grp.len() / 3;
-            // What the port monitor reads (kernels/fdtd.cu fdtd_sample_ports).
+            // What the port monitor reads (kernels/fdtd_ports.cuh fdtd_sample_ports).
             let mut taps: Vec<(usize, i32)> = vec![];
             for port in plan.ports.iter().filter(|p| p.design == d as i32) {
                 let terms = port.term_off as usize..(port.term_off + port.n_terms) as usize;

@@ -9,7 +9,7 @@
 //!
 //! The CPU engine steps it through [`super::cpu::fdtd_dft`]; the CUDA
 //! backend packs the same layout (each sample's taps, [`FieldDftMonitor::comps`])
-//! into tables for the kernel `fdtd_dft` of `kernels/fdtd.cu`, with the phase
+//! into tables for the kernel `fdtd_dft` of `kernels/fdtd_ports.cuh`, with the phase
 //! factors of [`phases`], and hands the sums back through
 //! [`FieldDftMonitor::set_sums`]: both produce the same [`MonitorOutput`].
 
