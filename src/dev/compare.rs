@@ -7,7 +7,8 @@ use num_complex::Complex64;
 use rayon::prelude::*;
 
 use crate::analysis::SParams;
-use crate::engine::fdtd::cpu::{self as fcpu, Fields};
+use crate::engine::fdtd::cpu as fcpu;
+use crate::engine::fdtd::fields::Fields;
 use crate::engine::fdtd::Operator;
 use crate::job::{EndReason, SimFailure, SimJob, SimOutput};
 

@@ -16,7 +16,7 @@ use clap::Args;
 use super::compare::{self, end_name, fdtd_reference, Diff, FdtdReference, FDTD_RULES};
 use crate::engine::cuda::batch::{Origin, Tile};
 use crate::engine::cuda::{self, CudaBackend, CudaOptions, JobRun, PathChoice, Scheme};
-use crate::engine::fdtd::cpu::Fields;
+use crate::engine::fdtd::fields::Fields;
 use crate::engine::fdtd::operator::PEC_INDEX;
 use crate::engine::fdtd::Operator;
 use crate::job::*;

@@ -13,7 +13,8 @@ use clap::Args;
 
 use super::device_check::{random_fields, random_jobs, zero_jobs};
 use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice, Scheme};
-use crate::engine::fdtd::cpu::{self as fcpu, Fields};
+use crate::engine::fdtd::cpu as fcpu;
+use crate::engine::fdtd::fields::Fields;
 use crate::engine::fdtd::Operator;
 use crate::job::{SimFailure, StopRule};
 

@@ -117,7 +117,8 @@ impl DftPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::fdtd::cpu::{self as fcpu, Fields};
+    use crate::engine::fdtd::cpu as fcpu;
+    use crate::engine::fdtd::fields::Fields;
     use crate::job::{Axis, DftFields, Monitor};
 
     /// The kernel's arithmetic over the plan's tables, on the host: what

@@ -25,7 +25,7 @@ use super::slim::{self, SlimPlan};
 use super::{CudaOptions, PathChoice, RunStats, Scheme, SPLIT_ZCHUNK};
 use crate::consts::{EPS0, MU0};
 use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
-use crate::engine::fdtd::cpu::Fields;
+use crate::engine::fdtd::fields::Fields;
 use crate::engine::fdtd::Operator;
 use crate::engine::stepping::{self, Batch};
 use crate::engine::EngineError;

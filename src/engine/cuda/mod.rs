@@ -32,7 +32,7 @@ use self::tlm::TlmConfig;
 use super::device::cuda::CudaDevice;
 use super::device::emu::EmuDevice;
 use super::device::Device;
-use super::fdtd::cpu::Fields;
+use super::fdtd::fields::Fields;
 use super::fdtd::Operator;
 use super::{Backend, BatchResult, EngineError};
 use crate::job::{EngineKind, SimFailure, SimJob};

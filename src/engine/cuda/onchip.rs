@@ -10,7 +10,7 @@
 
 use super::abi;
 use crate::engine::device::ModuleSpec;
-use crate::engine::fdtd::cpu::Fields;
+use crate::engine::fdtd::fields::Fields;
 use crate::engine::fdtd::Operator;
 
 /// The kernels of `kernels/fdtd_onchip.cu`, in launch order.

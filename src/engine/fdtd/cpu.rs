@@ -1,39 +1,19 @@
 //! CPU Yee FDTD engine (the reference every other backend is compared with).
 //! Each function named `fdtd_*` is the CPU twin of the CUDA kernel of the
-//! same name in `kernels/fdtd.cu`, with the arithmetic written in the same
-//! order so that the two agree to float rounding. Planes along z are updated
+//! same name in `kernels/fdtd.cu` (or a header it includes), with the
+//! arithmetic written in the same order so that the two agree to float
+//! rounding. Planes along z are updated
 //! in parallel with rayon, each thread writing its own planes (no `unsafe`).
 
 use rayon::prelude::*;
 
+use super::fields::Fields;
 use super::operator::{Cpml1d, Operator};
 use crate::consts::{EPS0, MU0};
 use crate::job::{Axis, PortTrace};
 
 // The stepping of whole jobs lives in cpu_batch.rs (the one loop); kept here by name.
 pub use super::cpu_batch::{run, run_from, run_watched, run_with};
-
-/// Field and CPML auxiliary arrays of one job.
-pub struct Fields {
-    pub e: [Vec<f32>; 3],
-    pub h: [Vec<f32>; 3],
-    /// `psi_e[c][a]`: CPML memory of dH/da in the E_c update (empty when axis a has no PML).
-    pub psi_e: [[Vec<f32>; 3]; 3],
-    pub psi_h: [[Vec<f32>; 3]; 3],
-}
-
-impl Fields {
-    pub fn new(op: &Operator) -> Fields {
-        let z = || vec![0.0f32; op.len];
-        let psi = |c: usize, a: usize| if a != c && op.pml[a].is_some() { vec![0.0f32; op.len] } else { vec![] };
-        Fields {
-            e: [z(), z(), z()],
-            h: [z(), z(), z()],
-            psi_e: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
-            psi_h: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
-        }
-    }
-}
 
 /// Grids smaller than this run their planes on one thread: for small designs
 /// the parallelism comes from running the batch's jobs side by side instead.

@@ -7,7 +7,8 @@
 //! stepper ([`fast`](super::fast), the same bits as `cpu::fdtd_step`); the
 //! source, the port samples and the DFT monitors are the reference code.
 
-use super::cpu::{self, Fields};
+use super::cpu;
+use super::fields::Fields;
 use super::dft::FieldDftMonitor;
 use super::fast::{self, FastPlan};
 use super::operator::Operator;

@@ -15,7 +15,7 @@
 
 use num_complex::Complex64;
 
-use super::cpu::Fields;
+use super::fields::Fields;
 use super::operator::Operator;
 use crate::job::{Axis, ComponentDft, DftFields, Field, Monitor, MonitorOutput, SimFailure};
 

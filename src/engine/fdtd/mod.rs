@@ -5,6 +5,7 @@ pub mod cpu;
 pub mod cpu_batch;
 pub mod dft;
 pub mod fast;
+pub mod fields;
 pub mod operator;
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Validation of the CPU FDTD engine against known answers (physics.md's table).
 
-use super::cpu::{self, fdtd_pmc_ghosts, fdtd_update_e, fdtd_update_h, Fields};
+use super::cpu::{self, fdtd_pmc_ghosts, fdtd_update_e, fdtd_update_h};
+use super::fields::Fields;
 use super::operator::Operator;
 use crate::analysis::SParams;
 use crate::consts::C0;

@@ -47,6 +47,7 @@ mod common;
 mod cpu_batch;
 pub(crate) mod pack;
 pub mod scn;
+mod scn_geo;
 mod scn_node;
 mod scn_runs;
 pub mod shunt2d;

@@ -20,35 +20,11 @@ use super::pack::{scale_traces, check_kinds, PackEnd, PackLumped, PackSpecial, P
 #[cfg(test)]
 use super::scn_node::scatter_plain;
 use super::scn_node::{link, pol_of, scatter_loaded, shunt_sum, stub_energy, Coef, E_LINKS};
-use super::scn_runs::{node_runs, sweep_plane_runs, Run};
+use super::scn_geo::{face_bit, node_runs, short_bit, Geo, DEAD, SPECIAL};
+use super::scn_runs::sweep_plane_runs;
 use crate::consts::{C0, ETA0};
 use crate::engine::StepWatch;
 use crate::job::{Boundary, PortKind, PortTrace, SimFailure, SimJob, SimOutput};
-
-pub(super) const DEAD: u16 = 1 << 12;
-pub(super) const SPECIAL: u16 = 1 << 13;
-/// Face bit f (= 2*axis + side): the link pair on that face is reflected, not connected.
-pub(super) const fn face_bit(f: usize) -> u16 {
-    1 << f
-}
-/// Override bit of face f: the reflection is -1 (PEC neighbour or sheet).
-pub(super) const fn short_bit(f: usize) -> u16 {
-    1 << (6 + f)
-}
-
-/// Geometry and coefficients of the node mesh (read-only while stepping).
-pub(crate) struct Geo {
-    pub n: [usize; 3],
-    pub stride: [usize; 3],
-    pub flags: Vec<u16>,
-    pub kind: Vec<u32>,
-    pub coefs: Vec<Coef>,
-    /// Whether any node has stubs or loss (else the stub arrays are empty).
-    pub loaded: bool,
-    /// The stepped nodes in runs of alike ones ([`scn_runs`]); rebuilt once the
-    /// ports have flagged theirs special.
-    pub runs: Vec<Run>,
-}
 
 /// The node mesh: geometry and state.
 pub(crate) struct Mesh {

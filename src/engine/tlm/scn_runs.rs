@@ -9,40 +9,11 @@
 //! [`scatter_plain`]: super::scn_node::scatter_plain
 //! [`scatter_loaded`]: super::scn_node::scatter_loaded
 
-use super::scn::{face_bit, short_bit, Geo, DEAD, SPECIAL};
+use super::scn_geo::{face_bit, short_bit, Geo};
 use super::scn_node::{link, Coef, E_LINKS, H_LINKS};
 
 /// Nodes per block: one AVX2 vector of f32.
 const W: usize = 8;
-
-/// Consecutive nodes `[start, end)` of one z-plane with equal flags and kind
-/// (never DEAD or SPECIAL).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Run {
-    pub start: usize,
-    pub end: usize,
-    flags: u16,
-    kind: u32,
-}
-
-/// The runs of every node that the step updates (not DEAD, not SPECIAL).
-pub(crate) fn node_runs(flags: &[u16], kind: &[u32], plane: usize) -> Vec<Run> {
-    let mut runs = vec![];
-    let mut i = 0;
-    while i < flags.len() {
-        if flags[i] & (DEAD | SPECIAL) != 0 {
-            i += 1;
-            continue;
-        }
-        let (s, f, k) = (i, flags[i], kind[i]);
-        let plane_end = (i / plane + 1) * plane;
-        while i < plane_end && flags[i] == f && kind[i] == k {
-            i += 1;
-        }
-        runs.push(Run { start: s, end: i, flags: f, kind: k });
-    }
-    runs
-}
 
 /// The runs of plane `kz` (base index `base`), into the plane's outputs `o`
 /// and stubs (`cap`, `ind`: present where the mesh is loaded).

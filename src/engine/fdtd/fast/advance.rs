@@ -3,7 +3,8 @@
 //! or, for large grids without DFT monitors, wavefront blocks that do the
 //! same in one pass per block.
 
-use super::super::cpu::{self, Fields};
+use super::super::cpu;
+use super::super::fields::Fields;
 use super::super::dft::FieldDftMonitor;
 use super::super::operator::Operator;
 use super::plan::FastPlan;

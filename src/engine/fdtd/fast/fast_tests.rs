@@ -3,7 +3,8 @@
 //! graded meshes, with CPML, PMC faces, lumped and waveguide ports, on every
 //! instruction-set level this CPU has and with several slabs.
 
-use super::super::cpu::{self, Fields};
+use super::super::cpu;
+use super::super::fields::Fields;
 use super::super::operator::Operator;
 use super::super::tests::{empty_job, wr28_job};
 use super::{advance, step, FastPlan, Level};

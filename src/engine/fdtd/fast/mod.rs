@@ -47,4 +47,4 @@ pub use advance::advance;
 pub use simd::Level;
 pub use plan::FastPlan;
 pub use sweep::step;
-pub use wave::Wave;
+pub use plan::Wave;

@@ -1,12 +1,13 @@
 //! What the fast stepper computes once per operator: the x runs of the rows
 //! (where the x term is CPML-stretched), the material of each E row (one, or
 //! per cell), the material table for the vector lookups, the z slabs of the
-//! threads and the instruction set of the vector loops.
+//! threads, the instruction set of the vector loops and, for grids larger
+//! than the caches, the wavefront's shape ([`Wave`]; `wave.rs` runs it).
 
 use super::super::cpu::{e_range, h_range};
 use super::super::operator::Operator;
+use super::ports;
 use super::simd::{Coefs, Level};
-use super::wave::Wave;
 
 /// Grids smaller than this are stepped on one thread (as in the reference):
 /// small designs get their parallelism from running side by side.
@@ -245,5 +246,43 @@ impl FastPlan {
         let wave = (wave > 0 && !reference).then(|| Wave::new(op, wave, threads));
         let pmc = op.pmc.iter().flatten().any(|&p| p);
         FastPlan { h_xruns, e_xruns, rows: rows_list, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, by_component, comp_rows, slabs, level, wave }
+    }
+}
+
+/// The wavefront's shape for one operator.
+#[derive(Debug, Clone)]
+pub struct Wave {
+    /// Steps per pass over the planes, all threads together (`threads`
+    /// blocks of `steps / threads`).
+    pub steps: usize,
+    pub threads: usize,
+    /// Ports whose planes overlap, together: (lowest, highest plane, ports).
+    /// A group's source and samples run together, in the reference's order.
+    pub ports: Vec<(usize, usize, Vec<usize>)>,
+}
+
+impl Wave {
+    pub fn new(op: &Operator, steps_per_thread: usize, threads: usize) -> Wave {
+        let planes = op.n[2] + 1;
+        let mut each: Vec<(usize, usize, usize)> = (0..op.lumped.len()).map(|i| {
+            let (lo, hi) = ports::window(op, i, planes);
+            (lo, hi, i)
+        }).collect();
+        each.sort();
+        let mut ports: Vec<(usize, usize, Vec<usize>)> = vec![];
+        for (lo, hi, i) in each {
+            match ports.last_mut() {
+                Some(g) if lo <= g.1 => {
+                    g.1 = g.1.max(hi);
+                    g.2.push(i);
+                }
+                _ => ports.push((lo, hi, vec![i])),
+            }
+        }
+        for g in &mut ports {
+            g.2.sort();
+        }
+        let threads = threads.max(1);
+        Wave { steps: steps_per_thread.max(1) * threads, threads, ports }
     }
 }

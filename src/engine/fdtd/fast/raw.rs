@@ -2,7 +2,7 @@
 //! step. The sweep's schedule (sweep.rs) guarantees that no plane one thread
 //! writes is read or written by another during the same pass.
 
-use super::super::cpu::Fields;
+use super::super::fields::Fields;
 
 /// Pointers to the E, H and CPML arrays (null for an empty CPML memory).
 #[derive(Clone, Copy)]

@@ -10,7 +10,7 @@
 
 use rayon::prelude::*;
 
-use super::super::cpu::Fields;
+use super::super::fields::Fields;
 use super::super::operator::Operator;
 use super::plan::FastPlan;
 use super::raw::Raw;

@@ -13,51 +13,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::plan::FastPlan;
+use super::plan::{FastPlan, Wave};
 use super::ports;
 use super::raw::Raw;
 use super::sweep::plane_step;
-use crate::engine::fdtd::cpu::Fields;
+use crate::engine::fdtd::fields::Fields;
 use crate::engine::fdtd::operator::Operator;
 use crate::job::{PortTrace, Pulse};
-
-/// The wavefront's shape for one operator.
-#[derive(Debug, Clone)]
-pub struct Wave {
-    /// Steps per pass over the planes, all threads together (`threads`
-    /// blocks of `steps / threads`).
-    pub steps: usize,
-    pub threads: usize,
-    /// Ports whose planes overlap, together: (lowest, highest plane, ports).
-    /// A group's source and samples run together, in the reference's order.
-    pub ports: Vec<(usize, usize, Vec<usize>)>,
-}
-
-impl Wave {
-    pub fn new(op: &Operator, steps_per_thread: usize, threads: usize) -> Wave {
-        let planes = op.n[2] + 1;
-        let mut each: Vec<(usize, usize, usize)> = (0..op.lumped.len()).map(|i| {
-            let (lo, hi) = ports::window(op, i, planes);
-            (lo, hi, i)
-        }).collect();
-        each.sort();
-        let mut ports: Vec<(usize, usize, Vec<usize>)> = vec![];
-        for (lo, hi, i) in each {
-            match ports.last_mut() {
-                Some(g) if lo <= g.1 => {
-                    g.1 = g.1.max(hi);
-                    g.2.push(i);
-                }
-                _ => ports.push((lo, hi, vec![i])),
-            }
-        }
-        for g in &mut ports {
-            g.2.sort();
-        }
-        let threads = threads.max(1);
-        Wave { steps: steps_per_thread.max(1) * threads, threads, ports }
-    }
-}
 
 /// Steps `s0..s0+count` of `f` with the driven port `drive`'s source and
 /// every port's samples appended to `traces`, as the reference loop, in

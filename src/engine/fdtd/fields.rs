@@ -1,0 +1,27 @@
+//! The state one FDTD job steps: its E and H arrays and the CPML memories,
+//! in the operator's padded layout (shared by the CPU engine, the field DFT
+//! monitors and the CUDA backend's uploads and downloads).
+
+use super::operator::Operator;
+
+/// Field and CPML auxiliary arrays of one job.
+pub struct Fields {
+    pub e: [Vec<f32>; 3],
+    pub h: [Vec<f32>; 3],
+    /// `psi_e[c][a]`: CPML memory of dH/da in the E_c update (empty when axis a has no PML).
+    pub psi_e: [[Vec<f32>; 3]; 3],
+    pub psi_h: [[Vec<f32>; 3]; 3],
+}
+
+impl Fields {
+    pub fn new(op: &Operator) -> Fields {
+        let z = || vec![0.0f32; op.len];
+        let psi = |c: usize, a: usize| if a != c && op.pml[a].is_some() { vec![0.0f32; op.len] } else { vec![] };
+        Fields {
+            e: [z(), z(), z()],
+            h: [z(), z(), z()],
+            psi_e: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
+            psi_h: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
+        }
+    }
+}
