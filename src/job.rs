@@ -265,8 +265,9 @@ impl Default for StopRule {
     }
 }
 
-/// Which time-domain method simulates the job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Which time-domain method simulates the job (also the CLI's `--engine
+/// fdtd|tlm|tlm2d`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 pub enum EngineKind {
     Fdtd,
     Tlm,

@@ -31,7 +31,7 @@ pub struct BenchArgs {
     /// With --design: simulate it with this engine instead of its own (fdtd,
     /// tlm, tlm2d; e.g. tlm2d times the 2D TLM generation, on-chip against streaming with --paths).
     #[arg(long, value_enum)]
-    pub design_engine: Option<crate::cli::args::EngineArg>,
+    pub design_engine: Option<crate::job::EngineKind>,
     /// With --design: also time one GA generation, this many random feasible
     /// candidates of the design (fixed seed) simulated as one batch, per --tiles
     /// variant on CUDA (exactly that tile; "auto": the backend's adaptive default).
@@ -204,7 +204,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let s2 = a.steps2.unwrap_or(2 * a.steps).max(s1 + 1);
     let use_cuda = use_cuda(a.backend)?;
     if let Some(path) = &a.design {
-        let engine = a.design_engine.map(crate::job::EngineKind::from);
+        let engine = a.design_engine;
         design::midpoint(path, engine, use_cuda, &a.gpus)?;
         if a.generation > 0 {
             design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, (a.slim, a.slim_min_plane, a.wide), &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;

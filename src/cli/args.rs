@@ -5,7 +5,6 @@ use clap::Args;
 
 use crate::engine::select::{parse_gpus, select, BackendChoice};
 use crate::engine::Backend;
-use crate::job::EngineKind;
 
 /// Options of `run`, `resume` and `inspect`: where to compute and how to report.
 #[derive(Args, Debug)]
@@ -32,20 +31,3 @@ pub fn backend(choice: BackendChoice, gpus: &str, note: &mut dyn FnMut(String)) 
     select(choice, parse_gpus(gpus).map_err(anyhow::Error::msg)?, note)
 }
 
-/// `--engine fdtd|tlm|tlm2d`.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum EngineArg {
-    Fdtd,
-    Tlm,
-    Tlm2d,
-}
-
-impl From<EngineArg> for EngineKind {
-    fn from(e: EngineArg) -> EngineKind {
-        match e {
-            EngineArg::Fdtd => EngineKind::Fdtd,
-            EngineArg::Tlm => EngineKind::Tlm,
-            EngineArg::Tlm2d => EngineKind::Tlm2d,
-        }
-    }
-}

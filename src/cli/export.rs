@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::args::EngineArg;
+use crate::job::EngineKind;
 use super::simulate::with_params_file;
 use crate::design::Design;
 
@@ -21,7 +21,7 @@ pub struct ExportArgs {
     pub params: Option<PathBuf>,
     /// Mesh the design as this engine would (the mesh differs between FDTD and TLM only in the padding).
     #[arg(long, value_enum)]
-    pub engine: Option<EngineArg>,
+    pub engine: Option<EngineKind>,
     /// Write VTK files (`.vtm` opening `.vtr` cells, `_sheets.vtp`, `_ports.vtp`) into this directory.
     #[arg(long, value_name = "DIR")]
     pub vtk: PathBuf,
@@ -31,7 +31,7 @@ pub fn run(a: ExportArgs) -> anyhow::Result<i32> {
     let design = Design::load(&a.design)?;
     let sets = with_params_file(&design, a.params.as_deref(), &a.set)?;
     let values = design.values_from_sets(&sets)?;
-    let job = design.jobs(&values, &[0], a.engine.map(Into::into))?.remove(0);
+    let job = design.jobs(&values, &[0], a.engine)?.remove(0);
     let files = crate::export::vtk::write(&job, &a.vtk, design.name())
         .map_err(|e| anyhow::anyhow!("writing VTK files into {}: {e}", a.vtk.display()))?;
     let n = job.mesh.n();

@@ -14,7 +14,7 @@ use anyhow::{bail, Context as _};
 use clap::Args;
 
 pub use super::args::ExecArgs;
-use super::args::EngineArg;
+use crate::job::EngineKind;
 use crate::design::Design;
 use crate::ga::settings::GaSettings;
 use crate::ga::TerminationReason;
@@ -41,7 +41,7 @@ pub struct RunArgs {
     pub exec: ExecArgs,
     /// Override the design's engine (cell size and options kept).
     #[arg(long, value_enum)]
-    pub engine: Option<EngineArg>,
+    pub engine: Option<EngineKind>,
     /// Override the population size.
     #[arg(long)]
     pub population: Option<usize>,
@@ -235,7 +235,7 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let n_objectives = design.objective_labels().len().max(1);
     crate::ga::new_state(design.genes(), n_objectives, ga.clone(), "")
         .with_context(|| format!("{}: optimiser settings", design.origin()))?;
-    let settings = RunSettings::new(ga.clone(), a.engine.map(Into::into));
+    let settings = RunSettings::new(ga.clone(), a.engine);
     let backend = a.exec.backend(&mut |s| println!("{s}"))?;
     let name = a.name.clone().unwrap_or_else(|| design.name().to_string());
     let dir = a.runs_dir.join(&name);

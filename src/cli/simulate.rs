@@ -10,7 +10,8 @@ use std::time::Instant;
 use anyhow::Context as _;
 use clap::Args;
 
-use super::args::{backend, EngineArg};
+use super::args::backend;
+use crate::job::EngineKind;
 use crate::design::Design;
 use super::sim_progress::{JobInfo, SimProgress};
 use crate::engine::select::BackendChoice;
@@ -39,7 +40,7 @@ pub struct SimulateArgs {
     pub gpus: String,
     /// Override the design's engine (the cell size and options are kept).
     #[arg(long, value_enum)]
-    pub engine: Option<EngineArg>,
+    pub engine: Option<EngineKind>,
     /// Drive only the ports the goals need (faster; no Touchstone file then for multi-ports).
     #[arg(long)]
     pub goals_only: bool,
@@ -97,7 +98,7 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
         .collect();
     let watch = StepWatch::for_jobs(jobs.len());
     let mut display = SimProgress::new(jobs);
-    let engine = a.engine.map(Into::into);
+    let engine = a.engine;
     // The batch runs on its own thread; this one redraws the display until it ends.
     let mut res = std::thread::scope(|s| {
         let h = s.spawn(|| evaluate_designs_watched(&design, std::slice::from_ref(&values), &drives, engine, backend, &|_| {}, &watch));

@@ -12,7 +12,7 @@ use anyhow::Context as _;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::args::EngineArg;
+use crate::job::EngineKind;
 use super::simulate::with_params_file;
 use crate::design::Design;
 use crate::engine::select::{parse_gpus, select, BackendChoice};
@@ -42,7 +42,7 @@ pub struct SweepArgs {
     pub gpus: String,
     /// Override the design's engine (the cell size and options are kept).
     #[arg(long, value_enum)]
-    pub engine: Option<EngineArg>,
+    pub engine: Option<EngineKind>,
     /// Points simulated together in one backend batch.
     #[arg(long, default_value_t = 64)]
     pub batch: usize,
@@ -107,7 +107,7 @@ pub fn run(a: SweepArgs) -> anyhow::Result<i32> {
         }
     };
     let t = Instant::now();
-    let results = sweep::run(&design, points, a.engine.map(Into::into), backend.as_ref(), a.batch, a.touchstone, &progress)?;
+    let results = sweep::run(&design, points, a.engine, backend.as_ref(), a.batch, a.touchstone, &progress)?;
     if let Some(b) = &bar {
         b.finish_and_clear();
     }

@@ -64,8 +64,25 @@ pub fn write_rf_plots(dir: &Path, sp: &crate::analysis::SParams, masks: &[sparam
     Ok(out)
 }
 
+/// `(lo, hi)` padded so that a flat or single-point series still gets an axis.
+pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
+    if !lo.is_finite() || !hi.is_finite() {
+        return None;
+    }
+    let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.1 * lo.abs().max(1e-12) };
+    Some((lo - pad, hi + pad))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn padded_range_handles_flat_and_empty_series() {
+        assert_eq!(super::padded_range([].into_iter()), None);
+        let (lo, hi) = super::padded_range([2.0, 2.0].into_iter()).unwrap();
+        assert!(lo < 2.0 && hi > 2.0);
+    }
+
     #[test]
     fn log_ticks_keep_three_digits() {
         assert_eq!(super::sig3(152.573), "153");

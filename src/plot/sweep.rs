@@ -64,7 +64,7 @@ pub fn plot_goals(path: &Path, design: &Design, axes: &[SweepAxis], points: &[Po
             })
             .collect();
         let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).chain(if is_fit { None } else { Some(0.0) });
-        let Some((y0, y1)) = crate::run::observe::plot::padded_range(ys) else { continue };
+        let Some((y0, y1)) = super::padded_range(ys) else { continue };
         let caption = if is_fit { "fitness (dB², log scale; 0 drawn at 1e-6)".to_string() } else { goals[panel].label() };
         let mut chart = ChartBuilder::on(area)
             .caption(caption, ("sans-serif", 15))

@@ -7,7 +7,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::{padded_range, plot_err, render_png, PlotLabels};
+use super::{plot_err, render_png, PlotLabels};
+use crate::plot::padded_range;
 use crate::ga::problem::PENALTY;
 use crate::ga::state::GaState;
 

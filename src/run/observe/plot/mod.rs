@@ -115,16 +115,6 @@ impl Observer for PlotObserver {
     }
 }
 
-/// `(lo, hi)` padded so that a flat or single-point series still gets an axis.
-pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
-    if !lo.is_finite() || !hi.is_finite() {
-        return None;
-    }
-    let pad = if hi > lo { 0.05 * (hi - lo) } else { 0.1 * lo.abs().max(1e-12) };
-    Some((lo - pad, hi + pad))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,10 +161,4 @@ mod tests {
         assert_eq!(names.len(), 3, "{names:?}");
     }
 
-    #[test]
-    fn padded_range_handles_flat_and_empty_series() {
-        assert_eq!(padded_range([].into_iter()), None);
-        let (lo, hi) = padded_range([2.0, 2.0].into_iter()).unwrap();
-        assert!(lo < 2.0 && hi > 2.0);
-    }
 }
