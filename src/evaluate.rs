@@ -271,23 +271,3 @@ pub fn evaluate_one(
     // simulate_batch answers every request, so the one result is there.
     Ok(r.pop().unwrap_or_else(|| Err(CandidateFailure::Design(DesignError::invalid(design.origin(), "parameters", "the batch returned no result")))))
 }
-
-/// The masks of `design`'s S-parameter goals, for the S-parameter plots.
-pub fn masks(design: &Design) -> Vec<crate::plot::sparams::Mask> {
-    use crate::fitness::{GoalKind, Limit};
-    design
-        .goals()
-        .iter()
-        .filter_map(|g| {
-            let (level_db, above) = match g.limit {
-                Limit::Above(l) => (l, true),
-                Limit::Below(l) => (l, false),
-            };
-            match g.kind {
-                GoalKind::S { i, j } => Some(crate::plot::sparams::Mask { s: (i, j), f1: g.band.0, f2: g.band.1, level_db, above }),
-                // Pattern goals are drawn on the pattern plots.
-                _ => None,
-            }
-        })
-        .collect()
-}

@@ -13,7 +13,8 @@ use anyhow::Context as _;
 
 use crate::analysis::SParams;
 use crate::design::Design;
-use crate::evaluate::{masks, Scored};
+use crate::evaluate::Scored;
+use crate::plot::sparams::masks;
 use crate::job::{SimJob, SimOutput};
 use crate::numfmt::short;
 

@@ -59,7 +59,7 @@ fn fill_best_plots(dir: &Path, design: &Design) -> anyhow::Result<()> {
         return Ok(());
     }
     let net = crate::analysis::touchstone_read::read(&ts).map_err(anyhow::Error::msg)?;
-    crate::plot::write_rf_plots(&best, &net.to_sparams(), &crate::evaluate::masks(design), &format!("{} best", design.name()))?;
+    crate::plot::write_rf_plots(&best, &net.to_sparams(), &crate::plot::sparams::masks(design), &format!("{} best", design.name()))?;
     Ok(())
 }
 

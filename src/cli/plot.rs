@@ -22,7 +22,7 @@ pub struct PlotArgs {
 pub fn run(a: PlotArgs) -> anyhow::Result<i32> {
     let net = crate::analysis::touchstone_read::read(&a.touchstone).map_err(anyhow::Error::msg)?;
     let masks = match &a.design {
-        Some(d) => crate::evaluate::masks(&Design::load(d)?),
+        Some(d) => crate::plot::sparams::masks(&Design::load(d)?),
         None => vec![],
     };
     let dir = a.out.clone().unwrap_or_else(|| a.touchstone.parent().map(PathBuf::from).unwrap_or_default());

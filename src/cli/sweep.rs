@@ -16,7 +16,7 @@ use crate::job::EngineKind;
 use super::simulate::with_params_file;
 use crate::design::Design;
 use crate::engine::select::{parse_gpus, select, BackendChoice};
-use crate::evaluate::masks;
+use crate::plot::sparams::masks;
 use crate::sweep::{self, PointResult, SweepAxis};
 
 #[derive(Args, Debug)]

@@ -23,7 +23,7 @@ use crate::evaluate::{simulate_batch, CandidateFailure, Request};
 use crate::ga::genome::genome_key;
 use crate::ga::problem::PENALTY;
 use crate::ga::state::{GaState, GenStats};
-use crate::evaluate::masks;
+use crate::plot::sparams::masks;
 use crate::outputs::{parameter_list, write_sparams_plot, write_touchstone};
 use crate::run::observe::{Observer, RunInfo};
 use crate::run::RunSummary;

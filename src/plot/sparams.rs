@@ -6,6 +6,7 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::analysis::SParams;
+use crate::design::Design;
 
 /// One goal drawn on the plot: S_(i,j) must stay above/below `level_db` over `f1..f2` (Hz).
 #[derive(Debug, Clone)]
@@ -15,6 +16,26 @@ pub struct Mask {
     pub f2: f64,
     pub level_db: f64,
     pub above: bool,
+}
+
+/// The masks of `design`'s S-parameter goals, for the S-parameter plots.
+pub fn masks(design: &Design) -> Vec<Mask> {
+    use crate::fitness::{GoalKind, Limit};
+    design
+        .goals()
+        .iter()
+        .filter_map(|g| {
+            let (level_db, above) = match g.limit {
+                Limit::Above(l) => (l, true),
+                Limit::Below(l) => (l, false),
+            };
+            match g.kind {
+                GoalKind::S { i, j } => Some(Mask { s: (i, j), f1: g.band.0, f2: g.band.1, level_db, above }),
+                // Pattern goals are drawn on the pattern plots.
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 impl Mask {
