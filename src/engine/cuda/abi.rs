@@ -26,11 +26,22 @@ pub const WIDE_CUH: &str = include_str!("../../../kernels/fdtd_wide.cuh");
 /// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
 pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
+/// The headers NVRTC gets pasted in, in the order they are inlined: a
+/// header before those it includes itself (fdtd_fused.cuh includes
+/// fdtd_lean.cuh, which includes fdtd_cell.cuh; guarded, so twice is harmless).
+const HEADERS: [(&str, &str); 7] = [
+    ("fdtd_fused.cuh", FUSED_CUH),
+    ("fdtd_ports.cuh", PORTS_CUH),
+    ("fdtd_slim.cuh", SLIM_CUH),
+    ("fdtd_wide.cuh", WIDE_CUH),
+    ("fdtd_lean.cuh", LEAN_CUH),
+    ("common.cuh", COMMON_CUH),
+    ("fdtd_cell.cuh", CELL_CUH),
+];
+
 /// `src` as NVRTC compiles it: the headers inlined.
 fn inline_headers(src: &str) -> String {
-    // fdtd_fused.cuh before fdtd_lean.cuh, which it includes; fdtd_lean.cuh
-    // before fdtd_cell.cuh, which it includes (guarded, so twice is harmless).
-    src.replace("#include \"fdtd_fused.cuh\"", FUSED_CUH).replace("#include \"fdtd_ports.cuh\"", PORTS_CUH).replace("#include \"fdtd_slim.cuh\"", SLIM_CUH).replace("#include \"fdtd_wide.cuh\"", WIDE_CUH).replace("#include \"fdtd_lean.cuh\"", LEAN_CUH).replace("#include \"common.cuh\"", COMMON_CUH).replace("#include \"fdtd_cell.cuh\"", CELL_CUH)
+    HEADERS.iter().fold(src.to_string(), |s, (name, text)| s.replace(&format!("#include \"{name}\""), text))
 }
 
 /// The kernel source as NVRTC compiles it: the header inlined.

@@ -2,8 +2,8 @@
 //! Each function named `fdtd_*` is the CPU twin of the CUDA kernel of the
 //! same name in `kernels/fdtd.cu` (or a header it includes), with the
 //! arithmetic written in the same order so that the two agree to float
-//! rounding. Planes along z are updated
-//! in parallel with rayon, each thread writing its own planes (no `unsafe`).
+//! rounding. Planes along z are updated in parallel with rayon, each thread
+//! writing its own planes (no `unsafe`).
 
 use rayon::prelude::*;
 
