@@ -19,16 +19,25 @@
 // updated and its outside reads as zero, so no level computes beyond the tile
 // (no trapezoid), and T steps a pass cost about T times one step's work.
 //
+// With PML=L in the environment the box has CPML slabs of L positions at
+// both ends of every axis (cpu.rs stretch(): memories ping-ponged like
+// emvolve's, level 0's loaded ahead of the barrier, the memories between
+// the two levels of a pass in shared memory), and only the "CPML" variants
+// run, against naive kernels with the same terms; without it only the others
+// do. ONLY=name,name runs the named variants, ZC=z one z-chunk (profiling).
+//
 // Build and run (device machine): bash scripts/tb-probe/run.sh [n] [steps] [pitch] [ny nz]
 // (n^3 positions, default 256, or n x ny x nz; steps a variant, a multiple of
 // 6; row pitch, default n: 258 with pitch 258 is emvolve's padded 256^3 box;
 // 30 6 30 16 49088 is its population of 64 guides of 28 x 14 cells, padded
 // 30 x 16, stacked along z).
-// Results and what they mean: docs/BENCHMARKS.md, "Temporal blocking, measured".
+// Results and what they mean: docs/BENCHMARKS.md, "Temporal blocking, measured"
+// and "Two steps a pass with CPML, probed".
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 #include <cuda_runtime.h>
 
@@ -44,6 +53,11 @@
 struct Fields {
     float* e[3];
     float* h[3];
+    // CPML memories (PML=L runs only; null otherwise), full-size arrays
+    // indexed like the fields: term (C, S) of component C is its S-th curl
+    // term, along axis (C + 1 + S) % 3, at index 2 C + S.
+    float* pe[6];
+    float* ph[6];
 };
 
 struct Consts {
@@ -55,6 +69,12 @@ struct Consts {
     const float* ca;             // coefficient table (16 entries)
     const float* cb;
     float db;
+    // CPML slabs: L positions at both ends of every axis (0: none); per side
+    // (0 E, 1 H) and axis, the profile lines b, c, k of cpu.rs stretch().
+    int L;
+    const float* pb[2][3];
+    const float* pc[2][3];
+    const float* pk[2][3];
 };
 
 // A position is updated (every component, E and H) iff it is inside
@@ -65,6 +85,21 @@ __device__ __forceinline__ bool upd1(int q, int n) { return q >= 1 && q <= n - 2
 __device__ __forceinline__ float h_new(float h, float db, float t1, float t2) { return h - db * (t1 - t2); }
 __device__ __forceinline__ float e_new(float e, float ca, float cb, float t1, float t2) { return ca * e + cb * (t1 - t2); }
 
+__device__ __forceinline__ bool slab(int q, int n, int L) { return q < L || q >= n - L; }
+
+// Naive CPML term (C, S) of side SIDE at p, in place (cpu.rs stretch()).
+template <int SIDE, int C, int S>
+__device__ __forceinline__ float nterm(const Consts& K, const Fields& F, int x, int y, int z, long long p, float t) {
+    constexpr int AX = (C + 1 + S) % 3, J = 2 * C + S;
+    const int q = AX == 0 ? x : AX == 1 ? y : z;
+    const int n = AX == 0 ? K.nx : AX == 1 ? K.ny : K.nz;
+    if (!slab(q, n, K.L)) return t;
+    float* psi = SIDE ? F.ph[J] : F.pe[J];
+    const float s = K.pb[SIDE][AX][q] * psi[p] + K.pc[SIDE][AX][q] * t;
+    psi[p] = s;
+    return t * K.pk[SIDE][AX][q] + s;
+}
+
 // ---------------------------------------------------------------- naive
 __global__ void __launch_bounds__(256) naive_h(Fields F, Consts K) {
     const int x = blockIdx.x * 32 + threadIdx.x, y = blockIdx.y * 8 + threadIdx.y, z = blockIdx.z;
@@ -73,14 +108,18 @@ __global__ void __launch_bounds__(256) naive_h(Fields F, Consts K) {
     const float ix = K.ih[0][x], iy = K.ih[1][y], iz = K.ih[2][z];
     const float ex = F.e[0][p], ey = F.e[1][p], ez = F.e[2][p];
     float t1, t2;
+    const bool pm = K.L > 0;
     t1 = (F.e[2][p + s1] - ez) * iy;
     t2 = (F.e[1][p + s2] - ey) * iz;
+    if (pm) { t1 = nterm<1, 0, 0>(K, F, x, y, z, p, t1); t2 = nterm<1, 0, 1>(K, F, x, y, z, p, t2); }
     F.h[0][p] = h_new(F.h[0][p], K.db, t1, t2);
     t1 = (F.e[0][p + s2] - ex) * iz;
     t2 = (F.e[2][p + 1] - ez) * ix;
+    if (pm) { t1 = nterm<1, 1, 0>(K, F, x, y, z, p, t1); t2 = nterm<1, 1, 1>(K, F, x, y, z, p, t2); }
     F.h[1][p] = h_new(F.h[1][p], K.db, t1, t2);
     t1 = (F.e[1][p + 1] - ey) * ix;
     t2 = (F.e[0][p + s1] - ex) * iy;
+    if (pm) { t1 = nterm<1, 2, 0>(K, F, x, y, z, p, t1); t2 = nterm<1, 2, 1>(K, F, x, y, z, p, t2); }
     F.h[2][p] = h_new(F.h[2][p], K.db, t1, t2);
 }
 
@@ -92,17 +131,21 @@ __global__ void __launch_bounds__(256) naive_e(Fields F, Consts K) {
     const float hx = F.h[0][p], hy = F.h[1][p], hz = F.h[2][p];
     float t1, t2;
     int m;
+    const bool pm = K.L > 0;
     m = K.mat[0][p];
     t1 = (hz - F.h[2][p - s1]) * iy;
     t2 = (hy - F.h[1][p - s2]) * iz;
+    if (pm) { t1 = nterm<0, 0, 0>(K, F, x, y, z, p, t1); t2 = nterm<0, 0, 1>(K, F, x, y, z, p, t2); }
     F.e[0][p] = e_new(F.e[0][p], K.ca[m], K.cb[m], t1, t2);
     m = K.mat[1][p];
     t1 = (hx - F.h[0][p - s2]) * iz;
     t2 = (hz - F.h[2][p - 1]) * ix;
+    if (pm) { t1 = nterm<0, 1, 0>(K, F, x, y, z, p, t1); t2 = nterm<0, 1, 1>(K, F, x, y, z, p, t2); }
     F.e[1][p] = e_new(F.e[1][p], K.ca[m], K.cb[m], t1, t2);
     m = K.mat[2][p];
     t1 = (hy - F.h[1][p - 1]) * ix;
     t2 = (hx - F.h[0][p - s1]) * iy;
+    if (pm) { t1 = nterm<0, 2, 0>(K, F, x, y, z, p, t1); t2 = nterm<0, 2, 1>(K, F, x, y, z, p, t2); }
     F.e[2][p] = e_new(F.e[2][p], K.ca[m], K.cb[m], t1, t2);
 }
 
@@ -183,9 +226,52 @@ __device__ __forceinline__ void cp16(float* dst, const float* src, int bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
 }
 
-template <int T, int TX, int TY, int NS, int MINB, bool V16, bool EX>
+// CPML memories between levels (PM, T = 2): level 0's new values at the
+// positions of level 1's regions (H: hw(1) x hh(1), E: the tile), one plane
+// of each parity, 6 terms a side.
+template <int T, int TX, int TY>
+struct PsiBuf {
+    using G = Geo<T, TX, TY, false>;
+    __host__ __device__ static constexpr int hn() { return T > 1 ? G::hsz(1) : 0; }
+    __host__ __device__ static constexpr int en() { return T > 1 ? G::esz(1) : 0; }
+    __host__ __device__ static constexpr int size() { return 12 * (hn() + en()); }
+};
+
+// CPML term (C, S) of side SIDE at level t, position (x, y) of the tile
+// (global gx, gy, plane p, index gp): the old memory from the read set (level
+// 0) or the previous level's buffer; the new one to the next level's buffer
+// or, at the last level, to the write set where the tile owns the position.
+template <int T, int TX, int TY, int SIDE, int C, int S>
+__device__ __forceinline__ float fterm(const Consts& K, const Fields& A, const Fields& B, float* sPs, int t, int x,
+                                       int y, int gx, int gy, int p, int z0, int z1, float pold, float tv) {
+    constexpr int AX = (C + 1 + S) % 3, J = 2 * C + S;
+    const int q = AX == 0 ? gx : AX == 1 ? gy : p;
+    const int n = AX == 0 ? K.nx : AX == 1 ? K.ny : K.nz;
+    if (!slab(q, n, K.L)) return tv;
+    using G = Geo<T, TX, TY, false>;
+    constexpr int W1 = T > 1 ? (SIDE ? G::hw(1) : G::ew(1)) : 1;
+    constexpr int H1 = T > 1 ? (SIDE ? G::hh(1) : G::eh(1)) : 1;
+    constexpr int O1 = T > 1 ? (SIDE ? G::ho(1) : G::eo(1)) : 0;
+    const int rx = x - O1, ry = y - O1;
+    const bool in1 = T > 1 && rx >= 0 && rx < W1 && ry >= 0 && ry < H1;
+    float* buf = sPs + ((p & 1) * 6 + J) * (W1 * H1) + ry * W1 + rx;
+    const long long gp = gx + gy * (long long)K.pitch + (long long)p * K.pitch * K.ny;
+    const float ps = t == 0 ? pold : *buf;  // level 0: the read set's, loaded ahead of the barrier
+    const float s = __ldg(K.pb[SIDE][AX] + q) * ps + __ldg(K.pc[SIDE][AX] + q) * tv;
+    if (t == T - 1) {
+        // owned: the tile's own positions of the chunk (E's last region is the tile)
+        if (x >= 0 && x < TX && y >= 0 && y < TY && p >= z0 && p < z1 && gx < K.nx && gy < K.ny)
+            (SIDE ? B.ph[J] : B.pe[J])[gp] = s;
+    } else if (in1) {
+        *buf = s;
+    }
+    return tv * __ldg(K.pk[SIDE][AX] + q) + s;
+}
+
+template <int T, int TX, int TY, int NS, int MINB, bool V16, bool EX, bool PM>
 __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Consts K, int zchunk) {
     static_assert(!(EX && V16), "exact tiles copy 4 bytes at a time");
+    static_assert(!PM || (!EX && T <= 2), "CPML: trapezoid tiles, at most two steps");
     using G = Geo<T, TX, TY, EX>;
     using L = SL<T, TX, TY, V16, EX>;
     constexpr int NT = TX * TY;
@@ -196,6 +282,8 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
     float* sIy = sIx + 2 * (TX + 2 * T);              // [2][TY + 2T]
     float* sCa = sIy + 2 * (TY + 2 * T);              // 16
     float* sCb = sCa + 16;
+    float* sPsH = sCb + 16;  // PM: PsiBuf, H then E
+    float* sPsE = sPsH + 12 * PsiBuf<T, TX, TY>::hn();
 
     const int nx = K.nx, ny = K.ny, nz = K.nz;
     const long long s1 = K.pitch, s2 = (long long)K.pitch * ny;
@@ -206,6 +294,8 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
     const int X0 = (tl % tilesx) * TX, Y0 = (tl / tilesx) * TY;
     const int z0 = ch * zchunk, z1 = min(nz, z0 + zchunk);
     const int tid = threadIdx.x;
+    // PM: does any region of the tile reach into an x or y slab (block-uniform)?
+    const bool cxy = PM && (X0 - T < K.L || X0 + TX + T > nx - K.L || Y0 - T < K.L || Y0 + TY + T > ny - K.L);
 
     // Spacing lines over [-T, TX+T) and the coefficient table.
     for (int i = tid; i < TX + 2 * T; i += NT) {
@@ -369,6 +459,57 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                 }
             }
         }
+        // PM: level 0's CPML memories of plane j (the read set's), loaded ahead
+        // of the barrier; 0 where not needed.
+        float pH[PM ? NH0 : 1][6], pE[PM ? NE0 : 1][6];
+        if constexpr (PM) {
+#pragma unroll
+            for (int k = 0; k < NH0; ++k)
+#pragma unroll
+                for (int q = 0; q < 6; ++q) pH[k][q] = 0.f;
+#pragma unroll
+            for (int k = 0; k < NE0; ++k)
+#pragma unroll
+                for (int q = 0; q < 6; ++q) pE[k][q] = 0.f;
+            if ((cxy || slab(j, nz, K.L)) && upd1(j, nz)) {
+#pragma unroll
+                for (int k = 0; k < NH0; ++k) {
+                    const int i = tid + k * NT;
+                    if (i < G::hsz(0)) {
+                        const int ry = i / G::hw(0), rx = i - ry * G::hw(0);
+                        const int gx = X0 + G::ho(0) + rx, gy = Y0 + G::ho(0) + ry;
+                        if (upd1(gx, nx) && upd1(gy, ny)) {
+                            const long long gp = gx + gy * s1 + (long long)j * s2;
+                            const int qa[3] = {gx, gy, j};
+                            const int na[3] = {nx, ny, nz};
+#pragma unroll
+                            for (int q = 0; q < 6; ++q) {
+                                const int ax = (q / 2 + 1 + q % 2) % 3;
+                                if (slab(qa[ax], na[ax], K.L)) pH[k][q] = __ldg(A.ph[q] + gp);
+                            }
+                        }
+                    }
+                }
+#pragma unroll
+                for (int k = 0; k < NE0; ++k) {
+                    const int i = tid + k * NT;
+                    if (i < G::esz(0)) {
+                        const int ry = i / G::ew(0), rx = i - ry * G::ew(0);
+                        const int gx = X0 + G::eo(0) + rx, gy = Y0 + G::eo(0) + ry;
+                        if (upd1(gx, nx) && upd1(gy, ny)) {
+                            const long long gp = gx + gy * s1 + (long long)j * s2;
+                            const int qa[3] = {gx, gy, j};
+                            const int na[3] = {nx, ny, nz};
+#pragma unroll
+                            for (int q = 0; q < 6; ++q) {
+                                const int ax = (q / 2 + 1 + q % 2) % 3;
+                                if (slab(qa[ax], na[ax], K.L)) pE[k][q] = __ldg(A.pe[q] + gp);
+                            }
+                        }
+                    }
+                }
+            }
+        }
         cp_wait<NS - 2>();
         __syncthreads();
 #pragma unroll
@@ -395,6 +536,7 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                 hsw = G::hw(t - 1); hxo = hyo = -G::ho(t - 1); hssz = G::hsz(t - 1);
             }
             const bool uz = upd1(p, nz);
+            const bool pml = PM && (cxy || slab(p, nz, K.L));  // block-uniform
             // Old E of this level's E elements, read before the stage may be refilled.
             float eold[NE0][3];
 #pragma unroll
@@ -432,12 +574,24 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                             float t1, t2;
                             t1 = (E2[ie + sw] - E2[ie]) * iy;
                             t2 = (En[ssz + ie] - E1[ie]) * izh[t];
+                            if (pml) {
+                                t1 = fterm<T, TX, TY, 1, 0, 0>(K, A, B, sPsH, t, x, y, gx, gy, p, z0, z1, t == 0 ? pH[k][0] : 0.f, t1);
+                                t2 = fterm<T, TX, TY, 1, 0, 1>(K, A, B, sPsH, t, x, y, gx, gy, p, z0, z1, t == 0 ? pH[k][1] : 0.f, t2);
+                            }
                             h0 = h_new(h0, K.db, t1, t2);
                             t1 = (En[ie] - E0[ie]) * izh[t];
                             t2 = (E2[ie + 1] - E2[ie]) * ix;
+                            if (pml) {
+                                t1 = fterm<T, TX, TY, 1, 1, 0>(K, A, B, sPsH, t, x, y, gx, gy, p, z0, z1, t == 0 ? pH[k][2] : 0.f, t1);
+                                t2 = fterm<T, TX, TY, 1, 1, 1>(K, A, B, sPsH, t, x, y, gx, gy, p, z0, z1, t == 0 ? pH[k][3] : 0.f, t2);
+                            }
                             h1 = h_new(h1, K.db, t1, t2);
                             t1 = (E1[ie + 1] - E1[ie]) * ix;
                             t2 = (E0[ie + sw] - E0[ie]) * iy;
+                            if (pml) {
+                                t1 = fterm<T, TX, TY, 1, 2, 0>(K, A, B, sPsH, t, x, y, gx, gy, p, z0, z1, t == 0 ? pH[k][4] : 0.f, t1);
+                                t2 = fterm<T, TX, TY, 1, 2, 1>(K, A, B, sPsH, t, x, y, gx, gy, p, z0, z1, t == 0 ? pH[k][5] : 0.f, t2);
+                            }
                             h2 = h_new(h2, K.db, t1, t2);
                         }
                         Hn[i] = h0;
@@ -474,14 +628,26 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
                             m = mm & 255;
                             t1 = (hz - Hn[2 * HS + ih - HW]) * iy;
                             t2 = (hy - Hp[HS + ih]) * ize[t];
+                            if (pml) {
+                                t1 = fterm<T, TX, TY, 0, 0, 0>(K, A, B, sPsE, t, x, y, gx, gy, p, z0, z1, t == 0 ? pE[k][0] : 0.f, t1);
+                                t2 = fterm<T, TX, TY, 0, 0, 1>(K, A, B, sPsE, t, x, y, gx, gy, p, z0, z1, t == 0 ? pE[k][1] : 0.f, t2);
+                            }
                             e0 = e_new(e0, sCa[m], sCb[m], t1, t2);
                             m = (mm >> 8) & 255;
                             t1 = (hx - Hp[ih]) * ize[t];
                             t2 = (hz - Hn[2 * HS + ih - 1]) * ix;
+                            if (pml) {
+                                t1 = fterm<T, TX, TY, 0, 1, 0>(K, A, B, sPsE, t, x, y, gx, gy, p, z0, z1, t == 0 ? pE[k][2] : 0.f, t1);
+                                t2 = fterm<T, TX, TY, 0, 1, 1>(K, A, B, sPsE, t, x, y, gx, gy, p, z0, z1, t == 0 ? pE[k][3] : 0.f, t2);
+                            }
                             e1 = e_new(e1, sCa[m], sCb[m], t1, t2);
                             m = mm >> 16;
                             t1 = (hy - Hn[HS + ih - 1]) * ix;
                             t2 = (hx - Hn[ih - HW]) * iy;
+                            if (pml) {
+                                t1 = fterm<T, TX, TY, 0, 2, 0>(K, A, B, sPsE, t, x, y, gx, gy, p, z0, z1, t == 0 ? pE[k][4] : 0.f, t1);
+                                t2 = fterm<T, TX, TY, 0, 2, 1>(K, A, B, sPsE, t, x, y, gx, gy, p, z0, z1, t == 0 ? pE[k][5] : 0.f, t2);
+                            }
                             e2 = e_new(e2, sCa[m], sCb[m], t1, t2);
                         }
                         if (!last) {
@@ -517,6 +683,12 @@ __global__ void init_fields(Fields F, long long cells, unsigned seed) {
             F.e[c][p] = (hash((unsigned)p * 6u + c + seed) & 0xffffff) / 16777216.f - 0.5f;
             F.h[c][p] = (hash((unsigned)p * 6u + 3 + c + seed) & 0xffffff) / 16777216.f - 0.5f;
         }
+        if (F.pe[0]) {
+            for (int j = 0; j < 6; ++j) {
+                F.pe[j][p] = (hash((unsigned)p * 12u + j + seed + 77u) & 0xffffff) / 167772160.f - 0.05f;
+                F.ph[j][p] = (hash((unsigned)p * 12u + 6 + j + seed + 77u) & 0xffffff) / 167772160.f - 0.05f;
+            }
+        }
     }
 }
 __global__ void init_mat(unsigned char* m0, unsigned char* m1, unsigned char* m2, long long cells) {
@@ -531,11 +703,18 @@ __global__ void diff(const float* a, const float* b, long long cells, unsigned l
     }
 }
 
-static Fields alloc_fields(long long cells) {
+static Fields alloc_fields(long long cells, bool pml) {
     Fields F;
     for (int c = 0; c < 3; ++c) {
         CK(cudaMalloc(&F.e[c], cells * 4));
         CK(cudaMalloc(&F.h[c], cells * 4));
+    }
+    for (int j = 0; j < 6; ++j) {
+        F.pe[j] = F.ph[j] = nullptr;
+        if (pml) {
+            CK(cudaMalloc(&F.pe[j], cells * 4));
+            CK(cudaMalloc(&F.ph[j], cells * 4));
+        }
     }
     return F;
 }
@@ -543,6 +722,10 @@ static void copy_fields(Fields d, Fields s, long long cells) {
     for (int c = 0; c < 3; ++c) {
         CK(cudaMemcpy(d.e[c], s.e[c], cells * 4, cudaMemcpyDeviceToDevice));
         CK(cudaMemcpy(d.h[c], s.h[c], cells * 4, cudaMemcpyDeviceToDevice));
+    }
+    for (int j = 0; j < 6 && s.pe[0]; ++j) {
+        CK(cudaMemcpy(d.pe[j], s.pe[j], cells * 4, cudaMemcpyDeviceToDevice));
+        CK(cudaMemcpy(d.ph[j], s.ph[j], cells * 4, cudaMemcpyDeviceToDevice));
     }
 }
 static unsigned long long mismatches(Fields a, Fields b, long long cells) {
@@ -552,6 +735,10 @@ static unsigned long long mismatches(Fields a, Fields b, long long cells) {
     for (int c = 0; c < 3; ++c) {
         diff<<<1024, 256>>>(a.e[c], b.e[c], cells, d);
         diff<<<1024, 256>>>(a.h[c], b.h[c], cells, d);
+    }
+    for (int j = 0; j < 6 && a.pe[0]; ++j) {
+        diff<<<1024, 256>>>(a.pe[j], b.pe[j], cells, d);
+        diff<<<1024, 256>>>(a.ph[j], b.ph[j], cells, d);
     }
     unsigned long long r;
     CK(cudaMemcpy(&r, d, 8, cudaMemcpyDeviceToHost));
@@ -566,14 +753,16 @@ struct Variant {
     void (*kernel)(Fields, Fields, Consts, int);
     bool v16;  // needs a row pitch of a multiple of 4
     bool ex;   // needs the whole xy plane in one tile
+    bool pm;   // with the CPML terms (runs only with PML=L > 0, the others only without)
 };
 
 // pad_kb: extra shared memory a block, to cap the blocks an SM (occupancy).
-template <int T, int TX, int TY, int NS, int MINB, bool V16 = false, bool EX = false>
+template <int T, int TX, int TY, int NS, int MINB, bool V16 = false, bool EX = false, bool PM = false>
 static Variant make(const char* name, int pad_kb = 0) {
     using G = Geo<T, TX, TY, EX>;
-    size_t fl = (size_t)NS * SL<T, TX, TY, V16, EX>::size() + G::hbufs() + G::ebufs() + 2 * (TX + 2 * T) + 2 * (TY + 2 * T) + 32;
-    Variant v{name, T, TX, TY, fl * 4 + (size_t)pad_kb * 1024, fused<T, TX, TY, NS, MINB, V16, EX>, V16, EX};
+    size_t fl = (size_t)NS * SL<T, TX, TY, V16, EX>::size() + G::hbufs() + G::ebufs() + 2 * (TX + 2 * T) + 2 * (TY + 2 * T) + 32 +
+                (PM ? PsiBuf<T, TX, TY>::size() : 0);
+    Variant v{name, T, TX, TY, fl * 4 + (size_t)pad_kb * 1024, fused<T, TX, TY, NS, MINB, V16, EX, PM>, V16, EX, PM};
     CK(cudaFuncSetAttribute(v.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)v.smem));
     return v;
 }
@@ -622,8 +811,36 @@ int main(int argc, char** argv) {
     CK(cudaMemcpy(dcb, cb, 64, cudaMemcpyHostToDevice));
     K.ca = dca;
     K.cb = dcb;
+    // CPML: PML=L slabs at both ends of every axis, with made-up profiles
+    // (b in (0.6, 0.95), c in (-0.3, -0.05), k in (0.5, 1)); the arithmetic is
+    // cpu.rs stretch()'s, the values only need to be distinct.
+    K.L = getenv("PML") ? atoi(getenv("PML")) : 0;
+    const bool pml = K.L > 0;
+    for (int a = 0; a < 3; ++a) {
+        for (int side = 0; side < 2; ++side) {
+            std::vector<float> b(dims[a]), c(dims[a]), k(dims[a]);
+            for (int i = 0; i < dims[a]; ++i) {
+                const float u = (float)((i * 29 + a * 7 + side * 3) % 13) / 12.f;
+                b[i] = 0.6f + 0.35f * u;
+                c[i] = -0.05f - 0.25f * u;
+                k[i] = 0.5f + 0.5f * (1.f - u);
+            }
+            float *db, *dc, *dk;
+            CK(cudaMalloc(&db, dims[a] * 4));
+            CK(cudaMalloc(&dc, dims[a] * 4));
+            CK(cudaMalloc(&dk, dims[a] * 4));
+            CK(cudaMemcpy(db, b.data(), dims[a] * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dc, c.data(), dims[a] * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dk, k.data(), dims[a] * 4, cudaMemcpyHostToDevice));
+            K.pb[side][a] = db;
+            K.pc[side][a] = dc;
+            K.pk[side][a] = dk;
+        }
+    }
+    if (pml) printf("CPML: %d positions at both ends of every axis\n", K.L);
 
-    Fields init = alloc_fields(cells), ref = alloc_fields(cells), A = alloc_fields(cells), B = alloc_fields(cells);
+    Fields init = alloc_fields(cells, pml), ref = alloc_fields(cells, pml), A = alloc_fields(cells, pml),
+           B = alloc_fields(cells, pml);
     init_fields<<<2048, 256>>>(init, cells, 12345u);
     CK(cudaDeviceSynchronize());
 
@@ -669,17 +886,29 @@ int main(int argc, char** argv) {
     vs.push_back(make<1, 32, 16, 4, 2, false, true>("T1 32x16 exact plane"));
     vs.push_back(make<2, 32, 16, 3, 2, false, true>("T2 32x16 exact plane"));
     vs.push_back(make<3, 32, 16, 3, 2, false, true>("T3 32x16 exact plane"));
-    const int zchunks[] = {128, 64, 32};
+    vs.push_back(make<1, 32, 8, 4, 3, false, false, true>("CPML T1 32x8 4B"));
+    vs.push_back(make<1, 32, 8, 4, 2, false, false, true>("CPML T1 32x8 4B minb2"));
+    vs.push_back(make<2, 32, 8, 3, 3, false, false, true>("CPML T2 32x8 4B NS3 minb3"));
+    vs.push_back(make<2, 32, 8, 2, 3, false, false, true>("CPML T2 32x8 4B NS2 minb3"));
+    vs.push_back(make<2, 32, 8, 3, 2, false, false, true>("CPML T2 32x8 4B NS3 minb2"));
+    vs.push_back(make<2, 32, 16, 3, 2, false, false, true>("CPML T2 32x16 4B minb2"));
+    const int zchunks[] = {128, 64, 32, 16};
     bool all_ok = true;
     for (const Variant& v : vs) {
         if (v.v16 && pitch % 4 != 0) continue;  // 16-byte copies need aligned rows
         if (v.ex && (dims[0] > v.TX || dims[1] > v.TY)) continue;  // the plane must fit the tile
+        if (v.pm != pml) continue;
+        if (getenv("ONLY")) {  // comma-separated names to run (default: all)
+            const std::string only = std::string(",") + getenv("ONLY") + ",";
+            if (only.find(std::string(",") + v.name + ",") == std::string::npos) continue;
+        }
         cudaFuncAttributes fa;
         CK(cudaFuncGetAttributes(&fa, v.kernel));
         int occ = 0;
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, v.kernel, v.TX * v.TY, v.smem));
         for (int zc : zchunks) {
             if (zc > dims[2]) continue;
+            if (getenv("ZC") && zc != atoi(getenv("ZC"))) continue;  // one z-chunk only (profiling)
             const int chunks = (dims[2] + zc - 1) / zc;
             const int blocks = ((dims[0] + v.TX - 1) / v.TX) * ((dims[1] + v.TY - 1) / v.TY) * chunks;
             auto pass = [&](Fields& a, Fields& b) {
