@@ -268,6 +268,32 @@ __device__ __forceinline__ float fterm(const Consts& K, const Fields& A, const F
     return tv * __ldg(K.pk[SIDE][AX] + q) + s;
 }
 
+// Level 0's CPML memories (the read set's psi) at plane j over a square-offset
+// region of width W at offset O (S positions, NK a thread), where the term's
+// axis is in a slab and the position is updated; out is zeroed by the caller.
+template <int NK, int NT, int W, int O, int S>
+__device__ __forceinline__ void psi_ahead(const Consts& K, float* const (&psi)[6], int tid, int X0, int Y0, int j,
+                                          float (&out)[NK][6]) {
+#pragma unroll
+    for (int k = 0; k < NK; ++k) {
+        const int i = tid + k * NT;
+        if (i < S) {
+            const int ry = i / W, rx = i - ry * W;
+            const int gx = X0 + O + rx, gy = Y0 + O + ry;
+            if (upd1(gx, K.nx) && upd1(gy, K.ny)) {
+                const long long gp = gx + gy * (long long)K.pitch + (long long)j * K.pitch * K.ny;
+                const int qa[3] = {gx, gy, j};
+                const int na[3] = {K.nx, K.ny, K.nz};
+#pragma unroll
+                for (int q = 0; q < 6; ++q) {
+                    const int ax = (q / 2 + 1 + q % 2) % 3;
+                    if (slab(qa[ax], na[ax], K.L)) out[k][q] = __ldg(psi[q] + gp);
+                }
+            }
+        }
+    }
+}
+
 template <int T, int TX, int TY, int NS, int MINB, bool V16, bool EX, bool PM>
 __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Consts K, int zchunk) {
     static_assert(!(EX && V16), "exact tiles copy 4 bytes at a time");
@@ -472,42 +498,8 @@ __global__ void __launch_bounds__(TX * TY, MINB) fused(Fields A, Fields B, Const
 #pragma unroll
                 for (int q = 0; q < 6; ++q) pE[k][q] = 0.f;
             if ((cxy || slab(j, nz, K.L)) && upd1(j, nz)) {
-#pragma unroll
-                for (int k = 0; k < NH0; ++k) {
-                    const int i = tid + k * NT;
-                    if (i < G::hsz(0)) {
-                        const int ry = i / G::hw(0), rx = i - ry * G::hw(0);
-                        const int gx = X0 + G::ho(0) + rx, gy = Y0 + G::ho(0) + ry;
-                        if (upd1(gx, nx) && upd1(gy, ny)) {
-                            const long long gp = gx + gy * s1 + (long long)j * s2;
-                            const int qa[3] = {gx, gy, j};
-                            const int na[3] = {nx, ny, nz};
-#pragma unroll
-                            for (int q = 0; q < 6; ++q) {
-                                const int ax = (q / 2 + 1 + q % 2) % 3;
-                                if (slab(qa[ax], na[ax], K.L)) pH[k][q] = __ldg(A.ph[q] + gp);
-                            }
-                        }
-                    }
-                }
-#pragma unroll
-                for (int k = 0; k < NE0; ++k) {
-                    const int i = tid + k * NT;
-                    if (i < G::esz(0)) {
-                        const int ry = i / G::ew(0), rx = i - ry * G::ew(0);
-                        const int gx = X0 + G::eo(0) + rx, gy = Y0 + G::eo(0) + ry;
-                        if (upd1(gx, nx) && upd1(gy, ny)) {
-                            const long long gp = gx + gy * s1 + (long long)j * s2;
-                            const int qa[3] = {gx, gy, j};
-                            const int na[3] = {nx, ny, nz};
-#pragma unroll
-                            for (int q = 0; q < 6; ++q) {
-                                const int ax = (q / 2 + 1 + q % 2) % 3;
-                                if (slab(qa[ax], na[ax], K.L)) pE[k][q] = __ldg(A.pe[q] + gp);
-                            }
-                        }
-                    }
-                }
+                psi_ahead<NH0, NT, G::hw(0), G::ho(0), G::hsz(0)>(K, A.ph, tid, X0, Y0, j, pH);
+                psi_ahead<NE0, NT, G::ew(0), G::eo(0), G::esz(0)>(K, A.pe, tid, X0, Y0, j, pE);
             }
         }
         cp_wait<NS - 2>();
