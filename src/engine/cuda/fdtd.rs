@@ -24,7 +24,7 @@ use super::onchip;
 use super::slim::{self, SlimPlan};
 use super::{CudaOptions, PathChoice, RunStats, Scheme, SPLIT_ZCHUNK};
 use crate::consts::{EPS0, MU0};
-use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
+use crate::engine::device::{self, alloc_with, download_into, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
 use crate::engine::fdtd::fields::Fields;
 use crate::engine::fdtd::Operator;
 use crate::engine::stepping::{self, Batch};
@@ -790,8 +790,8 @@ impl Batch for FdtdDevBatch<'_> {
         let w: Vec<f64> = if any_due { download_vec(self.dev, self.live.energy, 0, 2 * nd)? } else { vec![0.0; 2 * nd] };
         let np = self.plan.ports.len();
         if np > 0 {
-            self.hv = download_vec(self.dev, self.live.tv, 0, np * self.kcap)?;
-            self.hi = download_vec(self.dev, self.live.ti, 0, np * self.kcap)?;
+            download_into(self.dev, self.live.tv, 0, np * self.kcap, &mut self.hv)?;
+            download_into(self.dev, self.live.ti, 0, np * self.kcap, &mut self.hi)?;
         }
         self.stats.wait_s += tw.elapsed().as_secs_f64();
         Ok((0..nd).map(|d| w[2 * d] * EPS0 + w[2 * d + 1] * MU0).collect())
@@ -823,8 +823,8 @@ impl Batch for FdtdDevBatch<'_> {
         let w: Vec<f64> = download_vec(self.dev, self.live.energy, 0, 2 * nd * m)?;
         let np = self.plan.ports.len();
         if np > 0 {
-            self.hv = download_vec(self.dev, self.live.tv, 0, np * self.kcap)?;
-            self.hi = download_vec(self.dev, self.live.ti, 0, np * self.kcap)?;
+            download_into(self.dev, self.live.tv, 0, np * self.kcap, &mut self.hv)?;
+            download_into(self.dev, self.live.ti, 0, np * self.kcap, &mut self.hi)?;
         }
         self.stats.wait_s += tw.elapsed().as_secs_f64();
         Ok((0..nd * m).map(|x| w[2 * x] * EPS0 + w[2 * x + 1] * MU0).collect())

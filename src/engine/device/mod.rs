@@ -192,14 +192,24 @@ pub fn alloc_with<T: Pod>(dev: &mut dyn Device, v: &[T], min_elems: usize) -> Re
 
 /// `n` elements from element `off` of a buffer.
 pub fn download_vec<T: Pod>(dev: &mut dyn Device, b: Buf, off: usize, n: usize) -> Result<Vec<T>, EngineError> {
-    let mut v = vec![T::default(); n];
+    let mut v = Vec::new();
+    download_into(dev, b, off, n, &mut v)?;
+    Ok(v)
+}
+
+/// [`download_vec`] into `v`, resized to `n` and reusing its memory: the
+/// per-chunk copies of port samples (megabytes a chunk for a GA generation)
+/// would otherwise land in fresh pages every chunk, and the page faults cost
+/// more than the copy (H100 host: 44 ms of a 0.19 s on-chip generation).
+pub fn download_into<T: Pod>(dev: &mut dyn Device, b: Buf, off: usize, n: usize, v: &mut Vec<T>) -> Result<(), EngineError> {
+    v.resize(n, T::default());
     let sz = std::mem::size_of::<T>();
     // SAFETY: T: Pod, so every byte pattern the device writes is a valid T.
     let out = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, n * sz) };
     if n > 0 {
         dev.download(b, off * sz, out)?;
     }
-    Ok(v)
+    Ok(())
 }
 
 /// [`launch`] with `shared` bytes of dynamic shared memory per block.

@@ -31,7 +31,7 @@ use self::abi::{Kernel, TlmPtrs, KERNELS};
 use self::plan::Plan;
 use super::batch::{split_to_fit, spread, too_big};
 use super::options::{CudaOptions, PathChoice, RunStats};
-use crate::engine::device::{self, alloc_with, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
+use crate::engine::device::{self, alloc_with, download_into, download_vec, upload, Buf, Chunk, Device, Dims, KernelArg, ModuleSpec};
 use crate::engine::stepping::{self, Batch};
 use crate::engine::tlm::pack::TlmPack;
 use crate::engine::EngineError;
@@ -401,8 +401,8 @@ impl Batch for TlmDevBatch<'_> {
         let w: Vec<f64> = if any_due { download_vec(self.dev, self.bufs.energy, 0, nd)? } else { vec![0.0; nd] };
         if self.plan.nslots > 0 {
             let len = self.plan.nslots * self.kcap;
-            self.hv = download_vec(self.dev, self.bufs.tv, 0, len)?;
-            self.hi = download_vec(self.dev, self.bufs.ti, 0, len)?;
+            download_into(self.dev, self.bufs.tv, 0, len, &mut self.hv)?;
+            download_into(self.dev, self.bufs.ti, 0, len, &mut self.hi)?;
         }
         Ok(w)
     }
@@ -432,8 +432,8 @@ impl Batch for TlmDevBatch<'_> {
         let w: Vec<f64> = download_vec(self.dev, en, 0, nd * m)?;
         if self.plan.nslots > 0 {
             let len = self.plan.nslots * self.kcap;
-            self.hv = download_vec(self.dev, self.bufs.tv, 0, len)?;
-            self.hi = download_vec(self.dev, self.bufs.ti, 0, len)?;
+            download_into(self.dev, self.bufs.tv, 0, len, &mut self.hv)?;
+            download_into(self.dev, self.bufs.ti, 0, len, &mut self.hi)?;
         }
         Ok(w)
     }
