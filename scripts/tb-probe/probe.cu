@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <string>
 #include <vector>
 #include <cuda_runtime.h>
@@ -759,6 +760,20 @@ static Variant make(const char* name, int pad_kb = 0) {
     return v;
 }
 
+// An integer environment knob in [lo, hi] (def when unset); anything else
+// ends the run with a message naming the knob (exit 2).
+static int env_int(const char* name, int lo, int hi, int def) {
+    const char* s = getenv(name);
+    if (!s) return def;
+    char* end = nullptr;
+    const long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "tb-probe: %s=%s: expected an integer in [%d, %d]\n", name, s, lo, hi);
+        exit(2);
+    }
+    return (int)v;
+}
+
 int main(int argc, char** argv) {
     const int n = argc > 1 ? atoi(argv[1]) : 256;
     const int steps = argc > 2 ? atoi(argv[2]) : 240;  // multiple of 1, 2, 3
@@ -806,7 +821,8 @@ int main(int argc, char** argv) {
     // CPML: PML=L slabs at both ends of every axis, with made-up profiles
     // (b in (0.6, 0.95), c in (-0.3, -0.05), k in (0.5, 1)); the arithmetic is
     // cpu.rs stretch()'s, the values only need to be distinct.
-    K.L = getenv("PML") ? atoi(getenv("PML")) : 0;
+    // Slabs of both ends of an axis must leave an updated position between them.
+    K.L = env_int("PML", 0, (std::min(dims[0], std::min(dims[1], dims[2])) - 3) / 2, 0);
     const bool pml = K.L > 0;
     for (int a = 0; a < 3; ++a) {
         for (int side = 0; side < 2; ++side) {
@@ -885,7 +901,25 @@ int main(int argc, char** argv) {
     vs.push_back(make<2, 32, 8, 3, 2, false, false, true>("CPML T2 32x8 4B NS3 minb2"));
     vs.push_back(make<2, 32, 16, 3, 2, false, false, true>("CPML T2 32x16 4B minb2"));
     const int zchunks[] = {128, 64, 32, 16};
+    const int zc_only = env_int("ZC", 0, 128, 0);  // one z-chunk only (profiling); 0: all
+    if (zc_only && (zc_only > dims[2] || (zc_only != 128 && zc_only != 64 && zc_only != 32 && zc_only != 16))) {
+        fprintf(stderr, "tb-probe: ZC=%d: expected one of 128, 64, 32, 16, at most nz = %d\n", zc_only, dims[2]);
+        return 2;
+    }
+    if (const char* only = getenv("ONLY")) {  // every name given must be a variant's
+        std::string rest = std::string(only) + ",";
+        for (size_t at; (at = rest.find(',')) != std::string::npos; rest.erase(0, at + 1)) {
+            const std::string name = rest.substr(0, at);
+            bool known = false;
+            for (const Variant& v : vs) known = known || name == v.name;
+            if (!known) {
+                fprintf(stderr, "tb-probe: ONLY names no variant '%s' (names as printed in the first column)\n", name.c_str());
+                return 2;
+            }
+        }
+    }
     bool all_ok = true;
+    int runs = 0;
     for (const Variant& v : vs) {
         if (v.v16 && pitch % 4 != 0) continue;  // 16-byte copies need aligned rows
         if (v.ex && (dims[0] > v.TX || dims[1] > v.TY)) continue;  // the plane must fit the tile
@@ -900,7 +934,8 @@ int main(int argc, char** argv) {
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, v.kernel, v.TX * v.TY, v.smem));
         for (int zc : zchunks) {
             if (zc > dims[2]) continue;
-            if (getenv("ZC") && zc != atoi(getenv("ZC"))) continue;  // one z-chunk only (profiling)
+            if (zc_only && zc != zc_only) continue;
+            ++runs;
             const int chunks = (dims[2] + zc - 1) / zc;
             const int blocks = ((dims[0] + v.TX - 1) / v.TX) * ((dims[1] + v.TY - 1) / v.TY) * chunks;
             auto pass = [&](Fields& a, Fields& b) {
@@ -931,6 +966,11 @@ int main(int argc, char** argv) {
                    v.name, zc, fa.numRegs, v.smem / 1024.0, occ, blocks, gc, bpc, gc * bpc, bad ? "MISMATCH" : "bit-identical");
             if (bad) printf("   %llu values differ\n", bad);
         }
+    }
+    if (runs == 0) {  // e.g. ONLY named variants of the other mode (PML set or not)
+        fprintf(stderr, "tb-probe: no variant ran: those named by ONLY are %s, or need a row pitch of a multiple of 4 (16B) or the plane in one tile (exact plane)\n",
+                pml ? "without CPML (unset PML)" : "CPML variants (set PML=L)");
+        return 2;
     }
     printf("tb-probe %s\n", all_ok ? "PASS: every fused variant bit-identical to the naive kernels" : "FAIL");
     return all_ok ? 0 : 1;
