@@ -18,7 +18,7 @@
 // order (abi::KERNELS): here the design context, indexing, CPML profiles
 // and the split kernels; fdtd_fused.cuh the fused step fdtd_step (with
 // fdtd_lean.cuh, its lean blocks' form); fdtd_ports.cuh the port, energy and
-// DFT kernels; fdtd_slim.cuh and fdtd_wide.cuh the two-step passes.
+// DFT kernels; fdtd_slim.cuh the two-step pass.
 
 #include "common.cuh"
 
@@ -389,4 +389,3 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
 #include "fdtd_ports.cuh"
 
 #include "fdtd_slim.cuh"
-#include "fdtd_wide.cuh"

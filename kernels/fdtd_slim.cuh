@@ -61,7 +61,6 @@ __device__ __forceinline__ int sl_slot(int p) { return ((p % EMV_SL_NS) + EMV_SL
 
 // Copies of one read-set plane's E and H at element g of the pools into
 // stage st ([6][n], at the thread's slot tid; zeros when !ok), one group.
-// Shared by fdtd_step2 and fdtd_step2w (fdtd_wide.cuh).
 __device__ __forceinline__ void sl_issue(const FdtdPtrs& P, float* st, long long g, bool ok, int tid, int n) {
     cp4(st + tid, P.e[0] + g, ok);
     cp4(st + n + tid, P.e[1] + g, ok);

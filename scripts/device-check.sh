@@ -134,12 +134,6 @@ echo "bench exit code $?"
 "$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml 0 \
     --tiles "${BENCH_TILES%%,*}" > "$OUT/bench-nopml.log" 2>&1
 echo "no-CPML bench exit code $?"
-# Diagnostic: the wide two-step pass (off by default: kernels/fdtd_wide.cuh) on both boxes, against one step a pass.
-for pml in 10 0; do
-  "$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml $pml --slim both --wide \
-      --tiles "${BENCH_TILES%%,*}" 2>&1 | grep -E "^\| box|error"
-done > "$OUT/bench-wide.log"
-echo "wide-pass bench exit code $?"
 grep -E "error" "$OUT/bench.log"
 # --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations); TLM_BENCH=0 skips them.
 [ "${TLM_BENCH:-1}" = 1 ] && "$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
@@ -150,5 +144,4 @@ grep -E "error|panic" "$OUT/bench.log"
 echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-160)"
 cat "$OUT/bench.log"
 grep -E "^\| box" "$OUT/bench-nopml.log"
-cat "$OUT/bench-wide.log"
 [ "${TLM_BENCH:-1}" = 1 ] && cat "$OUT/bench-tlm.log"

@@ -1,14 +1,12 @@
-//! The two-step passes (kernels/fdtd_slim.cuh for slim designs,
-//! kernels/fdtd_wide.cuh for wide ones, tiled with a halo) on the CPU
+//! The two-step pass (kernels/fdtd_slim.cuh, for slim designs) on the CPU
 //! emulation of the device, through the CUDA backend's planner and stepping
 //! loop, against the CPU engine (`dev kernel-emu --two-step`): every field
 //! position after 6 steps from random fields, the port traces and the
 //! energy, chunks of 4 planes (boundaries kept off the CPML), chunks of 3
 //! steps so that every other chunk ends on the one-step kernel. The six
 //! slim designs (guides with TE10 ports, 3D, 2.5D and graded, and a PEC
-//! cavity) and the six wide ones (CPML boxes, the 2D job, tiled planes with
-//! a port across tiles, lean interior tiles, graded) must take a pass; the
-//! four with PMC faces run beside them one step a pass.
+//! cavity) must take the pass; the wide ones (CPML boxes, the 2D job, tiled
+//! planes) and the four with PMC faces run beside them one step a pass.
 //! Tolerance 1e-6 relative (the fields agree bit for bit; the f64 port sums
 //! are added in another order).
 
@@ -26,9 +24,7 @@ fn the_emulated_two_step_pass_matches_the_cpu_engine() {
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "{text}");
     assert!(text.contains("kernel-emu PASS"), "{text}");
-    assert!(text.contains("16 streaming, 12 of them two steps a pass"), "{text}");
-    // The wide pass, its lean blocks included.
-    assert!(text.lines().any(|l| l.contains("wide: padded plane 64x30 in 9 tiles") && !l.contains(" 0 of ")), "{text}");
+    assert!(text.contains("16 streaming, 6 of them two steps a pass"), "{text}");
     // Bit for bit: no field difference on any design.
     let rows: Vec<&str> = text.lines().filter(|l| l.contains(" E ") && l.contains(" H ") && l.ends_with("ok")).collect();
     assert_eq!(rows.len(), 16, "{text}");

@@ -15,7 +15,7 @@ extern "C" const char* emu_defines() {
     return "-DEMV_TX=" EMU_STR(EMV_TX) " -DEMV_TY=" EMU_STR(EMV_TY) " -DEMV_NS=" EMU_STR(EMV_NS);
 }
 
-// Dynamic shared memory of the next launches (bytes; fdtd_step2's, fdtd_step2w's).
+// Dynamic shared memory of the next launches (bytes; fdtd_step2's).
 extern "C" void emu_set_shared(unsigned bytes) { emu_smem_bytes = bytes; }
 
 // Kernel k in the order of src/engine/cuda/abi.rs KERNELS, with the
@@ -34,10 +34,6 @@ extern "C" int emu_kernel(int k, const unsigned* g, const unsigned* b, void** a)
         case 7: emu_launch(fdtd_dft, grid, block, *(const DftPtrs*)a[0], *(const int*)a[1]); break;
         case 8:
             emu_launch(fdtd_step2, grid, block, *(const FdtdPtrs*)a[0], *(const PortPtrs*)a[1], *(const SlimPtrs*)a[2],
-                       *(const int*)a[3]);
-            break;
-        case 9:
-            emu_launch(fdtd_step2w, grid, block, *(const FdtdPtrs*)a[0], *(const PortPtrs*)a[1], *(const SlimPtrs*)a[2],
                        *(const int*)a[3]);
             break;
         default: return 1;

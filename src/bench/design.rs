@@ -56,7 +56,7 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, (slim, slim_min_plane, wide): (GraphsChoice, usize, bool), paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, (slim, slim_min_plane): (GraphsChoice, usize), paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
     let origins = super::parse_origins(origins)?;
     let design = crate::design::Design::load(path)?;
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
@@ -136,7 +136,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
             // Two steps a pass for the slim designs among those streaming, or one.
             let slims = if p == PathChoice::Onchip { vec![true] } else { slim.values() };
             for (g, ln, org, sl) in super::combos(graphs, &leans, &origins, &slims) {
-                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, slim: sl, slim_min_plane, wide, ..Default::default() })?;
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, slim: sl, slim_min_plane, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.
                 let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {

@@ -93,12 +93,12 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         let refs: Vec<&Operator> = ops.iter().collect();
         // Two steps a pass or one: timed both ways only where a design could take it.
         let jobs1 = make(1);
-        let any_slim = ops.iter().zip(&jobs1).any(|(o, j)| crate::engine::cuda::slim::fits(o, j, a.slim_min_plane, a.wide).is_ok());
+        let any_slim = ops.iter().zip(&jobs1).any(|(o, j)| crate::engine::cuda::slim::fits(o, j, a.slim_min_plane).is_ok());
         for &(sc, t, adapt, zchunk) in &variants {
             let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
             let slims = if sc == Scheme::Fused && any_slim { a.slim.values() } else { vec![true] };
             for (g, lean, org, slim) in super::combos(a.graphs, &leans, &origins, &slims) {
-                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, slim, slim_min_plane: a.slim_min_plane, wide: a.wide, ..Default::default() })?;
+                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, slim, slim_min_plane: a.slim_min_plane, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
                 be.run_batch(&make(2))?;
                 let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;

@@ -109,10 +109,6 @@ pub struct BenchArgs {
     /// (default: half a block, slim::MIN_PLANE; 0: every slim design).
     #[arg(long, default_value_t = crate::engine::cuda::slim::MIN_PLANE)]
     pub slim_min_plane: usize,
-    /// With the two-step pass on: the wide designs too, tiled with a halo
-    /// (kernels/fdtd_wide.cuh; CudaOptions::wide, off by default).
-    #[arg(long)]
-    pub wide: bool,
     /// Planes per thread of the split kernels to time (comma separated; default: the backend's).
     #[arg(long, value_delimiter = ',')]
     pub split_zchunks: Vec<usize>,
@@ -207,7 +203,7 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
         let engine = a.design_engine;
         design::midpoint(path, engine, use_cuda, &a.gpus)?;
         if a.generation > 0 {
-            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, (a.slim, a.slim_min_plane, a.wide), &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, (a.slim, a.slim_min_plane), &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

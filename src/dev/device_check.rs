@@ -561,8 +561,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     // first tile also kernel by kernel, with every block on the general step,
     // with every design's tiles shifted (a narrower first tile; batch::Origin),
     // with every slim design two steps a pass (the 2.5D guides too: chunks of
-    // 5 planes) and the wide designs too (CudaOptions::wide, off by default:
-    // tiled with a halo) and with every design one step a pass.
+    // 5 planes) and with every design one step a pass.
     let mut variants = vec![];
     let auto = Origin::Auto;
     let pass2 = Some(cuda::slim::MIN_PLANE);
@@ -582,9 +581,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
     for (scheme, tile, zchunk, graphs, lean, origin, two_step) in variants {
         let slim = two_step.is_some();
         let slim_min_plane = two_step.unwrap_or(cuda::slim::MIN_PLANE);
-        // Every slim design two steps a pass: the wide ones too.
-        let wide = two_step == Some(0);
-        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, slim, slim_min_plane, wide, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
+        be.set_options(CudaOptions { scheme, tile, zchunk, graphs, lean, origin, slim, slim_min_plane, poison: scheme == Scheme::Fused, path: PathChoice::Streaming, ..Default::default() })?;
         let tag = format!(
             "[{} {} z={}{}{}{}{}]",
             scheme.name(),
@@ -596,7 +593,7 @@ pub fn run(a: DeviceCheckArgs) -> anyhow::Result<i32> {
             match two_step {
                 _ if scheme == Scheme::Split => "",
                 None => " one step a pass",
-                Some(0) => " every slim and wide design two steps a pass",
+                Some(0) => " every slim design two steps a pass",
                 Some(_) => "",
             }
         );

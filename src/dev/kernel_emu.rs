@@ -59,8 +59,7 @@ pub struct KernelEmuArgs {
     /// Tile origin of the fused kernel: auto (the planner's) or X,Y (batch::Origin).
     #[arg(long, default_value = "auto")]
     pub origin: String,
-    /// The two-step passes (kernels/fdtd_slim.cuh, and kernels/fdtd_wide.cuh
-    /// for the wide designs): the jobs go without field DFT monitors, so that
+    /// The two-step pass (kernels/fdtd_slim.cuh): the jobs go without field DFT monitors, so that
     /// the guides take it, and at least one design must. Without it every
     /// design steps one step a pass.
     #[arg(long)]
@@ -104,7 +103,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let scheme = if a.split { Scheme::Split } else { Scheme::Fused };
     anyhow::ensure!(path == PathChoice::Streaming || a.onchip_lib.is_some(), "--path {}: needs --onchip-lib", a.path);
     let origin = crate::engine::cuda::batch::Origin::parse(&a.origin).map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
-    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, slim: a.two_step, slim_min_plane: 0, wide: a.two_step, ..Default::default() };
+    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, slim: a.two_step, slim_min_plane: 0, ..Default::default() };
     let mut libs = vec![a.lib.as_path()];
     libs.extend(a.onchip_lib.as_deref());
     let be = CudaBackend::emulated(&libs, opts)?;

@@ -21,19 +21,16 @@ pub const LEAN_CUH: &str = include_str!("../../../kernels/fdtd_lean.cuh");
 pub const PORTS_CUH: &str = include_str!("../../../kernels/fdtd_ports.cuh");
 /// `kernels/fdtd_slim.cuh`: the two-step pass of slim designs (included by fdtd.cu).
 pub const SLIM_CUH: &str = include_str!("../../../kernels/fdtd_slim.cuh");
-/// `kernels/fdtd_wide.cuh`: the two-step pass of wide designs (included by fdtd.cu).
-pub const WIDE_CUH: &str = include_str!("../../../kernels/fdtd_wide.cuh");
 /// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
 pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// The headers NVRTC gets pasted in, in the order they are inlined: a
 /// header before those it includes itself (fdtd_fused.cuh includes
 /// fdtd_lean.cuh, which includes fdtd_cell.cuh; guarded, so twice is harmless).
-const HEADERS: [(&str, &str); 7] = [
+const HEADERS: [(&str, &str); 6] = [
     ("fdtd_fused.cuh", FUSED_CUH),
     ("fdtd_ports.cuh", PORTS_CUH),
     ("fdtd_slim.cuh", SLIM_CUH),
-    ("fdtd_wide.cuh", WIDE_CUH),
     ("fdtd_lean.cuh", LEAN_CUH),
     ("common.cuh", COMMON_CUH),
     ("fdtd_cell.cuh", CELL_CUH),
@@ -55,7 +52,7 @@ pub fn onchip_source() -> String {
 }
 
 /// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
-pub const KERNELS: [&str; 10] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2", "fdtd_step2w"];
+pub const KERNELS: [&str; 9] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2"];
 
 /// A kernel of `kernels/fdtd.cu` (index into [`KERNELS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +66,6 @@ pub enum Kernel {
     Energy = 6,
     Dft = 7,
     Step2 = 8,
-    Step2w = 9,
 }
 
 /// Flag of a block-table entry's local block number (fdtd.cu `EMV_LEAN_FLAG`):
@@ -206,12 +202,6 @@ pub const SLIM_NT: usize = 512;
 pub const SLIM_NS: usize = 3;
 /// Dynamic shared memory of one `fdtd_step2` block (`EMV_SL_FLOATS` floats).
 pub const SLIM_SMEM: usize = ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4;
-/// Tile of `fdtd_step2w` with its halo (`EMV_WD_TX` x `EMV_WD_TY`), one thread a position.
-pub const WIDE_TX: usize = 32;
-pub const WIDE_TY: usize = 16;
-pub const WIDE_NT: usize = WIDE_TX * WIDE_TY;
-/// Dynamic shared memory of one `fdtd_step2w` block (`EMV_WD_FLOATS` floats).
-pub const WIDE_SMEM: usize = ((6 * SLIM_NS + 18) * WIDE_NT + 512 + 18 + 10 * (WIDE_TX + WIDE_TY) + 12 * WIDE_NT) * 4;
 
 /// One recorded component of a field DFT monitor (see `common.cuh`).
 #[repr(C)]
@@ -422,7 +412,7 @@ mod tests {
         all.sort();
         assert_eq!(
             all,
-            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_step2w", "fdtd_update_e", "fdtd_update_h"],
+            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_update_e", "fdtd_update_h"],
             "kernels found in kernels/*.cu"
         );
         for k in &all {
@@ -443,13 +433,6 @@ mod tests {
         assert!(SLIM_CUH.contains(&format!("#define EMV_SL_NS {SLIM_NS}\n")));
         assert!(SLIM_CUH.contains("#define EMV_SL_FLOATS ((6 * EMV_SL_NS + 18) * EMV_SL_NT + 512)"));
         assert_eq!(SLIM_SMEM, ((6 * SLIM_NS + 18) * SLIM_NT + 512) * 4);
-        assert!(WIDE_CUH.contains(&format!("#define EMV_WD_TX {WIDE_TX}\n")));
-        assert!(WIDE_CUH.contains(&format!("#define EMV_WD_TY {WIDE_TY}\n")));
-        assert!(WIDE_CUH.contains("#define EMV_WD_NT (EMV_WD_TX * EMV_WD_TY)"));
-        assert!(WIDE_CUH.contains("#define EMV_WD_FLOATS ((6 * EMV_SL_NS + 18) * EMV_WD_NT + 512 + 18 + 10 * (EMV_WD_TX + EMV_WD_TY) + 12 * EMV_WD_NT)"));
-        assert!(WIDE_CUH.contains("__launch_bounds__(EMV_WD_NT, 1024 / EMV_WD_NT)"));
-        // The blocks an SM the launch bounds ask for fit the H100's 228 KB.
-        assert!((1024 / WIDE_NT) * (WIDE_SMEM + 1024) <= 228 * 1024);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! port monitor (`fdtd_sample_ports`) and the field DFT monitors
 //! (`fdtd_dft`, tables from [`super::dft`]); the energy (`fdtd_energy`) at checks.
 //! A sub-batch of designs that take a two-step pass ([`super::slim`])
-//! advances two steps a launch (`fdtd_step2` for slim designs, `fdtd_step2w`
-//! for wide ones, the first step's source and port taps folded in).
+//! advances two steps a launch (`fdtd_step2` for slim designs, the first
+//! step's source and port taps folded in).
 //! Each design leaves the block table and the port kernels when it ends.
 //!
 //! The pieces: [`FdtdDevBatch::new`] allocates and uploads, `advance`
@@ -62,7 +62,7 @@ pub fn module(tile: Tile) -> ModuleSpec {
 pub enum SubPath {
     /// One launch a step for the whole batch (`fdtd_step` or the split kernels).
     Streaming,
-    /// Two steps a launch (`fdtd_step2`, `fdtd_step2w`): every design takes one (slim::fits).
+    /// Two steps a launch (`fdtd_step2`): every design takes it (slim::fits).
     TwoStep,
     /// Many steps a launch, one block per design (`fdtd_onchip`).
     Onchip,
@@ -131,24 +131,18 @@ struct OcRun {
     ce: usize,
 }
 
-/// The two-step passes of a sub-batch of designs that each take one (slim.rs).
+/// The two-step pass of a sub-batch of designs that each take it (slim.rs).
 struct SlimRun {
     plan: SlimPlan,
     /// The slim pass's block table (triples) on the device, and the blocks of the running designs.
     blocks: Buf,
     nblocks: usize,
     ptrs: SlimPtrs,
-    /// The wide pass's block table (sextuples), its running blocks, its pointers.
-    wblocks: Buf,
-    nwblocks: usize,
-    wptrs: SlimPtrs,
     /// The port kernels' pointers with the snapshot set as fields: the first step's samples.
     snap: PortPtrs,
-    /// Planes per chunk, and the blocks resident at once (slim pass; wide pass).
+    /// Planes per chunk, and the blocks resident at once.
     len: usize,
     resident: usize,
-    wlen: usize,
-    wresident: usize,
 }
 
 /// Steps of an on-chip sub-batch's launches at most (its sample and source
@@ -411,17 +405,9 @@ impl<'a> FdtdDevBatch<'a> {
         // shared-memory traffic is modelled separately (stats.smem_bytes).
         let step_bytes = if onchip {
             ops.iter().enumerate().map(|(d, _)| 16.0 * plan.port_slot[d].iter().flatten().count() as f64).collect()
-        } else if let Some(sl) = &slim {
-            // Fields and materials once for two steps (a wide design's reads over its tiles
-            // with their halos); the CPML memories on every step.
-            ops.iter()
-                .zip(&sl.plan.tiles)
-                .map(|(o, t)| {
-                    let plane = (o.dims[0] * o.dims[1]) as f64;
-                    let read = if t.is_empty() { 1.0 } else { t.iter().map(|x| (x[2] * x[3]) as f64).sum::<f64>() / plane };
-                    o.len as f64 * (27.0 * read + 24.0) / 2.0 + batch::psi_elems(o) as f64 * 16.0
-                })
-                .collect()
+        } else if slim.is_some() {
+            // Fields and materials once for two steps; the CPML memories on every step.
+            ops.iter().map(|o| o.len as f64 * (27.0 + 24.0) / 2.0 + batch::psi_elems(o) as f64 * 16.0).collect()
         } else {
             ops.iter().map(|o| batch::step_bytes(&[o], fused)).collect()
         };
@@ -459,27 +445,17 @@ impl<'a> FdtdDevBatch<'a> {
         })
     }
 
-    /// The two-step passes' tables, block tables and snapshot set (every design takes one: slim::fits).
+    /// The two-step pass's tables, block table and snapshot set (every design takes it: slim::fits).
     fn slim_setup(dev: &mut dyn Device, m: usize, ops: &[&Operator], plan: &Plan, opts: &CudaOptions, pp: &PortPtrs) -> Result<SlimRun, EngineError> {
         let resident = dev.resident_blocks_shared(m, abi::Kernel::Step2 as usize, abi::SLIM_NT as u32, slim::smem_bytes());
-        let wresident = dev.resident_blocks_shared(m, abi::Kernel::Step2w as usize, abi::WIDE_NT as u32, slim::wide_smem_bytes());
-        let (so, wo): (Vec<&Operator>, Vec<&Operator>) = ops.iter().partition(|o| slim::is_slim(o));
-        let len = opts.zchunk.unwrap_or_else(|| slim::choose_len(&so, resident)).max(2);
-        let wlen = opts.zchunk.unwrap_or_else(|| slim::choose_wide_len(&wo, wresident)).max(2);
-        let sp = SlimPlan::new(plan, ops, len, wlen);
+        let len = opts.zchunk.unwrap_or_else(|| slim::choose_len(ops, resident)).max(2);
+        let sp = SlimPlan::new(plan, ops, len);
         if opts.verbose {
-            for (d, ((op, ch), t)) in ops.iter().zip(&sp.chunks).zip(&sp.tiles).enumerate() {
-                let lean = ch.iter().flat_map(|&c| t.iter().map(move |&x| (x, c))).filter(|&(x, c)| sp.lean_block(d, x, c)).count();
-                if t.is_empty() {
-                    eprintln!("planner: two steps a pass, padded plane {}x{}, {} chunks along z of about {len} planes ({resident} blocks resident)", op.dims[0], op.dims[1], ch.len());
-                } else {
-                    eprintln!("planner: two steps a pass, wide: padded plane {}x{} in {} tiles with a halo, {} chunks along z of about {wlen} planes, {lean} of {} blocks lean ({wresident} blocks resident)", op.dims[0], op.dims[1], t.len(), ch.len(), t.len() * ch.len());
-                }
+            for (op, ch) in ops.iter().zip(&sp.chunks) {
+                eprintln!("planner: two steps a pass, padded plane {}x{}, {} chunks along z of about {len} planes ({resident} blocks resident)", op.dims[0], op.dims[1], ch.len());
             }
         }
-        let (tl, wl) = sp.max_table_len(ops);
-        let blocks = dev.alloc(tl.max(3) * 4)?;
-        let wblocks = dev.alloc(wl.max(6) * 4)?;
+        let blocks = dev.alloc(sp.max_table_len(ops).max(3) * 4)?;
         let ti32 = |dev: &mut dyn Device, v: &[i32]| alloc_with(dev, v, 1);
         let (dgrp, grp, src_item, tap) = (ti32(dev, &sp.dgrp)?, ti32(dev, &sp.grp)?, ti32(dev, &sp.src_item)?, ti32(dev, &sp.tap)?);
         // The snapshot set: full-size arrays of which only the tapped positions are written and read.
@@ -493,9 +469,8 @@ impl<'a> FdtdDevBatch<'a> {
         let se = snap_e.map(|b| dev.ptr(b));
         let sh = snap_h.map(|b| dev.ptr(b));
         let ptrs = SlimPtrs { se, sh, blocks: dev.ptr(blocks), dgrp: dev.ptr(dgrp), grp: dev.ptr(grp), src_item: dev.ptr(src_item), tap: dev.ptr(tap) };
-        let wptrs = SlimPtrs { blocks: dev.ptr(wblocks), ..ptrs };
         let snap = PortPtrs { e: se, h: sh, ..*pp };
-        Ok(SlimRun { plan: sp, blocks, nblocks: 0, ptrs, wblocks, nwblocks: 0, wptrs, snap, len, resident, wlen, wresident })
+        Ok(SlimRun { plan: sp, blocks, nblocks: 0, ptrs, snap, len, resident })
     }
 
     /// Load the on-chip kernel and size its launch for these designs (each
@@ -571,10 +546,6 @@ impl<'a> FdtdDevBatch<'a> {
                     if sl.nblocks > 0 {
                         let dims = Dims::linear(sl.nblocks as u32, abi::SLIM_NT as u32);
                         device::launch_shared(&mut *self.dev, m, abi::Kernel::Step2 as usize, dims, slim::smem_bytes(), &[&self.fptrs[cur], &self.pptrs[cur], &sl.ptrs, &si])?;
-                    }
-                    if sl.nwblocks > 0 {
-                        let dims = Dims::linear(sl.nwblocks as u32, abi::WIDE_NT as u32);
-                        device::launch_shared(&mut *self.dev, m, abi::Kernel::Step2w as usize, dims, slim::wide_smem_bytes(), &[&self.fptrs[cur], &self.pptrs[cur], &sl.wptrs, &si])?;
                     }
                     if np > 0 {
                         device::launch(&mut *self.dev, m, abi::Kernel::SamplePorts as usize, Dims::linear(np as u32, abi::SAMPLE_THREADS), &[&sl.snap, &si])?;
@@ -683,23 +654,17 @@ impl Batch for FdtdDevBatch<'_> {
         }
         if let Some(sl) = &mut self.slim {
             if self.rechunk {
-                let (so, wo): (Vec<&Operator>, Vec<&Operator>) = (0..self.ops.len()).filter(|&d| running[d]).map(|d| self.ops[d]).partition(|o| slim::is_slim(o));
-                let len = slim::choose_len(&so, sl.resident);
-                let wlen = slim::choose_wide_len(&wo, sl.wresident);
-                if (len, wlen) != (sl.len, sl.wlen) {
-                    sl.plan.set_len(&self.ops, len, wlen);
+                let live: Vec<&Operator> = (0..self.ops.len()).filter(|&d| running[d]).map(|d| self.ops[d]).collect();
+                let len = slim::choose_len(&live, sl.resident);
+                if len != sl.len {
+                    sl.plan.set_len(&self.ops, len);
                     sl.len = len;
-                    sl.wlen = wlen;
                 }
             }
-            let (t, w) = sl.plan.block_table(running);
+            let t = sl.plan.block_table(running);
             sl.nblocks = t.len() / 3;
-            sl.nwblocks = w.len() / 6;
             if !t.is_empty() {
                 upload(&mut *self.dev, sl.blocks, 0, &t)?;
-            }
-            if !w.is_empty() {
-                upload(&mut *self.dev, sl.wblocks, 0, &w)?;
             }
         }
         let (t, nlean) = self.plan.block_tables(running, self.opts.scheme == Scheme::Fused && self.opts.lean);
@@ -741,10 +706,10 @@ impl Batch for FdtdDevBatch<'_> {
         }
         let cur = self.cur;
         let fused = self.opts.scheme == Scheme::Fused;
-        // The two-step passes' block counts too: two sets of running designs may give the
-        // one-step table the same length and the passes' tables different ones.
-        let (ns, nw) = self.slim.as_ref().map_or((0, 0), |s| (s.nblocks as u64, s.nwblocks as u64));
-        self.cur = match self.dev.chunk_begin([k as u64, cur as u64, self.nblocks as u64, ns, nw])? {
+        // The two-step pass's block count too: two sets of running designs may give the
+        // one-step table the same length and the pass's table a different one.
+        let ns = self.slim.as_ref().map_or(0, |s| s.nblocks as u64);
+        self.cur = match self.dev.chunk_begin([k as u64, cur as u64, self.nblocks as u64, ns, 0])? {
             // The field set flips once a launch: a two-step pass is one.
             Chunk::Replayed if fused => cur ^ (if self.slim.is_some() { k / 2 + k % 2 } else { k } & 1),
             Chunk::Replayed => cur,
@@ -930,10 +895,10 @@ pub fn run_share(
             }
             Err(why) => {
                 // Streaming: two steps a pass where the design takes one (fused scheme).
-                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane, opts.wide) };
+                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane) };
                 if opts.verbose {
                     match &slim {
-                        Ok(pass) => eprintln!("planner: {} ({} cells) streaming, two steps a pass ({}): {why}", jobs[i].label, jobs[i].mesh.cells(), if *pass == slim::Pass::Slim { "slim" } else { "wide, tiled" }),
+                        Ok(()) => eprintln!("planner: {} ({} cells) streaming, two steps a pass: {why}", jobs[i].label, jobs[i].mesh.cells()),
                         Err(w2) => eprintln!("planner: {} ({} cells) streaming: {why}; one step a pass: {w2}", jobs[i].label, jobs[i].mesh.cells()),
                     }
                 }
@@ -977,22 +942,7 @@ pub fn run_share(
                     s.cell_updates / s.kernel_s.max(1e-12) / 1e9
                 );
             }
-            st.setup_s += s.setup_s;
-            st.kernel_s += s.kernel_s;
-            st.loop_s += s.loop_s;
-            st.wait_s += s.wait_s;
-            st.cell_updates += s.cell_updates;
-            st.bytes += s.bytes;
-            st.zchunk = s.zchunk;
-            st.sub_batches += 1;
-            st.onchip_designs += s.onchip_designs;
-            st.streaming_designs += s.streaming_designs;
-            st.onchip_kernel_s += s.onchip_kernel_s;
-            st.onchip_cell_updates += s.onchip_cell_updates;
-            st.smem_bytes += s.smem_bytes;
-            st.block_steps += s.block_steps;
-            st.lean_block_steps += s.lean_block_steps;
-            st.slim_designs += s.slim_designs;
+            st += &s;
             out.extend(sub.into_iter().zip(res));
         }
     }

@@ -100,18 +100,11 @@ pub struct CudaOptions {
     /// Fewest padded xy positions a design needs for the two-step pass
     /// (slim::MIN_PLANE: half a block; 0 lets every slim design take it).
     pub slim_min_plane: usize,
-    /// With `slim`: designs too wide for one block (or with CPML along x or
-    /// y) advance two steps a pass too, tiled with a halo (fdtd_step2w,
-    /// kernels/fdtd_wide.cuh). Off by default: on one H100 it ran slower than
-    /// one step a pass on every wide workload measured (docs/BENCHMARKS.md:
-    /// 256^3 CPML box 24.3 against 26.6 Gcells/s, PEC box 38.7 against 38.2,
-    /// the shipped patch and low-pass generations 1.5x and 1.2x the time).
-    pub wide: bool,
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true, slim_min_plane: super::slim::MIN_PLANE, wide: false }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true, slim_min_plane: super::slim::MIN_PLANE }
     }
 }
 
@@ -149,6 +142,51 @@ pub struct RunStats {
     /// Streaming block-steps launched, and those on the lean kernel (kernels/fdtd_lean.cuh).
     pub block_steps: f64,
     pub lean_block_steps: f64,
-    /// Designs run two steps a pass (fdtd_step2 or fdtd_step2w), part of `streaming_designs`.
+    /// Designs run two steps a pass (fdtd_step2), part of `streaming_designs`.
     pub slim_designs: usize,
+}
+
+/// Sub-batches run one after another: times and counts add, the z-chunk is
+/// the later one's, the devices the most either used.
+impl std::ops::AddAssign<&RunStats> for RunStats {
+    fn add_assign(&mut self, s: &RunStats) {
+        self.setup_s += s.setup_s;
+        self.kernel_s += s.kernel_s;
+        self.wall_s += s.wall_s;
+        self.loop_s += s.loop_s;
+        self.wait_s += s.wait_s;
+        self.onchip_kernel_s += s.onchip_kernel_s;
+        self.add_counts(s);
+        self.zchunk = s.zchunk;
+        self.gpus_used = self.gpus_used.max(s.gpus_used);
+    }
+}
+
+impl RunStats {
+    /// Another device's share, run at the same time: counts add, each time is
+    /// the longer of the two, and one more device was used.
+    pub fn alongside(&mut self, s: &RunStats) {
+        self.setup_s = self.setup_s.max(s.setup_s);
+        self.kernel_s = self.kernel_s.max(s.kernel_s);
+        self.wall_s = self.wall_s.max(s.wall_s);
+        self.loop_s = self.loop_s.max(s.loop_s);
+        self.wait_s = self.wait_s.max(s.wait_s);
+        self.onchip_kernel_s = self.onchip_kernel_s.max(s.onchip_kernel_s);
+        self.add_counts(s);
+        self.zchunk = s.zchunk;
+        self.gpus_used += 1;
+    }
+
+    fn add_counts(&mut self, s: &RunStats) {
+        self.cell_updates += s.cell_updates;
+        self.bytes += s.bytes;
+        self.sub_batches += s.sub_batches;
+        self.onchip_designs += s.onchip_designs;
+        self.streaming_designs += s.streaming_designs;
+        self.onchip_cell_updates += s.onchip_cell_updates;
+        self.smem_bytes += s.smem_bytes;
+        self.block_steps += s.block_steps;
+        self.lean_block_steps += s.lean_block_steps;
+        self.slim_designs += s.slim_designs;
+    }
 }

@@ -266,12 +266,6 @@ pub fn fdtd_step2(op: &Operator, f: &mut Fields, drive: usize, g: f64, traces: &
     fdtd_step(op, f);
 }
 
-/// Two whole steps as [`fdtd_step2`] (twin of the CUDA kernel `fdtd_step2w`,
-/// the two-step pass of wide designs: the same steps, tiled with a halo).
-pub fn fdtd_step2w(op: &Operator, f: &mut Fields, drive: usize, g: f64, traces: &mut [PortTrace]) {
-    fdtd_step2(op, f, drive, g, traces);
-}
-
 /// `k` whole steps from step `n` with the driven port's source and the port
 /// monitor, then the energy (twin of the on-chip CUDA kernel `fdtd_onchip`,
 /// which runs a chunk of the stepping loop in one launch and sums the energy
