@@ -217,13 +217,6 @@ impl RunDir {
         self.path.join(name)
     }
 
-    /// The plots folder, created if missing.
-    pub fn plots_dir(&self) -> Result<PathBuf, RunDirError> {
-        let p = self.path.join(Self::PLOTS);
-        fs::create_dir_all(&p).map_err(io_err(&p))?;
-        Ok(p)
-    }
-
     /// Store a file the caller owns (a copy of the design, the resolved settings), atomically.
     pub fn store(&self, name: &str, contents: impl AsRef<[u8]>) -> Result<PathBuf, RunDirError> {
         check_name(name)?;

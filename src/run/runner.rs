@@ -96,10 +96,6 @@ impl<P: Problem> Runner<P> {
         &self.problem
     }
 
-    pub fn into_problem(self) -> P {
-        self.problem
-    }
-
     pub fn rundir(&self) -> &RunDir {
         &self.rundir
     }

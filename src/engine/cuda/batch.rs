@@ -9,7 +9,7 @@
 
 use super::abi::{FdtdDesign, FdtdPort};
 use crate::engine::fdtd::Operator;
-use crate::job::{Pulse, SimJob};
+use crate::job::Pulse;
 
 /// Thread-block tile of the field kernels (threads along x and y) and the
 /// fused kernel's pipeline: `ns` shared-memory stages (planes in flight + 2),
@@ -889,11 +889,6 @@ pub fn spread(cost: &[f64], gpus: usize) -> Vec<Vec<usize>> {
         o.sort();
     }
     out
-}
-
-/// Whether a job runs on the CUDA FDTD kernels.
-pub fn is_fdtd(job: &SimJob) -> bool {
-    job.engine == crate::job::EngineKind::Fdtd
 }
 
 #[cfg(test)]

@@ -162,7 +162,6 @@ impl CudaBackend {
                     "fdtd_sample_ports" => abi::SAMPLE_THREADS,
                     "fdtd_dft" => abi::DFT_THREADS,
                     "fdtd_step2" => abi::SLIM_NT as u32,
-                    "fdtd_step2w" => abi::WIDE_NT as u32,
                     _ => tile.threads() as u32,
                 };
                 out += &report_line(n, d.attrs(m, k, threads));
@@ -277,7 +276,8 @@ impl CudaBackend {
                 continue;
             }
             match op_of(i) {
-                None => results[i] = Some(super::cpu::run_job(&jobs[i]).map(|out| JobRun { out, fields: None })),
+                // Every TLM job was settled above: only FDTD jobs have operators.
+                None => results[i] = Some(Err(SimFailure::Invalid(format!("{}: no CUDA engine for this job", jobs[i].label)))),
                 Some(Err(e)) => results[i] = Some(Err(e.clone())),
                 Some(Ok(op)) => {
                     if let Err(e) = op.check_drive(&jobs[i]).and_then(|()| check_monitors(&jobs[i], op)) {
@@ -318,41 +318,16 @@ impl CudaBackend {
         });
         let mut st = RunStats { setup_s: setup_ops, ..Default::default() };
         for r in per_gpu {
-            let (res, s) = r?;
-            st.setup_s = st.setup_s.max(setup_ops + s.setup_s);
-            st.kernel_s = st.kernel_s.max(s.kernel_s);
-            st.loop_s = st.loop_s.max(s.loop_s);
-            st.wait_s = st.wait_s.max(s.wait_s);
-            st.cell_updates += s.cell_updates;
-            st.bytes += s.bytes;
-            st.sub_batches += s.sub_batches;
-            st.zchunk = s.zchunk;
-            st.gpus_used += 1;
-            st.onchip_designs += s.onchip_designs;
-            st.streaming_designs += s.streaming_designs;
-            st.onchip_kernel_s = st.onchip_kernel_s.max(s.onchip_kernel_s);
-            st.onchip_cell_updates += s.onchip_cell_updates;
-            st.smem_bytes += s.smem_bytes;
-            st.block_steps += s.block_steps;
-            st.lean_block_steps += s.lean_block_steps;
-            st.slim_designs += s.slim_designs;
+            let (res, mut s) = r?;
+            s.setup_s += setup_ops;
+            st.alongside(&s);
             for (i, r) in res {
                 results[i] = Some(r);
             }
         }
         // TLM sub-batches ran before the FDTD ones: their times add.
-        st.setup_s += tlm_st.setup_s;
-        st.loop_s += tlm_st.loop_s;
-        st.kernel_s += tlm_st.kernel_s;
-        st.cell_updates += tlm_st.cell_updates;
-        st.bytes += tlm_st.bytes;
-        st.sub_batches += tlm_st.sub_batches;
-        st.gpus_used = st.gpus_used.max(tlm_st.gpus_used);
-        st.onchip_designs += tlm_st.onchip_designs;
-        st.streaming_designs += tlm_st.streaming_designs;
-        st.onchip_kernel_s += tlm_st.onchip_kernel_s;
-        st.onchip_cell_updates += tlm_st.onchip_cell_updates;
-        st.smem_bytes += tlm_st.smem_bytes;
+        tlm_st += &st;
+        let mut st = tlm_st;
         st.wall_s = t0.elapsed().as_secs_f64();
         *lock(&self.stats) = st;
         Ok(results

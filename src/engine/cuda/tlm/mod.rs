@@ -614,18 +614,9 @@ pub(crate) fn run(
     });
     let mut st = RunStats { setup_s: setup, ..Default::default() };
     for r in per_dev {
-        let (res, s) = r?;
-        st.setup_s = st.setup_s.max(setup + s.setup_s);
-        st.kernel_s = st.kernel_s.max(s.kernel_s);
-        st.cell_updates += s.cell_updates;
-        st.bytes += s.bytes;
-        st.sub_batches += s.sub_batches;
-        st.gpus_used += 1;
-        st.onchip_designs += s.onchip_designs;
-        st.streaming_designs += s.streaming_designs;
-        st.onchip_kernel_s = st.onchip_kernel_s.max(s.onchip_kernel_s);
-        st.onchip_cell_updates += s.onchip_cell_updates;
-        st.smem_bytes += s.smem_bytes;
+        let (res, mut s) = r?;
+        s.setup_s += setup;
+        st.alongside(&s);
         results.extend(res);
     }
     st.wall_s = t0.elapsed().as_secs_f64();
