@@ -855,6 +855,65 @@ pub fn run_sub_batch(
     Ok((res, st))
 }
 
+/// The planner's decision for one job: the path it takes and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathDecision {
+    /// Index of the job in the batch.
+    pub job: usize,
+    pub path: SubPath,
+    /// On-chip: its shared memory and stored components; streaming: why not
+    /// on-chip (and, one step a pass, why not two steps a pass).
+    pub reason: String,
+}
+
+impl PathDecision {
+    /// The line `--verbose` prints for it.
+    pub fn describe(&self, job: &SimJob) -> String {
+        let (label, cells) = (&job.label, job.mesh.cells());
+        match self.path {
+            SubPath::Onchip => format!("planner: {label} ({cells} cells) on-chip, {}", self.reason),
+            SubPath::TwoStep => format!("planner: {label} ({cells} cells) streaming, two steps a pass: {}", self.reason),
+            SubPath::Streaming => format!("planner: {label} ({cells} cells) streaming: {}", self.reason),
+        }
+    }
+}
+
+/// The planner: on-chip where the design fits a block of `max_shared` bytes
+/// (unless streaming is asked for), with room for the source values of the
+/// longest launch any sub-batch may make; else streaming, two steps a pass
+/// where the design takes it (fused scheme). `device`: named in the error of
+/// `--path onchip` for a design that cannot run on-chip.
+pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], init: Option<&[Fields]>, opts: &CudaOptions, max_shared: usize, device: &str) -> Result<Vec<PathDecision>, EngineError> {
+    let all: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
+    let gstride = onchip_chunk(&all, opts, false).0.max(opts.trace_chunk);
+    let mut out = Vec::with_capacity(idx.len());
+    for &i in idx {
+        let o = ops.get(i).copied().flatten().ok_or_else(|| EngineError::Cuda(format!("job {i} has no operator")))?;
+        // Field DFT monitors are recorded by the streaming path's fdtd_dft kernel only.
+        let fit = if opts.path == PathChoice::Streaming {
+            Err("streaming asked for".to_string())
+        } else if !jobs[i].monitors.is_empty() {
+            Err("field DFT monitors run on the streaming path".to_string())
+        } else {
+            onchip::plan_design(o, jobs[i].drive, max_shared, gstride, init.map(|f| &f[i]))
+        };
+        out.push(match fit {
+            Ok(f) => PathDecision { job: i, path: SubPath::Onchip, reason: format!("{} B shared memory, components stored {:#08b} (H2..E0)", f.bytes, f.pattern) },
+            Err(why) if opts.path == PathChoice::Onchip => {
+                return Err(EngineError::Cuda(format!("--path onchip: design '{}' cannot run on-chip on {device}: {why}", jobs[i].label)));
+            }
+            Err(why) => {
+                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane) };
+                match slim {
+                    Ok(()) => PathDecision { job: i, path: SubPath::TwoStep, reason: why },
+                    Err(w2) => PathDecision { job: i, path: SubPath::Streaming, reason: format!("{why}; one step a pass: {w2}") },
+                }
+            }
+        });
+    }
+    Ok(out)
+}
+
 /// Run a device's share of a batch (job indices `idx`, their operators in
 /// `ops`), in sub-batches that fit its memory.
 pub fn run_share(
@@ -867,47 +926,17 @@ pub fn run_share(
     opts: &CudaOptions,
 ) -> Result<(Vec<(usize, Result<JobRun, SimFailure>)>, RunStats), EngineError> {
     let op = |i: usize| ops.get(i).copied().flatten().ok_or_else(|| EngineError::Cuda(format!("job {i} has no operator")));
-    // The planner: on-chip where the design fits a block (unless streaming is asked for),
-    // with room for the source values of the longest launch any sub-batch may make.
     let max_shared = if opts.path == PathChoice::Streaming { 0 } else { dev.max_shared() };
-    let all: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
-    let gstride = onchip_chunk(&all, opts, false).0.max(opts.trace_chunk);
+    let decisions = plan_paths(jobs, ops, idx, init, opts, max_shared, &dev.describe())?;
     let (mut on, mut off, mut two) = (vec![], vec![], vec![]);
-    for &i in idx {
-        let o = op(i)?;
-        // Field DFT monitors are recorded by the streaming path's fdtd_dft kernel only.
-        let fit = if opts.path == PathChoice::Streaming {
-            Err("streaming asked for".to_string())
-        } else if !jobs[i].monitors.is_empty() {
-            Err("field DFT monitors run on the streaming path".to_string())
-        } else {
-            onchip::plan_design(o, jobs[i].drive, max_shared, gstride, init.map(|f| &f[i]))
-        };
-        match fit {
-            Ok(f) => {
-                if opts.verbose {
-                    eprintln!("planner: {} ({} cells) on-chip, {} B shared memory, components stored {:#08b} (H2..E0)", jobs[i].label, jobs[i].mesh.cells(), f.bytes, f.pattern);
-                }
-                on.push(i);
-            }
-            Err(why) if opts.path == PathChoice::Onchip => {
-                return Err(EngineError::Cuda(format!("--path onchip: design '{}' cannot run on-chip on {}: {why}", jobs[i].label, dev.describe())));
-            }
-            Err(why) => {
-                // Streaming: two steps a pass where the design takes one (fused scheme).
-                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane) };
-                if opts.verbose {
-                    match &slim {
-                        Ok(()) => eprintln!("planner: {} ({} cells) streaming, two steps a pass: {why}", jobs[i].label, jobs[i].mesh.cells()),
-                        Err(w2) => eprintln!("planner: {} ({} cells) streaming: {why}; one step a pass: {w2}", jobs[i].label, jobs[i].mesh.cells()),
-                    }
-                }
-                if slim.is_ok() {
-                    two.push(i);
-                } else {
-                    off.push(i);
-                }
-            }
+    for d in &decisions {
+        if opts.verbose {
+            eprintln!("{}", d.describe(&jobs[d.job]));
+        }
+        match d.path {
+            SubPath::Onchip => on.push(d.job),
+            SubPath::TwoStep => two.push(d.job),
+            SubPath::Streaming => off.push(d.job),
         }
     }
     let mut budget = dev.budget()?;
@@ -947,4 +976,34 @@ pub fn run_share(
         }
     }
     Ok((out, st))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_planner_says_which_path_each_design_takes_and_why() {
+        let jobs = crate::bench::population_jobs(2, 8_000, 10);
+        let owned: Vec<Operator> = jobs.iter().map(|j| Operator::new(j).unwrap()).collect();
+        let ops: Vec<Option<&Operator>> = owned.iter().map(Some).collect();
+        let auto = CudaOptions::default();
+        // Plenty of shared memory: both guides on-chip.
+        let d = plan_paths(&jobs, &ops, &[0, 1], None, &auto, usize::MAX / 4, "test device").unwrap();
+        assert_eq!(d.iter().map(|x| x.path).collect::<Vec<_>>(), [SubPath::Onchip, SubPath::Onchip]);
+        assert!(d[0].reason.contains("B shared memory"), "{}", d[0].reason);
+        // No shared memory: streaming, two steps a pass (the guides are slim), the reason kept.
+        let d = plan_paths(&jobs, &ops, &[1], None, &auto, 0, "test device").unwrap();
+        assert_eq!((d[0].job, d[0].path), (1, SubPath::TwoStep));
+        assert!(d[0].describe(&jobs[1]).starts_with(&format!("planner: {} (", jobs[1].label)));
+        // One step a pass asked for: the reason says both why nots.
+        let one = CudaOptions { slim: false, path: PathChoice::Streaming, ..Default::default() };
+        let d = plan_paths(&jobs, &ops, &[0], None, &one, 0, "test device").unwrap();
+        assert_eq!(d[0].path, SubPath::Streaming);
+        assert_eq!(d[0].reason, "streaming asked for; one step a pass: one step a pass asked for");
+        // On-chip demanded where it cannot fit: an error naming the design and the device.
+        let onchip = CudaOptions { path: PathChoice::Onchip, ..Default::default() };
+        let e = plan_paths(&jobs, &ops, &[0], None, &onchip, 0, "test device").unwrap_err().to_string();
+        assert!(e.contains(&jobs[0].label) && e.contains("test device"), "{e}");
+    }
 }
