@@ -215,7 +215,7 @@ pub fn simulate_batch_watched(
 /// first, where the design asks for one).
 pub fn score(design: &Design, sim: Simulated) -> Result<Scored, CandidateFailure> {
     let far_field = far_field(design, &sim)?;
-    let fitness = crate::fitness::evaluate(design.goals(), &sim.sparams, far_field.as_ref()).map_err(CandidateFailure::Fitness)?;
+    let fitness = crate::fitness::evaluate_reading(design.goals(), &sim.sparams, far_field.as_ref(), design.reading()).map_err(CandidateFailure::Fitness)?;
     Ok(Scored { sparams: sim.sparams, fitness, far_field, jobs: sim.jobs, outputs: sim.outputs })
 }
 

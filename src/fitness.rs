@@ -121,10 +121,13 @@ impl Goal {
     /// The goal's quantity as (frequency, linear magnitude) pairs: the sweep's
     /// for S, the far field's for pattern goals (a power ratio's square root,
     /// so that 20 log10 gives its dB).
-    fn magnitudes(&self, sp: &SParams, ff: Option<&FarField>, label: &str) -> Result<Vec<(f64, f64)>, FitnessError> {
+    fn magnitudes(&self, sp: &SParams, ff: Option<&FarField>, label: &str, reading: Reading) -> Result<Vec<(f64, f64)>, FitnessError> {
         match self.kind {
             GoalKind::S { i, j } => {
-                let s: &[Complex64] = sp.get(i, j).ok_or_else(|| FitnessError::Missing { label: label.to_string(), i, j })?;
+                let s: &[Complex64] = sp
+                    .get(i, j)
+                    .or_else(|| if reading == Reading::Reciprocal { sp.get(j, i) } else { None })
+                    .ok_or_else(|| FitnessError::Missing { label: label.to_string(), i, j })?;
                 Ok(sp.freqs.iter().zip(s).map(|(&f, z)| (f, z.norm())).collect())
             }
             kind => {
@@ -222,10 +225,25 @@ pub enum FitnessError {
 
 /// Score `sp` (and the far field `ff`, for pattern goals) against `goals`.
 pub fn evaluate(goals: &[Goal], sp: &SParams, ff: Option<&FarField>) -> Result<Fitness, FitnessError> {
+    evaluate_reading(goals, sp, ff, Reading::Direct)
+}
+
+/// How a goal on S_ij finds its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reading {
+    /// Column j only (port j driven).
+    Direct,
+    /// Column j, else S_ji from column i: S_ij = S_ji in a reciprocal design
+    /// (`Design::reciprocity` decides), so the GA need not drive port j.
+    Reciprocal,
+}
+
+/// [`evaluate`], S goals read as `reading` says.
+pub fn evaluate_reading(goals: &[Goal], sp: &SParams, ff: Option<&FarField>, reading: Reading) -> Result<Fitness, FitnessError> {
     let mut per_goal = Vec::with_capacity(goals.len());
     for g in goals {
         let label = g.label();
-        let mags = g.magnitudes(sp, ff, &label)?;
+        let mags = g.magnitudes(sp, ff, &label, reading)?;
         let mut sum = 0.0;
         let mut count = 0usize;
         // (violation, -margin) orders by the least margin also where every point is met.
@@ -342,6 +360,27 @@ mod tests {
         // The second column is there when port 2 was driven (and finite away from 30 GHz).
         let g = [goal((1, 2), (31e9, 32e9), Limit::Below(-10.0), 1.0)];
         assert!(evaluate(&g, &sp, None).is_ok());
+    }
+
+    #[test]
+    fn a_reciprocal_reading_takes_s12_from_column_one_and_s22_from_nowhere_else() {
+        // Port 1 driven only: S21 at -3 dB.
+        let sp = sparams(|_| -3.0, |_| -20.0, false);
+        let g12 = [goal((1, 2), (30e9, 31e9), Limit::Below(-10.0), 1.0)];
+        assert!(matches!(evaluate_reading(&g12, &sp, None, Reading::Direct), Err(FitnessError::Missing { i: 1, j: 2, .. })));
+        let via_21 = evaluate_reading(&g12, &sp, None, Reading::Reciprocal).unwrap();
+        let g21 = [goal((2, 1), (30e9, 31e9), Limit::Below(-10.0), 1.0)];
+        let direct = evaluate(&g21, &sp, None).unwrap();
+        assert_eq!(via_21.total, direct.total);
+        assert!((via_21.per_goal[0].worst_db + 3.0).abs() < 1e-9);
+        // S22 is no other entry's mirror: still missing.
+        let g22 = [goal((2, 2), (30e9, 31e9), Limit::Below(-10.0), 1.0)];
+        assert!(matches!(evaluate_reading(&g22, &sp, None, Reading::Reciprocal), Err(FitnessError::Missing { i: 2, j: 2, .. })));
+        // A simulated S12 is read as it is, not replaced by S21.
+        let mut both = sparams(|_| -3.0, |_| -20.0, true);
+        both.s[0][1] = Some(vec![Complex64::new(0.01, 0.0); 13]); // S12 at -40 dB: met
+        assert!(via_21.total > 0.0);
+        assert_eq!(evaluate_reading(&g12, &both, None, Reading::Reciprocal).unwrap().total, 0.0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! A design file timed as the optimiser runs it: once at its midpoint (every
-//! port driven, its own end criterion), and one GA generation of random
-//! feasible candidates simulated as one batch; on its own engine or another
-//! (`--design-engine`).
+//! A design file timed as the optimiser runs it: once at its midpoint (its
+//! own end criterion), and one GA generation of random feasible candidates
+//! simulated as one batch; on its own engine or another (`--design-engine`).
+//! The ports driven are those the GA drives (the goals' columns, see
+//! `Design::drives_needed`), or every port (`--all-ports`, as `best/` needs).
 
 use std::time::Instant;
 
@@ -10,11 +11,21 @@ use crate::engine::cuda::batch::{Origin, Tile};
 use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice};
 use crate::engine::{cpu::CpuBackend, Backend};
 
-/// One design as the optimiser runs it: midpoint values, every port driven, the design's end criterion.
-pub fn midpoint(path: &std::path::Path, engine: Option<crate::job::EngineKind>, use_cuda: bool, gpus: &[usize]) -> anyhow::Result<()> {
+/// The ports a benchmark drives: the GA's, or every port.
+fn drives(design: &crate::design::Design, all_ports: bool) -> Vec<usize> {
+    if all_ports {
+        (0..design.port_names().len()).collect()
+    } else {
+        design.drives_needed()
+    }
+}
+
+/// One design as the optimiser runs it: midpoint values, the GA's drives (or
+/// every port), the design's end criterion.
+pub fn midpoint(path: &std::path::Path, engine: Option<crate::job::EngineKind>, use_cuda: bool, gpus: &[usize], all_ports: bool) -> anyhow::Result<()> {
     let design = crate::design::Design::load(path)?;
     let backend: Box<dyn crate::engine::Backend> = if use_cuda { Box::new(CudaBackend::new(gpus)?) } else { Box::new(CpuBackend) };
-    let drives: Vec<usize> = (0..design.port_names().len()).collect();
+    let drives = drives(&design, all_ports);
     let values = design.midpoint_values();
     // Once to warm up (kernel compilation, allocation), once timed.
     // (A failed design shows in the timed run below.)
@@ -53,20 +64,53 @@ pub fn random_candidates(design: &crate::design::Design, n: usize) -> Vec<std::c
     out
 }
 
+/// The host's share of a generation before any stepping: the candidates'
+/// jobs (geometry, mesh, voxels) and the FDTD operators (coefficients, CPML,
+/// ports), one after the other on one thread, then on every core as a batch
+/// builds them (`evaluate::simulate_batch`, the backends' operator build).
+fn host_build(design: &crate::design::Design, cands: &[std::collections::BTreeMap<String, f64>], drives: &[usize], engine: Option<crate::job::EngineKind>) -> anyhow::Result<()> {
+    use rayon::prelude::*;
+    let build = |c: &std::collections::BTreeMap<String, f64>| -> anyhow::Result<(f64, f64)> {
+        let t = Instant::now();
+        let jobs = design.jobs(c, drives, engine)?;
+        let t_jobs = t.elapsed().as_secs_f64();
+        // One operator per candidate: its drives share it.
+        if let Some(j) = jobs.first().filter(|j| j.engine == crate::job::EngineKind::Fdtd) {
+            crate::engine::fdtd::Operator::new(j).map_err(|e| anyhow::anyhow!("{}: {e}", design.name()))?;
+        }
+        Ok((t_jobs, t.elapsed().as_secs_f64() - t_jobs))
+    };
+    let t = Instant::now();
+    let (mut jobs_s, mut ops_s) = (0.0, 0.0);
+    for c in cands {
+        let (a, b) = build(c)?;
+        jobs_s += a;
+        ops_s += b;
+    }
+    let one = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    cands.par_iter().map(build).collect::<anyhow::Result<Vec<_>>>()?;
+    let all = t.elapsed().as_secs_f64();
+    println!(
+        "generation of {} {} candidates ({} drives each): host build {one:.2} s on one thread (jobs: geometry, mesh, voxels {jobs_s:.2} s; operators {ops_s:.2} s), {all:.2} s on {} threads",
+        cands.len(),
+        design.name(),
+        drives.len(),
+        rayon::current_num_threads()
+    );
+    Ok(())
+}
+
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, (slim, slim_min_plane): (GraphsChoice, usize), paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
+pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], all_ports: bool, tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, (slim, slim_min_plane): (GraphsChoice, usize), paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
     let origins = super::parse_origins(origins)?;
     let design = crate::design::Design::load(path)?;
-    let drives: Vec<usize> = (0..design.port_names().len()).collect();
+    let drives = drives(&design, all_ports);
     let cands = random_candidates(&design, n);
     anyhow::ensure!(!cands.is_empty(), "{}: no feasible random candidate in {} draws", design.name(), 100 * n);
-    let t = Instant::now();
-    for c in &cands {
-        design.jobs(c, &drives, engine)?;
-    }
-    println!("generation of {} {} candidates: their jobs (geometry, voxels) built in {:.2} s", cands.len(), design.name(), t.elapsed().as_secs_f64());
+    host_build(&design, &cands, &drives, engine)?;
     let time = |backend: &dyn Backend| -> anyhow::Result<(f64, f64, usize, usize)> {
         let t = Instant::now();
         let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, backend, &|_| {})?;

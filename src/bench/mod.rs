@@ -25,7 +25,8 @@ pub use workloads::{box_job, box_job_pml, population_jobs};
 /// What to time, and where (the options of `emvolve bench`).
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Also time a design file at its midpoint, every port driven, to its own end criterion.
+    /// Also time a design file at its midpoint, the ports the GA drives (or
+    /// every port: --all-ports) driven, to its own end criterion.
     #[arg(long)]
     pub design: Option<std::path::PathBuf>,
     /// With --design: simulate it with this engine instead of its own (fdtd,
@@ -37,6 +38,10 @@ pub struct BenchArgs {
     /// variant on CUDA (exactly that tile; "auto": the backend's adaptive default).
     #[arg(long, default_value_t = 0)]
     pub generation: usize,
+    /// With --design: drive every port, as `best/` and Touchstone files need
+    /// (default: only the ports the goals need, as the GA drives them).
+    #[arg(long)]
+    pub all_ports: bool,
     /// Edge of the cubic benchmark grid (cells).
     #[arg(long, default_value_t = 100)]
     pub n: usize,
@@ -201,9 +206,9 @@ pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
     let use_cuda = use_cuda(a.backend)?;
     if let Some(path) = &a.design {
         let engine = a.design_engine;
-        design::midpoint(path, engine, use_cuda, &a.gpus)?;
+        design::midpoint(path, engine, use_cuda, &a.gpus, a.all_ports)?;
         if a.generation > 0 {
-            design::generation(path, engine, a.generation, use_cuda, &a.gpus, &a.tiles, a.graphs, a.lean, (a.slim, a.slim_min_plane), &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &a.gpus, a.all_ports, &a.tiles, a.graphs, a.lean, (a.slim, a.slim_min_plane), &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

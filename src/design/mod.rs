@@ -16,6 +16,7 @@ pub mod format;
 pub mod geometry;
 pub mod mesh;
 pub mod params;
+mod reciprocity;
 mod validate;
 mod values;
 mod voxel;
@@ -158,16 +159,6 @@ impl Design {
         h.finalize().iter().map(|b| format!("{b:02x}")).collect()
     }
 
-    /// The 0-based port indices that must be driven for the goals (S_ij needs port j driven).
-    pub fn drives_needed(&self) -> Vec<usize> {
-        let mut v: Vec<usize> = self.goals.iter().filter_map(|g| g.kind.drive()).collect();
-        // The far field is of its port's drive.
-        v.extend(self.far_field().map(|f| f.port - 1));
-        v.sort_unstable();
-        v.dedup();
-        v
-    }
-
     /// One job per driven port (`drives`, 0-based), identical but for `drive` and
     /// `label`. Values must be complete and within bounds; constraints are not
     /// checked here (see [`Design::constraint_violation`]). `engine_override`
@@ -250,7 +241,17 @@ impl Design {
     /// Score S-parameters against the goals (S goals only; pattern goals
     /// need the far field: [`crate::evaluate::score`]).
     pub fn fitness(&self, sp: &SParams) -> Result<Fitness, FitnessError> {
-        fitness::evaluate(&self.goals, sp, None)
+        fitness::evaluate_reading(&self.goals, sp, None, self.reading())
+    }
+
+    /// How the goals read S_ij: also from S_ji where the design is reciprocal
+    /// (see [`Design::reciprocity`]), so that the drives of [`Design::drives_needed`] suffice.
+    pub fn reading(&self) -> fitness::Reading {
+        if self.reciprocity().is_ok() {
+            fitness::Reading::Reciprocal
+        } else {
+            fitness::Reading::Direct
+        }
     }
 
     /// The far-field settings: the file's section, or its defaults where

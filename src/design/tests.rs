@@ -282,9 +282,22 @@ fn drives_follow_the_goal_columns() {
         r#"Lumped(name: "a", from: (3, 3, 0), to: (3, 3, 1)), Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#;
     let d = design("", ports, FDTD, "");
     assert_eq!(d.drives_needed(), [0]);
-    let text = d.text().replace("goals: [", "goals: [Goal(s: (1, 2), band: (2e9, 3e9), below_db: -20), ");
-    let d = Design::parse(&text, "t.ron").unwrap();
-    assert_eq!(d.drives_needed(), [0, 1]);
+    assert_eq!(d.reciprocity(), Ok(()));
+    // S12 = S21 in this reciprocal design: port 1's drive gives it (before
+    // reciprocity was used, S12 forced port 2's drive).
+    let goal = |s: &str| format!("goals: [Goal(s: {s}, band: (2e9, 3e9), below_db: -20), ");
+    let text = d.text().replace("goals: [", &goal("(1, 2)"));
+    let d12 = Design::parse(&text, "t.ron").unwrap();
+    assert_eq!(d12.drives_needed(), [0]);
+    // S22 is no other entry's mirror: it forces port 2's column.
+    let d22 = Design::parse(&d12.text().replace("goals: [", &goal("(2, 2)")), "t.ron").unwrap();
+    assert_eq!(d22.drives_needed(), [0, 1]);
+    // A lumped port beside a waveguide port: their waves are normalised differently
+    // (S12 != S21), so the shortcut is refused and S12 needs port 2 driven.
+    let mixed = text.replace(r#"Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#, r#"Waveguide(name: "b", plane: Z(6))"#);
+    let dm = Design::parse(&mixed, "t.ron").unwrap();
+    assert!(dm.reciprocity().unwrap_err().contains("lumped and waveguide"), "{:?}", dm.reciprocity());
+    assert_eq!(dm.drives_needed(), [0, 1]);
 }
 
 #[test]
