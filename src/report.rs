@@ -22,7 +22,7 @@ const MAX_SNAPSHOTS: usize = 12;
 
 /// HTML-escape text.
 pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&#39;")
 }
 
 /// `<img>` of a PNG file, inlined; `None` when the file is absent.

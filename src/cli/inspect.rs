@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
 use clap::Args;
 
 use super::args::ExecArgs;
@@ -77,7 +78,7 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     let all = sim.all_ports();
     for d in &ins.designs {
         let dir = rundir.path().join("inspect").join(format!("rank_{:02}", d.rank));
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         match sim.simulate(&d.genome, &all)? {
             Ok(s) => {
                 say(format!("design #{}:\n", d.rank));

@@ -70,10 +70,28 @@ pub fn main() -> i32 {
     match res {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             1
         }
     }
+}
+
+/// An error and its causes on one line, each cause said once: many errors
+/// already print their source in their own message ("reading x: Permission
+/// denied"), and anyhow's `{:#}` would repeat it after them.
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let t = cause.to_string();
+        if out.contains(&t) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&t);
+    }
+    out
 }
 
 /// Output into a closed pipe (`emvolve inspect --json | head`) ends the process
@@ -87,5 +105,23 @@ fn restore_sigpipe() {
     // `signal` only resets SIGPIPE's disposition to the default.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cause_is_said_once() {
+        // A cause that its context already printed.
+        let io = || std::io::Error::from_raw_os_error(13);
+        let e = anyhow::Error::new(io()).context(format!("creating runs/x/inspect: {}", io()));
+        assert_eq!(error_text(&e), "creating runs/x/inspect: Permission denied (os error 13)");
+        // A cause that is new is kept.
+        let e = anyhow::Error::new(io()).context("creating runs/x/inspect");
+        assert_eq!(error_text(&e), "creating runs/x/inspect: Permission denied (os error 13)");
+        let e = anyhow::anyhow!("plain");
+        assert_eq!(error_text(&e), "plain");
     }
 }

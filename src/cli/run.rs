@@ -119,7 +119,8 @@ pub struct ResumeArgs {
     /// Run this many generations beyond the checkpoint's.
     #[arg(long)]
     pub more: Option<usize>,
-    /// Resume even though the run's design.ron was edited since the run started.
+    /// Resume even though the run's design.ron was edited since the run started,
+    /// or start a run whose checkpoints are gone over, overwriting its history.csv and best/.
     #[arg(long)]
     pub force: bool,
     /// Change the stop rules (recorded in the run's state; a run that stopped
@@ -262,6 +263,22 @@ pub fn resume(a: ResumeArgs) -> anyhow::Result<i32> {
         Err(e) => return Err(e.into()),
     };
     let loaded = loaded.filter(|l| l.state.started());
+    // Without a checkpoint the run starts over, which rewrites history.csv and
+    // best/: only when they hold nothing, or when asked to.
+    if loaded.is_none() {
+        if let Some(what) = completed_outputs(&rundir) {
+            if !a.force {
+                bail!(
+                    "{} has no usable checkpoint ({} and {} are missing or never completed a generation), but it holds {what}: \
+                     resuming would start the run over and overwrite them. Move them away first, or use --force to start over",
+                    rundir.path().display(),
+                    RunDir::CHECKPOINT,
+                    RunDir::CHECKPOINT_PREV
+                );
+            }
+            println!("warning: no checkpoint; starting the run over and overwriting its {what} (--force)");
+        }
+    }
     if let Some(w) = loaded.as_ref().and_then(|l| l.warning.as_ref()) {
         println!("warning: {w}");
     }
@@ -311,6 +328,20 @@ pub fn resume(a: ResumeArgs) -> anyhow::Result<i32> {
         }
     };
     Ok(report(&summary, true, asked))
+}
+
+/// What a start-over would overwrite: generations in history.csv, files in best/.
+fn completed_outputs(rundir: &RunDir) -> Option<String> {
+    let rows = std::fs::read_to_string(rundir.file("history.csv")).map_or(0, |t| t.lines().skip(1).filter(|l| !l.trim().is_empty()).count());
+    let best = std::fs::read_dir(rundir.file("best")).map_or(0, |d| d.count());
+    let mut what = vec![];
+    if rows > 0 {
+        what.push(format!("history.csv with {rows} generation{}", if rows == 1 { "" } else { "s" }));
+    }
+    if best > 0 {
+        what.push("a best design in best/".to_string());
+    }
+    (!what.is_empty()).then(|| what.join(" and "))
 }
 
 fn short(h: &str) -> &str {

@@ -1,7 +1,9 @@
 //! The memory check: a grid is refused from its cell count alone, before
 //! anything is allocated or looped over for it, when even the least an engine
-//! needs per cell would exceed the memory available (the machine's, or a
-//! smaller budget a caller sets).
+//! needs per cell would exceed the memory available: the smallest of the
+//! machine's memory, the cgroup's memory limit (containers, cluster jobs) and
+//! what the process's address-space limit (`ulimit -v`) leaves, or a smaller
+//! budget a caller sets.
 
 use super::error::DesignError;
 
@@ -20,18 +22,39 @@ pub struct MemoryBudget {
 }
 
 impl MemoryBudget {
-    /// The machine's physical memory (Linux: `MemTotal` of /proc/meminfo);
-    /// elsewhere, the largest allocation Rust allows (`isize::MAX` bytes).
+    /// The memory this process may use: the smallest of the machine's
+    /// physical memory (Linux: `MemTotal` of /proc/meminfo), the cgroup
+    /// memory limit (v2 `memory.max`, v1 `memory.limit_in_bytes`) and what
+    /// the address-space limit (`RLIMIT_AS`) leaves beyond what the process
+    /// already maps; where none is known, the largest allocation Rust allows
+    /// (`isize::MAX` bytes).
     pub fn machine() -> MemoryBudget {
-        match machine_memory() {
-            Some(bytes) => MemoryBudget { bytes, source: "this machine's memory" },
-            None => MemoryBudget { bytes: isize::MAX as u64, source: "the largest allocation possible" },
-        }
+        let limits = [
+            machine_memory().map(|b| MemoryBudget { bytes: b, source: "this machine's memory" }),
+            cgroup_limit().map(|b| MemoryBudget { bytes: b, source: "the cgroup memory limit (memory.max / memory.limit_in_bytes)" }),
+            address_space_left().map(|b| MemoryBudget { bytes: b, source: "what the address-space limit (ulimit -v) leaves" }),
+        ];
+        limits
+            .into_iter()
+            .flatten()
+            .min_by_key(|b| b.bytes)
+            .unwrap_or(MemoryBudget { bytes: isize::MAX as u64, source: "the largest allocation possible" })
     }
 
     /// A budget of `bytes` (tests, or a caller that shares the machine).
     pub fn bytes(bytes: u64) -> MemoryBudget {
         MemoryBudget { bytes, source: "the memory budget" }
+    }
+
+    /// What to change besides the grid, when this budget refuses it.
+    fn remedy(&self) -> &'static str {
+        if self.source.contains("ulimit") {
+            ", or raise the limit (ulimit -v)"
+        } else if self.source.contains("cgroup") {
+            ", or give the job a larger memory limit"
+        } else {
+            ""
+        }
     }
 }
 
@@ -41,6 +64,45 @@ fn machine_memory() -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     kib.checked_mul(1024)
+}
+
+/// The memory limit of this process's cgroup, where one is set: v2 names the
+/// group in /proc/self/cgroup (`0::/path`); inside a container the group is
+/// usually the root of /sys/fs/cgroup, so that file is read too. v1 keeps it
+/// in the memory controller's directory. "max" and v1's huge "unlimited"
+/// value are no limit.
+fn cgroup_limit() -> Option<u64> {
+    let read = |p: &str| std::fs::read_to_string(p).ok().and_then(|t| t.trim().parse::<u64>().ok());
+    let mut found: Vec<u64> = vec![];
+    if let Ok(groups) = std::fs::read_to_string("/proc/self/cgroup") {
+        for line in groups.lines() {
+            if let Some(path) = line.strip_prefix("0::") {
+                found.extend(read(&format!("/sys/fs/cgroup{}/memory.max", path.trim_end_matches('/'))));
+            }
+        }
+    }
+    found.extend(read("/sys/fs/cgroup/memory.max"));
+    found.extend(read("/sys/fs/cgroup/memory/memory.limit_in_bytes"));
+    // v1 writes "no limit" as the largest page-aligned i64.
+    found.into_iter().filter(|&b| b < (1 << 60)).min()
+}
+
+/// The address space `RLIMIT_AS` leaves to new allocations (the limit less
+/// what is mapped now: code, thread stacks, the allocator's arenas); None
+/// without a limit.
+fn address_space_left() -> Option<u64> {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit struct, which `r` is.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let limit = r.rlim_cur as u64;
+    // /proc/self/statm: total mapped pages first.
+    let mapped = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|p| p.parse::<u64>().ok()))
+        .map_or(0, |pages| pages.saturating_mul(4096));
+    Some(limit.saturating_sub(mapped))
 }
 
 /// Check a grid of `n` cells per axis against `budget` before it exists.
@@ -58,13 +120,14 @@ pub fn check_grid(n: [usize; 3], budget: MemoryBudget, file: &str) -> Result<usi
                 file,
                 "engine.cell",
                 format!(
-                    "the grid of {} x {} x {} = {cells_text} cells needs at least {} ({MIN_BYTES_PER_CELL} bytes a cell), more than {} ({}): use a larger cell or a smaller domain",
+                    "the grid of {} x {} x {} = {cells_text} cells needs at least {} ({MIN_BYTES_PER_CELL} bytes a cell), more than {} ({}): use a larger cell, a smaller domain or less absorbing padding (engine.pml){}",
                     n[0],
                     n[1],
                     n[2],
                     need.map_or_else(|| "more than any machine has".to_string(), |b| gib(b as f64)),
                     budget.source,
-                    gib(budget.bytes as f64)
+                    gib(budget.bytes as f64),
+                    budget.remedy()
                 ),
             ))
         }
@@ -90,5 +153,23 @@ mod tests {
         let e = check_grid([usize::MAX, usize::MAX, 3], b, "f.ron").unwrap_err().to_string();
         assert!(e.contains("more than 10^38") && e.contains("more than any machine has"), "{e}");
         assert!(MemoryBudget::machine().bytes > 1 << 20);
+    }
+
+    #[test]
+    fn the_budget_is_at_most_the_address_space_limit() {
+        // tests/design_errors.rs runs the binary under `ulimit -v`; here the parts agree.
+        let m = MemoryBudget::machine();
+        assert!(m.bytes <= machine_memory().unwrap_or(u64::MAX), "{m:?}");
+        if let Some(left) = address_space_left() {
+            // `left` is read later, after more may be mapped: a little slack.
+            assert!(m.bytes <= left + (256 << 20), "{m:?} above {left}");
+        }
+        if let Some(c) = cgroup_limit() {
+            assert!(m.bytes <= c, "{m:?} above the cgroup's {c}");
+        }
+        let e = check_grid([2000, 2000, 2000], MemoryBudget { bytes: 4 << 30, source: "what the address-space limit (ulimit -v) leaves" }, "f.ron")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs at least 208.6 GiB") && e.contains("what the address-space limit (ulimit -v) leaves (4.0 GiB)") && e.ends_with("or raise the limit (ulimit -v)"), "{e}");
     }
 }

@@ -121,6 +121,10 @@ pub const BUILTIN_NAMES: &[&str] = &["pi"];
 /// Parse `text` into an evalexpr tree whose integer literals are floats, so that
 /// `"1/2"` is 0.5 and not evalexpr's integer division 0.
 pub fn compile(text: &str) -> Result<Node<DefaultNumericTypes>, String> {
+    // evalexpr parses "" as an empty tree that evaluates to nothing: say so at load.
+    if text.trim().is_empty() {
+        return Err("the expression is empty (write a number or an expression over the parameters)".into());
+    }
     // evalexpr parses and evaluates recursively: an expression nested thousands
     // deep would overflow the stack (an abort, not an error). No design needs this.
     if text.len() > MAX_EXPR_LEN {
@@ -238,6 +242,8 @@ impl Scope {
     /// Evaluate a numeric field; `at` is its field path for errors.
     pub fn eval(&self, e: &Expr, at: &str) -> Result<f64, DesignError> {
         match e {
+            // Load refuses these (design::finite); a file built in code must not pass them either.
+            Expr::Num(x) if !x.is_finite() => Err(self.bad(at, &x.to_string(), "is not a finite number".into())),
             Expr::Num(x) => Ok(*x),
             Expr::Text(t) => self.eval_str(t, at),
         }

@@ -12,6 +12,7 @@
 pub mod budget;
 pub mod error;
 pub mod expr;
+mod finite;
 pub mod format;
 pub mod geometry;
 pub mod mesh;
@@ -76,6 +77,7 @@ impl Design {
     /// [`Design::parse`] with grids limited to `budget` (the machine's memory by default).
     pub fn parse_with_budget(text: &str, origin: &str, budget: MemoryBudget) -> Result<Design, DesignError> {
         let file: DesignFile = ron_options().from_str(text).map_err(|e| DesignError::from_ron(origin, e))?;
+        finite::check(&file, text, origin)?;
         let checked = validate::check_static(&file, origin)?;
         let mut design = Design {
             origin: origin.to_string(),
@@ -92,6 +94,14 @@ impl Design {
             let drive = design.far_field().map_or(0, |f| f.port - 1);
             design.jobs(&mid, &[drive], None)?;
             design.reference = design.reference_topology(&mid)?;
+        }
+        // An objective that is no number (a comparison, say) fails here, not
+        // on every design of a run; one that is merely not finite at the
+        // midpoint (a division by a parameter there) may still be fine elsewhere.
+        match design.extra_objectives(&mid) {
+            Err(DesignError::BadExpression { problem, .. }) if problem.starts_with("is not a finite number") => {}
+            Err(e) => return Err(e),
+            Ok(_) => {}
         }
         Ok(design)
     }

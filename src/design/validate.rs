@@ -31,6 +31,10 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
     if d.name.trim().is_empty() {
         return bad("name", "must not be empty".into());
     }
+    // The design's name names its run directory and output files.
+    if let Some(m) = file_name_problem(&d.name) {
+        return bad("name", m);
+    }
 
     // Names: identifiers that evalexpr reads as variables, each declared once.
     for (name, spec) in &d.parameters {
@@ -61,6 +65,9 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         if BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(name)) {
             return bad(&at, format!("`{name}` is a built-in material; choose another name"));
         }
+        if let Some(m) = file_name_problem(name) {
+            return bad(&at, m);
+        }
         if let MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r } = *m {
             if !(eps_r >= 1.0 && eps_r.is_finite()) {
                 return bad(&format!("{at}.eps_r"), format!("must be a finite number >= 1 (got {eps_r})"));
@@ -78,6 +85,20 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
                     if !(v >= 0.0 && v.is_finite()) {
                         return bad(&format!("{at}.{f}"), format!("must be a finite number >= 0 (got {v})"));
                     }
+                }
+            }
+            // Circuit-board laminates lie near 1e-4..0.03; even lossy absorbers
+            // stay below 1. A larger value is a percentage typed as a number.
+            if let Some(t) = tan_delta {
+                if t > MAX_TAN_DELTA {
+                    return bad(
+                        &format!("{at}.tan_delta"),
+                        format!(
+                            "{t} is not a loss tangent (it is a ratio, at most {MAX_TAN_DELTA}; laminates lie near 0.0001-0.03): \
+                             if you meant {t} %, write tan_delta: {}",
+                            crate::numfmt::short(t / 100.0)
+                        ),
+                    );
                 }
             }
         }
@@ -136,6 +157,11 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         if p.name().trim().is_empty() {
             return bad(&format!("ports[{i}].name"), "must not be empty".into());
         }
+        // Port names become file names (timeseries_drive_NAME.csv), Touchstone
+        // header lines and CSV column names.
+        if let Some(m) = file_name_problem(p.name()) {
+            return bad(&format!("ports[{i}].name"), m);
+        }
         if let Some(k) = d.ports[..i].iter().position(|q| q.name() == p.name()) {
             return bad(&format!("ports[{i}].name"), format!("`{}` is also the name of ports[{k}]", p.name()));
         }
@@ -147,6 +173,9 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
     }
     if b.stop <= b.start {
         return bad("band", format!("stop ({}) must be above start ({})", b.stop, b.start));
+    }
+    if b.stop < MIN_BAND_STOP_HZ {
+        return bad("band", unit_slip("the band", b.start, b.stop, |a, b| format!("start: {a}, stop: {b}")));
     }
     if b.points < 2 {
         return bad("band.points", format!("must be at least 2 (got {})", b.points));
@@ -165,6 +194,59 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         Err(e) => return bad("optimiser", e.to_string()),
     }
     Ok(Checked { goals, notes })
+}
+
+/// The longest design, port or material name.
+pub const MAX_NAME_LEN: usize = 64;
+
+/// The lowest top frequency of a band: below 1 MHz a wavelength is 300 m and
+/// more, no structure an FDTD grid holds; such a band is a unit slip (GHz or
+/// MHz written where Hz are meant).
+pub const MIN_BAND_STOP_HZ: f64 = 1e6;
+
+/// The largest loss tangent accepted (a ratio; above it, a percentage typed as a number).
+pub const MAX_TAN_DELTA: f64 = 1.0;
+
+/// The most cells the automatic mesh may be asked to put across a slab.
+pub const MAX_SLAB_CELLS: usize = 1000;
+
+/// The most cells of absorbing padding a face may have (8-10 is usual).
+pub const MAX_PML: usize = 1000;
+
+/// The most steps a job may be given (its port traces grow by a sample per step).
+pub const MAX_STEPS: usize = 100_000_000;
+
+/// What a band of `start`..`stop` "Hz" probably meant, and what to write
+/// (`write` renders the corrected pair in the field's own form).
+fn unit_slip(what: &str, start: f64, stop: f64, write: impl Fn(String, String) -> String) -> String {
+    let (unit, exp) = if stop < 1e3 { ("GHz", "e9") } else { ("MHz", "e6") };
+    let (a, b) = (crate::numfmt::short(start), crate::numfmt::short(stop));
+    format!(
+        "{what} {a}-{b} Hz lies below 1 MHz: frequencies are in Hz, and these look like {unit}; write {}",
+        write(format!("{a}{exp}"), format!("{b}{exp}"))
+    )
+}
+
+/// Why `name` cannot name a file or a line of an output file, if it cannot:
+/// design, port and material names appear in file names, Touchstone headers,
+/// CSV columns and reports, so they keep to letters, digits, `_`, `-`, `+`
+/// and `.`, start with a letter or digit, and are at most [`MAX_NAME_LEN`] long.
+pub fn file_name_problem(name: &str) -> Option<String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || "_-+.".contains(c);
+    let shown = format!("{name:?}");
+    if let Some(c) = name.chars().find(|&c| !ok_char(c)) {
+        return Some(format!(
+            "{shown} contains {:?}: names appear in file names and output headers, so they may hold only letters, digits, _, -, + and .",
+            c
+        ));
+    }
+    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        return Some(format!("{shown} must start with a letter or a digit (it names files)"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Some(format!("{shown} is {} characters long; names are limited to {MAX_NAME_LEN}", name.len()));
+    }
+    None
 }
 
 /// A parameter or constant name must be an identifier evalexpr reads as one variable.
@@ -197,6 +279,12 @@ fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> 
     }
     if o.pml < 1 {
         return bad("engine.pml", "must be at least 1 cell (8-10 is usual)".into());
+    }
+    if o.pml > MAX_PML {
+        return bad("engine.pml", format!("{} cells of absorbing padding is more than any problem needs: at most {MAX_PML} (8-10 is usual)", o.pml));
+    }
+    if let Some(n) = o.max_steps.filter(|&n| n > MAX_STEPS) {
+        return bad("engine.max_steps", format!("{n} steps is more than allowed: at most {MAX_STEPS} (the default is {})", crate::job::StopRule::default().max_steps));
     }
     if o.decay_db.is_nan() || o.decay_db >= 0.0 {
         return bad("engine.decay_db", format!("must be negative, in dB below the peak (got {})", o.decay_db));
@@ -233,6 +321,9 @@ fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> 
         }
         if m.slab_cells == 0 {
             return bad("engine.mesh.slab_cells", "must be at least 1".into());
+        }
+        if m.slab_cells > MAX_SLAB_CELLS {
+            return bad("engine.mesh.slab_cells", format!("must be at most {MAX_SLAB_CELLS} (4 is usual; got {})", m.slab_cells));
         }
     }
     let faces = boundary_faces(d);
@@ -372,6 +463,9 @@ fn check_goals(d: &DesignFile, file: &str) -> Result<Vec<Goal>, DesignError> {
         if f1.is_nan() || f2.is_nan() || f1 >= f2 {
             return bad(format!("{at}.band"), format!("f2 ({f2}) must be above f1 ({f1})"));
         }
+        if f2 < MIN_BAND_STOP_HZ {
+            return bad(format!("{at}.band"), unit_slip("the goal's band", f1, f2, |a, b| format!("band: ({a}, {b})")));
+        }
         let goal = Goal { kind, band: g.band, limit, weight: g.weight };
         let tol = 1e-9 * d.band.stop;
         if f1 < d.band.start - tol || f2 > d.band.stop + tol {
@@ -414,8 +508,12 @@ fn check_far_field(d: &DesignFile, file: &str) -> Result<(), DesignError> {
         return bad("far_field.freqs", "give at least one frequency (or a gain/directivity goal, whose band sets them)".into());
     }
     let steps = 90.0 / ff.step_deg;
-    if !(ff.step_deg > 0.0 && ff.step_deg <= 30.0 && (steps - steps.round()).abs() < 1e-9) {
-        return bad("far_field.step_deg", format!("must divide 90 degrees and be at most 30 (1, 2, 2.5, 5, 10, ...; got {})", ff.step_deg));
+    // At least half a degree: the pattern grid (and its memory) grows as 1/step².
+    if !(ff.step_deg >= 0.5 && ff.step_deg <= 30.0 && (steps - steps.round()).abs() < 1e-9) {
+        return bad("far_field.step_deg", format!("must divide 90 degrees and lie in 0.5..=30 (1, 2, 2.5, 5, 10, ...; got {})", ff.step_deg));
+    }
+    if let Some(g) = ff.gap.filter(|&g| g > MAX_PML) {
+        return bad("far_field.gap", format!("{g} cells between the absorbing layers and the box is more than any domain holds: at most {MAX_PML} (3 is usual)"));
     }
     if ff.port < 1 || ff.port > d.ports.len() {
         return bad("far_field.port", format!("port {} does not exist (there are {} ports, numbered from 1)", ff.port, d.ports.len()));
@@ -423,8 +521,8 @@ fn check_far_field(d: &DesignFile, file: &str) -> Result<(), DesignError> {
     Ok(())
 }
 
-/// Every expression-valued field with its path, for the load-time name check.
-fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
+/// Every expression-valued field with its path, for the load-time checks.
+pub(crate) fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
     fn vec3(at: String, v: &Vec3) -> Vec<(String, &Expr)> {
         [("x", &v.0), ("y", &v.1), ("z", &v.2)].into_iter().map(|(c, e)| (format!("{at}.{c}"), e)).collect()
     }

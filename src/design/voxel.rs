@@ -100,12 +100,15 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
     order.extend(geo.sheets.iter().map(|x| (x.origin.index, None, Some(x))));
     order.sort_by_key(|x| (x.0, x.1.is_none()));
     let mut sheets = vec![];
+    // The field path of each snapped sheet, for messages.
+    let mut sheet_at = vec![];
     for (_, solid, sheet) in order {
         if let Some(x) = solid {
             check_covers(&s, x, u)?;
         }
         if let Some(x) = sheet {
             sheets.push(snap_sheet(&s, x, u)?);
+            sheet_at.push(x.origin.at.clone());
         }
     }
     let mut ports = vec![];
@@ -118,7 +121,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
     for x in &geo.solids {
         paint(&s, &x.shape, &mut cell_mat);
     }
-    check_ports_not_shorted(geo, m, &ports, &sheets, &cell_mat, &u.file)?;
+    check_ports_not_shorted(geo, m, &ports, (&sheets, &sheet_at), &cell_mat, u)?;
     let opts = d.engine.options();
     let stop_default = StopRule::default();
     Ok(SimJob {
@@ -404,9 +407,21 @@ fn paint(s: &Snap, shape: &Shape, cell_mat: &mut [u8]) {
 /// A lumped port whose E edges touch a conductor would be short-circuited: the
 /// engines force every E edge touching a PEC cell, lying in a sheet or lying on a
 /// PEC face to zero.
-fn check_ports_not_shorted(geo: &Geometry, m: &Meshed, ports: &[Port], sheets: &[Sheet], cell_mat: &[u8], file: &str) -> Result<(), DesignError> {
+fn check_ports_not_shorted(
+    geo: &Geometry,
+    m: &Meshed,
+    ports: &[Port],
+    (sheets, sheet_at): (&[Sheet], &[String]),
+    cell_mat: &[u8],
+    u: &Units,
+) -> Result<(), DesignError> {
     let g = &m.mesh;
     let gn = g.n();
+    // A node or cell corner in design units, as users wrote the geometry.
+    let at = |c: [usize; 3]| {
+        let v: Vec<String> = (0..3).map(|a| crate::numfmt::short(super::geometry::round_sig(g.lines(a)[c[a].min(gn[a])] / u.u))).collect();
+        format!("({}) {}", v.join(", "), u.symbol)
+    };
     for (pi, port) in ports.iter().enumerate() {
         let PortKind::Lumped { axis, .. } = port.kind else { continue };
         let nodes = port_nodes(&port.kind);
@@ -415,10 +430,9 @@ fn check_ports_not_shorted(geo: &Geometry, m: &Meshed, ports: &[Port], sheets: &
         let (p, q) = (p.index(), q.index());
         for n in &nodes[..nodes.len() - 1] {
             let shorted_by = |why: String| {
-                DesignError::invalid(
-                    file,
+                u.err(
                     format!("ports[{pi}]"),
-                    format!("port `{}` is short-circuited: its edge from node {n:?} along {} {why}", port.name, axis.name()),
+                    format!("port `{}` is short-circuited: its edge from {} along {} {why}", port.name, at(*n), axis.name()),
                 )
             };
             // The four cells sharing the edge.
@@ -434,7 +448,8 @@ fn check_ports_not_shorted(geo: &Geometry, m: &Meshed, ports: &[Port], sheets: &
                     c[q] = cq;
                     let mat = &geo.materials[cell_mat[g.idx(c[0], c[1], c[2])] as usize];
                     if mat.pec {
-                        return Err(shorted_by(format!("touches the PEC cell {c:?} (`{}`)", mat.name)));
+                        let far = [c[0] + 1, c[1] + 1, c[2] + 1];
+                        return Err(shorted_by(format!("touches `{}` (PEC) in the cell from {} to {}", mat.name, at(c), at(far))));
                     }
                 }
             }
@@ -450,7 +465,8 @@ fn check_ports_not_shorted(geo: &Geometry, m: &Meshed, ports: &[Port], sheets: &
                     n[oi] >= s.lo[k] && top <= s.hi[k]
                 });
                 if inside {
-                    return Err(shorted_by(format!("lies in sheet {si} (normal {}, plane {})", s.normal.name(), s.plane)));
+                    let plane = crate::numfmt::short(super::geometry::round_sig(g.lines(ni)[s.plane.min(gn[ni])] / u.u));
+                    return Err(shorted_by(format!("lies in sheet {si} ({}, in the plane {} = {plane} {})", sheet_at[si], s.normal.name(), u.symbol)));
                 }
             }
             for b in [p, q] {

@@ -115,6 +115,9 @@ pub struct Stop {
     pub wall_seconds: Option<f64>,
 }
 
+/// The largest population accepted.
+pub const MAX_POPULATION: usize = 100_000;
+
 /// The default fitness target: 0, every goal met.
 pub const DEFAULT_TARGET: f64 = 0.0;
 /// The default stagnation limit in generations.
@@ -159,6 +162,11 @@ impl GaSettings {
         let bad = |field, why: String| Err(GaError::InvalidSetting { field, why });
         if self.population < 2 {
             return bad("population", format!("needs at least 2 individuals, got {}", self.population));
+        }
+        // Every individual is kept, bred and simulated each generation: a
+        // larger population is a typo, and would be allocated before any check.
+        if self.population > MAX_POPULATION {
+            return bad("population", format!("must be at most {MAX_POPULATION} individuals, got {}", self.population));
         }
         if self.elitism >= self.population {
             return bad("elitism", format!("must be below the population ({}), got {}", self.population, self.elitism));
@@ -298,8 +306,10 @@ mod lenient_option {
         fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
             Ok(None)
         }
+        // A bare word (`stagnation: foo`, `nan`) reaches here as a unit value:
+        // an error, never "no rule".
         fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
+            Err(E::custom(format!("expected {}, Some(..) or None; a bare word or () is not a value here (write None to lift the rule)", T::WHAT)))
         }
         fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
             T::deserialize(d).map(Some)

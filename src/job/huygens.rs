@@ -66,9 +66,9 @@ impl HuygensBox {
         let mut hi = [0; 3];
         for a in 0..3 {
             let is_mirror = |s: usize| mirror.is_some_and(|m| m.axis.index() == a && m.side == s);
-            lo[a] = if is_mirror(0) { 0 } else { job.pml[a][0] + gap };
-            hi[a] = if is_mirror(1) { n[a] } else { n[a].saturating_sub(job.pml[a][1] + gap) };
-            if hi[a] < lo[a] + 2 {
+            lo[a] = if is_mirror(0) { 0 } else { job.pml[a][0].saturating_add(gap) };
+            hi[a] = if is_mirror(1) { n[a] } else { n[a].saturating_sub(job.pml[a][1].saturating_add(gap)) };
+            if hi[a] < lo[a].saturating_add(2) {
                 return Err(format!(
                     "the far-field box {gap} cells inside the absorbing layers leaves no room along {} ({} cells in all, {}+{} absorbing): \
                      lower far_field.gap or widen the domain",

@@ -26,9 +26,22 @@ pub fn init_font() {
     });
 }
 
-/// Turn plotters' drawing errors into anyhow errors naming the file.
-pub(crate) fn err<E: std::fmt::Debug>(path: &std::path::Path) -> impl Fn(E) -> anyhow::Error + '_ {
-    move |e| anyhow::anyhow!("drawing {}: {e:?}", path.display())
+/// Turn plotters' drawing errors into anyhow errors naming the file, by
+/// their message (the cause, e.g. "No space left on device"), never their Debug form.
+pub(crate) fn err<E: std::fmt::Display>(path: &std::path::Path) -> impl Fn(E) -> anyhow::Error + '_ {
+    move |e| anyhow::anyhow!("drawing {}: {}", path.display(), drawing_cause(&e.to_string()))
+}
+
+/// plotters nests its errors and prefixes each level ("Drawing backend error:
+/// ..."): keep the innermost text, the one that says what went wrong.
+fn drawing_cause(text: &str) -> String {
+    let mut t = text.trim();
+    for prefix in ["Drawing backend error:", "Drawing backend error", "Backend error:", "Bitmap backend error:", "Image error:", "Image Error:"] {
+        while let Some(rest) = t.strip_prefix(prefix) {
+            t = rest.trim_start_matches([':', ' ']);
+        }
+    }
+    if t.is_empty() { text.to_string() } else { t.to_string() }
 }
 
 /// Three significant digits, plain for everyday magnitudes: tick labels a
@@ -89,6 +102,21 @@ mod tests {
         assert_eq!(super::sig3(1.52573), "1.53");
         assert_eq!(super::sig3(0.0152573), "0.0153");
         assert_eq!(super::sig3(3.2e-7), "3.20e-7");
+    }
+
+    #[test]
+    fn a_full_disk_is_told_by_its_cause_not_a_debug_dump() {
+        // /dev/full fails every write with ENOSPC, as a full disk does.
+        let full = std::path::Path::new("/dev/full");
+        if !full.exists() {
+            eprintln!("SKIP: no /dev/full here");
+            return;
+        }
+        let sp = super::sparams::tests::filter_like();
+        let e = super::sparams::plot(full, &sp, &[], "t").unwrap_err().to_string();
+        assert!(e.starts_with("drawing /dev/full: "), "{e}");
+        assert!(e.contains("No space left on device"), "{e}");
+        assert!(!e.contains("BackendError") && !e.contains("Custom {") && !e.contains("DrawingError("), "{e}");
     }
 
     #[test]

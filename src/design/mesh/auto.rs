@@ -355,9 +355,13 @@ impl AutoMesher {
     /// The mesh of `geo` and its topology (the counts a later mesh can keep).
     pub fn mesh_with_topology(&self, geo: &Geometry, u: &Units) -> Result<(Meshed, [Topology; 3]), DesignError> {
         let o = self.options(geo);
+        // The fewest cells the grid can have, absorbing padding included, so
+        // that neither the lines nor the padding are allocated for a grid too large.
         let least = std::array::from_fn(|a| {
             let l = geo.domain[a][1] - geo.domain[a][0];
-            if geo.collapse.map(|c| c.index()) == Some(a) { 1 } else { ((l / o.max_cell).ceil() as usize).max(1) }
+            let inner = if geo.collapse.map(|c| c.index()) == Some(a) { 1 } else { ((l / o.max_cell).ceil() as usize).max(1) };
+            let pad = |s: usize| if geo.boundaries[a][s] == Boundary::Absorbing { self.settings.pml } else { 0 };
+            inner.saturating_add(pad(0)).saturating_add(pad(1))
         });
         check_grid(least, self.budget, &u.file)?;
         let inputs = self.inputs(geo);
