@@ -130,3 +130,56 @@ fn bench_rejects_a_bad_tile_origin_on_every_backend() {
     let (ok, text) = emvolve(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--origin", "0,0", "--origin", "auto"]);
     assert!(ok, "{text}");
 }
+
+/// `emvolve` run in directory `cwd`.
+fn emvolve_in(cwd: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_emvolve")).current_dir(cwd).args(args).output().expect("runs");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), text)
+}
+
+/// Neither `simulate` nor `plot` replaces earlier results unannounced: a
+/// second simulate goes to a numbered directory and says so, an `--out` that
+/// holds files is refused without `--force`, and `plot` writes into a
+/// directory named after its file, not over the `sparams.png` beside it.
+#[test]
+fn simulate_and_plot_never_overwrite_silently() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let design = Path::new(env!("CARGO_MANIFEST_DIR")).join(DESIGN);
+    let design = design.to_str().unwrap();
+    let (ok, text) = emvolve_in(cwd, &["simulate", design, "--backend", "cpu", "--set", "w1=4"]);
+    assert!(ok && text.contains("output: runs/wr28_iris_filter-simulate\n"), "{text}");
+    let first = cwd.join("runs/wr28_iris_filter-simulate");
+    let s2p = std::fs::read(first.join("wr28_iris_filter.s2p")).unwrap();
+    let png = std::fs::read(first.join("sparams.png")).unwrap();
+    let (ok, text) = emvolve_in(cwd, &["simulate", design, "--backend", "cpu", "--set", "w1=4.5"]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("runs/wr28_iris_filter-simulate holds an earlier result, kept; writing into runs/wr28_iris_filter-simulate-2\n")
+            && text.contains("output: runs/wr28_iris_filter-simulate-2\n"),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(first.join("wr28_iris_filter.s2p")).unwrap(), s2p, "the first result was replaced");
+    assert_ne!(std::fs::read(cwd.join("runs/wr28_iris_filter-simulate-2/wr28_iris_filter.s2p")).unwrap(), s2p);
+    // An --out holding files: refused, nothing written; --force replaces, saying so.
+    let (ok, text) = emvolve_in(cwd, &["simulate", design, "--backend", "cpu", "--out", "runs/wr28_iris_filter-simulate"]);
+    assert!(
+        !ok && text.contains(
+            "runs/wr28_iris_filter-simulate already holds files (an earlier result?): name another --out, or add --force to replace them"
+        ),
+        "{text}"
+    );
+    assert_eq!(std::fs::read(first.join("wr28_iris_filter.s2p")).unwrap(), s2p);
+    // plot: into wr28_iris_filter-plots/ beside the file; the simulate's own plot stays.
+    let (ok, text) = emvolve_in(cwd, &["plot", "runs/wr28_iris_filter-simulate/wr28_iris_filter.s2p"]);
+    assert!(ok && text.contains("runs/wr28_iris_filter-simulate/wr28_iris_filter-plots/sparams.png"), "{text}");
+    assert_eq!(std::fs::read(first.join("sparams.png")).unwrap(), png, "plot drew over the simulate's sparams.png");
+    let (ok, text) = emvolve_in(cwd, &["plot", "runs/wr28_iris_filter-simulate/wr28_iris_filter.s2p"]);
+    assert!(
+        ok && text.contains("redrawing the plots of an earlier `plot` of this file in runs/wr28_iris_filter-simulate/wr28_iris_filter-plots"),
+        "{text}"
+    );
+    let (ok, text) = emvolve_in(cwd, &["plot", "runs/wr28_iris_filter-simulate/wr28_iris_filter.s2p", "--out", "runs/wr28_iris_filter-simulate-2"]);
+    assert!(!ok && text.contains("runs/wr28_iris_filter-simulate-2 already holds files"), "{text}");
+}

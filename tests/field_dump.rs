@@ -3,6 +3,9 @@
 //! waveguide (|E| ~ sin(pi x / a)); and the CUDA field DFT kernel on the CPU
 //! emulation of the device agrees with the CPU engine (where g++ exists).
 
+#[path = "common/skip.rs"]
+mod skip;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -72,7 +75,7 @@ fn dumped_fields_parse_and_show_the_te10_profile_across_the_guide() {
 #[test]
 fn cuda_field_dft_on_the_emulated_device_matches_the_cpu() {
     if Command::new("g++").arg("--version").output().map(|o| !o.status.success()).unwrap_or(true) {
-        eprintln!("skipped: no g++ to build the kernel emulation (scripts/kernel-emu.sh runs it elsewhere)");
+        skip::skipped("cuda_field_dft_on_the_emulated_device_matches_the_cpu", "no g++ to build the kernel emulation (scripts/kernel-emu.sh runs it elsewhere)");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

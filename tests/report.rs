@@ -4,6 +4,9 @@
 //! so the check can fail). The per-generation snapshots and the best design's
 //! RF plots the report shows are checked here too.
 
+#[path = "common/skip.rs"]
+mod skip;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -92,7 +95,7 @@ fn report_of_a_real_run_is_self_contained_and_renders() {
         if std::env::var_os("EMVOLVE_REQUIRE_CHROMIUM").is_some() {
             panic!("EMVOLVE_REQUIRE_CHROMIUM is set but no chromium is on PATH");
         }
-        println!("SKIPPED the headless render: no chromium on PATH (install Debian's `chromium`; .ci/run and scripts/report-check.sh do)");
+        skip::skipped("report_of_a_real_run_is_self_contained_and_renders (its headless render)", "no chromium on PATH (install Debian's `chromium`; .ci/run and scripts/report-check.sh do)");
         return;
     };
     // The check can fail: a page that logs to the console is caught.

@@ -176,3 +176,60 @@ fn progress_lines_and_inspection_of_a_finished_run() {
     assert_eq!(ins.failures, s.failures);
     assert!(ins.to_table().contains("best 3 of"));
 }
+
+/// Why designs failed is counted by kind: per generation in the log line and in
+/// history.csv's last columns (which add up to its `failures` column), per run in
+/// `inspect`, whose count is the run's total (the log's is the generation's).
+#[test]
+fn failures_are_counted_by_kind_in_the_log_history_and_inspect() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("k");
+    let out = Shared::default();
+    let obs: Vec<Box<dyn Observer>> =
+        vec![Box::new(ProgressObserver::with_writer(Box::new(out.clone()))), Box::new(emvolve::run::observe::CsvObserver::new())];
+    let rd = RunDir::create(&d, false).unwrap();
+    let mut p = TestProblem::new();
+    p.fail_if = |x| x[1] < -4.0;
+    let s = Runner::new(p, settings(), rd, obs).run(None).unwrap();
+    assert!(s.failures > 0);
+    let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let first = text.lines().find(|l| l.contains("of them failed")).expect("a generation with failures");
+    // "..., 3 of them failed (diverged 3); 7 failed in the run (...)"
+    let before = first.split(" of them failed").next().unwrap();
+    let n: usize = before.rsplit(", ").next().unwrap().parse().unwrap();
+    let total: usize = first.split("; ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(n > 0 && total >= n);
+    assert!(
+        first.contains(&format!(", {n} of them failed (diverged {n}); {total} failed in the run (emvolve inspect --failed lists them)")),
+        "{first}"
+    );
+    // history.csv: the kinds are the last columns, and add up to `failures` row by row.
+    let csv = std::fs::read_to_string(d.join(RunDir::HISTORY)).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        head[head.len() - 5..],
+        ["failed_geometry", "failed_diverged", "failed_simulation", "failed_fitness", "failed_other"]
+    );
+    let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
+    let mut sum = 0;
+    for l in lines {
+        let c: Vec<&str> = l.split(',').collect();
+        let kinds: Vec<usize> = c[c.len() - 5..].iter().map(|v| v.parse().unwrap()).collect();
+        assert_eq!(kinds.iter().sum::<usize>(), c[col("failures")].parse::<usize>().unwrap(), "{l}");
+        assert_eq!(kinds[1], c[col("failures")].parse::<usize>().unwrap());
+        sum += kinds[1];
+    }
+    assert_eq!(sum, s.failures);
+    // inspect: the run's total, by kind, and every failed design with its reason and parameters.
+    let ins = inspect::inspect(&d, 3).unwrap();
+    assert_eq!(ins.failure_kinds.get("diverged"), Some(&s.failures));
+    let table = ins.to_table();
+    assert!(table.contains(&format!("designs simulated, {} of them failed (diverged {})", s.failures, s.failures)), "{table}");
+    let failed = inspect::failed_designs(&state(&d));
+    assert_eq!(failed.len(), s.failures);
+    assert!(failed.iter().all(|f| f.kind == "diverged" && f.genes["x1"].as_f64().unwrap() < -4.0));
+    let listed = inspect::failed_table(&failed);
+    assert_eq!(listed.lines().filter(|l| l.contains("fields went non-finite at step 1234")).count(), s.failures, "{listed}");
+    assert!(listed.starts_with(&format!("generation {} diverged: [", failed[0].generation)) && listed.contains("x1=-"), "{listed}");
+}

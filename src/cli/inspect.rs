@@ -10,7 +10,9 @@ use clap::Args;
 use super::args::ExecArgs;
 use crate::optimise::{open_run, Simulator};
 use crate::outputs::write_design_files;
-use crate::run::inspect::{inspect, InspectionKind};
+use crate::run::checkpoint;
+use crate::run::inspect::{failed_designs, failed_table, failure_kinds, failures_line, inspect, InspectionKind};
+use crate::run::RunDir;
 
 #[derive(Args, Debug)]
 pub struct InspectArgs {
@@ -22,6 +24,9 @@ pub struct InspectArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// List the designs that failed, with their reasons and parameters (nothing is re-simulated).
+    #[arg(long)]
+    pub failed: bool,
     /// Only read the checkpoint; do not re-simulate for Touchstone and plots.
     #[arg(long)]
     pub no_simulate: bool,
@@ -31,6 +36,9 @@ pub struct InspectArgs {
 
 pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
     let (rundir, design, settings) = open_run(&a.run_dir)?;
+    if a.failed {
+        return list_failed(&rundir, a.json);
+    }
     let ins = inspect(rundir.path(), a.top)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&ins.to_json())?);
@@ -39,7 +47,16 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
             println!("warning: {w}");
         }
         let status = ins.termination.map_or("running or interrupted".to_string(), |t| format!("stopped: {t}"));
-        println!("{}: generation {}, {} designs simulated, {} failed ({status})", design.name(), ins.generation, ins.evaluations, ins.failures);
+        println!(
+            "{}: generation {}, {} designs simulated, {} ({status})",
+            design.name(),
+            ins.generation,
+            ins.evaluations,
+            failures_line(ins.failures, &ins.failure_kinds)
+        );
+        if ins.failures > 0 {
+            println!("`emvolve inspect {} --failed` lists the failed designs with their reasons", a.run_dir.display());
+        }
         if ins.truncated > 0 {
             println!(
                 "{} designs hit the step cap before their energy decay target: their fitness is uncertain and they rank behind every converged design",
@@ -87,5 +104,22 @@ pub fn run(a: InspectArgs) -> anyhow::Result<i32> {
             Err(reason) => eprintln!("design #{} could not be re-simulated: {reason}", d.rank),
         }
     }
+    Ok(0)
+}
+
+/// `inspect --failed`: every failed design of the run, read from the checkpoint.
+fn list_failed(rundir: &RunDir, json: bool) -> anyhow::Result<i32> {
+    let loaded = checkpoint::load(rundir.path())?;
+    let failed = failed_designs(&loaded.state);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&failed)?);
+        return Ok(0);
+    }
+    if let Some(w) = &loaded.warning {
+        println!("warning: {w}");
+    }
+    let kinds = failure_kinds(&loaded.state);
+    println!("{} designs simulated, {}", loaded.state.evaluations, failures_line(failed.len(), &kinds));
+    print!("{}", failed_table(&failed));
     Ok(0)
 }

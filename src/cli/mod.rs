@@ -11,6 +11,7 @@ pub mod plot;
 pub mod inspect;
 pub mod report;
 pub mod mesh;
+pub mod out_dir;
 pub mod run;
 pub mod sim_progress;
 pub mod simulate;

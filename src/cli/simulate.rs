@@ -30,9 +30,13 @@ pub struct SimulateArgs {
     /// map `{"w1": 3.5, ...}`; `--set` given too overrides single values.
     #[arg(long, value_name = "FILE")]
     pub params: Option<PathBuf>,
-    /// Output directory (default: runs/<design name>-simulate).
+    /// Output directory, new or empty (default: runs/<design name>-simulate, or
+    /// runs/<design name>-simulate-2, -3, ... when that one holds an earlier result).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into --out (or the default directory) even if it holds files, replacing them.
+    #[arg(long)]
+    pub force: bool,
     #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
     /// GPUs to use: `all` or a list such as `0,1`.
@@ -83,8 +87,14 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     let dumper = super::dump_fields::FieldDump::new(backend.as_ref(), dump_freqs.clone());
     let backend: &dyn crate::engine::Backend = if dump_freqs.is_empty() { backend.as_ref() } else { &dumper };
     let drives: Vec<usize> = if a.goals_only { design.drives_needed() } else { (0..design.port_names().len()).collect() };
-    let out_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("runs").join(format!("{}-simulate", design.name())));
+    let default_dir = PathBuf::from("runs").join(format!("{}-simulate", design.name()));
+    let out = super::out_dir::choose(a.out.as_deref(), &default_dir, a.force)?;
+    if let Some(n) = &out.note {
+        println!("{n}");
+    }
+    let out_dir = out.path;
     std::fs::create_dir_all(&out_dir).with_context(|| format!("creating {}", out_dir.display()))?;
+    println!("output: {}", out_dir.display());
     let t = Instant::now();
     let opts = design.file().engine.options();
     let ports = design.port_names();

@@ -6,6 +6,7 @@
 
 pub mod breed;
 pub mod error;
+pub mod failure_kind;
 pub mod genome;
 pub mod nsga2;
 pub mod ops;
@@ -18,6 +19,7 @@ pub mod termination;
 pub mod testfns;
 
 pub use error::GaError;
+pub use failure_kind::FailureKind;
 pub use genome::GeneSpec;
 pub use problem::{Decay, Evaluation, Extra, Problem, PENALTY};
 pub use settings::{Crossover, GaSettings, Mutation, Stop};

@@ -1,11 +1,13 @@
 //! Inspection of a run from its checkpoint (read-only, so it works while the
 //! run goes on): the top designs by fitness, or the Pareto set, as a table or JSON.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::checkpoint::{self, CheckpointError};
+use crate::ga::failure_kind::{self, FailureKind};
 use crate::ga::nsga2;
 use crate::ga::ops::select::compare_constrained;
 use crate::ga::problem::{Decay, Evaluation, Extra};
@@ -47,7 +49,10 @@ pub struct Inspection {
     pub warning: Option<String>,
     pub generation: usize,
     pub evaluations: usize,
+    /// Designs of the whole run whose simulation failed (the sum of history.csv's `failures`).
     pub failures: usize,
+    /// Those failures by kind ("geometry", "diverged", ...), kinds with none left out.
+    pub failure_kinds: BTreeMap<String, usize>,
     pub termination: Option<TerminationReason>,
     pub gene_names: Vec<String>,
     pub n_objectives: usize,
@@ -93,7 +98,13 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
         (InspectionKind::Pareto, picked, n)
     } else {
         let mut order: Vec<usize> = (0..evals.len()).collect();
-        order.sort_by(|&a, &b| compare_constrained(evals[a], evals[b]).then_with(|| entries[a].0.cmp(entries[b].0)));
+        // Among equals (several designs meeting every goal at fitness 0), the
+        // run's best comes first: the design best/ holds, found first.
+        let run_best = state.best.first().map(|b| b.key.as_str());
+        let is_best = |i: usize| Some(entries[i].0.as_str()) == run_best;
+        order.sort_by(|&a, &b| {
+            compare_constrained(evals[a], evals[b]).then_with(|| is_best(b).cmp(&is_best(a))).then_with(|| entries[a].0.cmp(entries[b].0))
+        });
         let n = order.len();
         order.truncate(top_k);
         (InspectionKind::Top, order, n)
@@ -124,6 +135,7 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
         generation: state.generation,
         evaluations: state.evaluations,
         failures: state.failures.len(),
+        failure_kinds: failure_kinds(state),
         termination: state.termination,
         gene_names: names,
         n_objectives: state.n_objectives,
@@ -133,6 +145,59 @@ pub fn inspect_state(state: &GaState, top_k: usize) -> Inspection {
         changes: state.changes.clone(),
         truncated: state.cache.values().filter(|e| e.is_truncated()).count(),
     }
+}
+
+/// The run's failures by kind, kinds with none left out.
+pub fn failure_kinds(state: &GaState) -> BTreeMap<String, usize> {
+    let n = failure_kind::count(&state.failures);
+    FailureKind::ALL.iter().zip(n).filter(|(_, n)| *n > 0).map(|(k, n)| (k.name().to_string(), n)).collect()
+}
+
+/// One design of the run that could not be simulated (`inspect --failed`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailedDesign {
+    pub generation: usize,
+    /// "geometry", "diverged", "simulation", "fitness" or "other".
+    pub kind: &'static str,
+    pub reason: String,
+    /// Gene values by name.
+    pub genes: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Every failed design of the run, in the order they failed.
+pub fn failed_designs(state: &GaState) -> Vec<FailedDesign> {
+    let names = state.gene_names();
+    state
+        .failures
+        .iter()
+        .map(|f| FailedDesign {
+            generation: f.generation,
+            kind: FailureKind::of(&f.reason).name(),
+            reason: f.reason.clone(),
+            genes: names.iter().cloned().zip(f.genome.iter().map(|&v| serde_json::json!(v))).collect(),
+        })
+        .collect()
+}
+
+/// "52 of them failed (geometry 30, diverged 22)", or "none failed".
+pub fn failures_line(failures: usize, kinds: &BTreeMap<String, usize>) -> String {
+    if failures == 0 {
+        return "none failed".into();
+    }
+    // In FailureKind order, as the run log and history.csv give them.
+    let parts: Vec<String> = FailureKind::ALL.iter().filter_map(|k| kinds.get(k.name()).map(|n| format!("{} {n}", k.name()))).collect();
+    format!("{failures} of them failed ({})", parts.join(", "))
+}
+
+/// The failed designs as text: one line per design with its generation, kind
+/// and parameters, its reason on the line below.
+pub fn failed_table(failed: &[FailedDesign]) -> String {
+    let mut out = String::new();
+    for f in failed {
+        let genes: Vec<String> = f.genes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!("generation {} {}: [{}]\n    {}\n", f.generation, f.kind, genes.join(", "), f.reason));
+    }
+    out
 }
 
 impl Inspection {
@@ -149,8 +214,10 @@ impl Inspection {
         }
         let status = self.termination.map_or("running or interrupted".to_string(), |t| format!("stopped: {t}"));
         out.push_str(&format!(
-            "generation {}, {} designs simulated, {} failed ({status})\n",
-            self.generation, self.evaluations, self.failures
+            "generation {}, {} designs simulated, {} ({status})\n",
+            self.generation,
+            self.evaluations,
+            failures_line(self.failures, &self.failure_kinds)
         ));
         if self.truncated > 0 {
             out.push_str(&format!("{} designs were truncated at the step cap (uncertain fitness, ranked last)\n", self.truncated));
@@ -229,6 +296,31 @@ mod tests {
         let json = ins.to_json();
         assert_eq!(json["designs"].as_array().unwrap().len(), 5);
         assert_eq!(json["kind"], "top");
+    }
+
+    /// With designs tied at the best fitness, the first is the run's best (the
+    /// one best/parameters.ron holds), whatever the order of their cache keys.
+    #[test]
+    fn of_designs_tied_at_the_best_fitness_the_runs_best_comes_first() {
+        let mut p = Rastrigin::new(2, 1);
+        p.sum_limit = Some(4.0);
+        let mut st = new_state(p.genes(), 1, GaSettings { population: 16, ..Default::default() }, "").unwrap();
+        for _ in 0..3 {
+            step(&mut st, &mut p, &|_, _| {}).unwrap();
+        }
+        let best_key = st.best[0].key.clone();
+        let best_fitness = st.cache[&best_key].objectives.clone();
+        // Every other valid design is made a tie; the run's best has the largest key of them or not, it must lead.
+        for (k, e) in st.cache.iter_mut() {
+            if e.is_valid() && e.is_feasible() && *k != best_key {
+                e.objectives = best_fitness.clone();
+            }
+        }
+        let smallest = st.cache.iter().filter(|(_, e)| e.is_valid() && e.is_feasible()).map(|(k, _)| k.clone()).min().unwrap();
+        assert_ne!(smallest, best_key, "the test needs a tie the key order would break the other way");
+        let ins = inspect_state(&st, 3);
+        assert_eq!(ins.designs[0].genome, st.best[0].genome);
+        assert_eq!(ins.designs[1].objectives, best_fitness);
     }
 
     #[test]

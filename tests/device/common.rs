@@ -8,13 +8,13 @@ pub const TOL: f64 = 1e-3;
 /// The CUDA backend on device 0, or `None` after printing why the test is skipped.
 pub fn gpu(test: &str) -> Option<CudaBackend> {
     if !cuda::available() {
-        eprintln!("{test}: skipped, no CUDA device: {}", cuda::unavailable_reason());
+        super::skip::skipped(test, &format!("no CUDA device: {}", cuda::unavailable_reason()));
         return None;
     }
     match CudaBackend::new(&[0]) {
         Ok(b) => Some(b),
         Err(e) => {
-            eprintln!("{test}: skipped, CUDA present but unusable: {e}");
+            super::skip::skipped(test, &format!("CUDA present but unusable: {e}"));
             None
         }
     }

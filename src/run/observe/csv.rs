@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use super::{Observer, RunInfo};
+use crate::ga::failure_kind::{self, FailureKind};
 use crate::ga::state::{GaState, GenStats};
 use crate::run::rundir::{write_atomic, RunDir};
 
@@ -41,6 +42,8 @@ pub fn header(state: &GaState) -> String {
     }
     cols.extend(state.gene_names());
     cols.extend(TIMING_COLUMNS.iter().map(|s| s.to_string()));
+    // Appended last, so that readers of the earlier columns read them where they were.
+    cols.extend(FailureKind::ALL.iter().map(|k| k.column()));
     cols.iter().map(|c| escape(c)).collect::<Vec<_>>().join(",")
 }
 
@@ -66,6 +69,9 @@ pub fn row(state: &GaState, s: &GenStats) -> String {
     cols.push(s.wall_seconds.to_string());
     cols.push(s.evaluation_seconds.to_string());
     cols.push(opt(s.cells_per_second));
+    // This generation's failures by kind (they add up to `failures`).
+    let kinds = failure_kind::count(state.failures.iter().filter(|f| f.generation == s.generation));
+    cols.extend(kinds.iter().map(usize::to_string));
     cols.join(",")
 }
 

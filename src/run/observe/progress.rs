@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::{Observer, RunInfo};
+use crate::ga::failure_kind;
 use crate::ga::problem::PENALTY;
 use crate::ga::state::{GaState, GenStats};
 use crate::ga::termination::Termination;
@@ -199,7 +200,7 @@ impl Observer for ProgressObserver {
                     s.evaluations
                 );
                 if s.failures > 0 {
-                    line.push_str(&format!(", {} failed", s.failures));
+                    line.push_str(&failures_text(state, s));
                 }
                 if s.truncated > 0 {
                     line.push_str(&format!(", {} truncated at the step cap", s.truncated));
@@ -238,6 +239,18 @@ impl Drop for ProgressObserver {
             }
         }
     }
+}
+
+/// ", 9 of them failed (geometry 5, diverged 4); 52 failed in the run": this
+/// generation's failures by kind and the run's total, which `inspect` shows.
+fn failures_text(state: &GaState, s: &GenStats) -> String {
+    let kinds = failure_kind::count(state.failures.iter().filter(|f| f.generation == s.generation));
+    format!(
+        ", {} of them failed ({}); {} failed in the run (emvolve inspect --failed lists them)",
+        s.failures,
+        failure_kind::summary(&kinds),
+        state.failures.len()
+    )
 }
 
 #[cfg(test)]
@@ -279,3 +292,4 @@ mod tests {
         ann("an acknowledgement goes to stderr without bars");
     }
 }
+
