@@ -94,10 +94,15 @@ pub fn render(dir: &Path) -> anyhow::Result<String> {
     let rows: Vec<(&str, String)> = vec![
         ("run directory", dir.display().to_string()),
         ("status", status),
+        ("optimiser", ga.method.name().to_string()),
         ("generations", format!("{} (population {}, seed {})", state.generation, ga.population, ga.seed)),
         ("designs simulated", format!("{} ({} failed)", state.evaluations, state.failures.len())),
         ("objectives", design.objective_labels().join(", ")),
         ("run time", format!("{:.1} s in all, {:.1} s simulating ({:.2} designs/s)", state.elapsed_seconds, eval_s, state.evaluations as f64 / eval_s.max(1e-9))),
+        ("surrogate model", {
+            let m: Vec<f64> = state.history.iter().filter_map(|s| s.model_seconds).collect();
+            if m.is_empty() { "not used".to_string() } else { format!("{:.1} s fitting and prescreening over {} generations", m.iter().sum::<f64>(), m.len()) }
+        }),
         ("engine throughput", mean_cps.map_or("not recorded".into(), |c| format!("{:.1} Mcells/s (mean over generations)", c / 1e6))),
     ];
     for (k, v) in rows {

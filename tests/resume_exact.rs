@@ -45,3 +45,47 @@ fn resume_after_the_limit_does_nothing_and_keeps_history() {
     assert_eq!(r.problem().inner.evaluated, 0);
     assert_eq!(history_rows(&d), before, "resume duplicated or dropped rows");
 }
+
+/// CMA-ES (through an IPOP restart), SHADE, DE/rand/1/bin and the surrogate
+/// search: a run straight equals the same run stopped half-way and resumed,
+/// history and state (the methods' own state and the RNG are in the checkpoint).
+#[test]
+fn every_optimiser_resumes_exactly() {
+    for (block, gens) in [
+        // Converges on the lattice and restarts (window 10 + 30 x 6 / 6 = 40 generations) before 70.
+        ("Cmaes(population: 6, seed: 5, sigma: 0.1, stop: (target: None, stagnation: None))", 70),
+        ("De(population: 10, seed: 5, strategy: Shade(memory: 4), stop: (target: None, stagnation: None))", 8),
+        ("De(population: 8, seed: 5, strategy: RandOneBin(), stop: (target: None, stagnation: None))", 8),
+        ("Surrogate(population: 4, seed: 5, initial: 12, pool: 8, auto_off: false, stop: (target: None, stagnation: None))", 8),
+    ] {
+        let settings = emvolve::ga::GaSettings::from_ron_str(block).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("straight"), tmp.path().join("resumed"));
+        runner_with(&a, TestProblem::new(), false, settings.clone()).run(Some(gens)).unwrap();
+        runner_with(&b, TestProblem::new(), false, settings.clone()).run(Some(gens / 2)).unwrap();
+        let mut r = runner_with(&b, TestProblem::new(), false, settings.clone());
+        r.resume(Some(gens)).unwrap();
+        let (ha, hb) = (history_rows(&a), history_rows(&b));
+        assert_eq!(ha.len(), 1 + gens + 1, "{block}: header + generations 0..={gens}");
+        assert_eq!(ha, hb, "{block}: history differs after resume");
+        let (sa, sb) = (state(&a).without_timings(), state(&b).without_timings());
+        assert!(sa.method.is_some(), "{block}: no method state in the checkpoint");
+        assert!(sa == sb, "{block}: the final states differ");
+        // The generations did something: the best improved after generation 0.
+        assert!(sa.history.iter().skip(1).any(|h| h.improved), "{block}: never improved");
+        if let Some(emvolve::ga::step_methods::MethodState::Cmaes(c)) = &sa.method {
+            assert!(c.restarts >= 1 && c.lambda == 12, "{block}: no restart happened (restarts {}, population {})", c.restarts, c.lambda);
+        }
+    }
+}
+
+/// A run keeps its optimiser: resuming it with another is refused, by name.
+#[test]
+fn resume_refuses_another_optimiser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path().join("r");
+    let cma = emvolve::ga::GaSettings::from_ron_str("Cmaes(population: 6, seed: 5)").unwrap();
+    runner_with(&d, TestProblem::new(), false, cma).run(Some(2)).unwrap();
+    let e = runner(&d, TestProblem::new(), false).resume(Some(4)).unwrap_err().to_string();
+    assert!(e.contains("Cmaes") && e.contains("Ga"), "{e}");
+}

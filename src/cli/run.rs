@@ -16,6 +16,7 @@ use clap::Args;
 pub use super::args::ExecArgs;
 use crate::job::EngineKind;
 use crate::design::Design;
+use crate::ga::methods::{default_population, Method};
 use crate::ga::settings::GaSettings;
 use crate::ga::TerminationReason;
 use crate::optimise::{read_run, BestObserver, DesignProblem, RunSettings, Simulator};
@@ -51,8 +52,73 @@ pub struct RunArgs {
     /// Override the seed.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Search with this optimiser instead of the design's: `ga`, `cmaes`,
+    /// `de` or `surrogate` with that method's default settings and population
+    /// (unless --population) and the design's generations, seed and stop
+    /// rules; or a whole block such as `Surrogate(population: 8, lcb: 1.0)`.
+    /// The run keeps it on resume.
+    #[arg(long, value_name = "NAME|BLOCK", value_parser = optimiser_choice)]
+    pub optimiser: Option<OptimiserChoice>,
     #[command(flatten)]
     pub stop: StopArgs,
+}
+
+/// `--optimiser`: a method by name, or a whole `optimiser:` block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptimiserChoice {
+    Kind(OptimiserKind),
+    Block(GaSettings),
+}
+
+fn optimiser_choice(s: &str) -> Result<OptimiserChoice, String> {
+    if s.contains('(') {
+        let g = GaSettings::from_ron_str(s).map_err(|e| format!("`{s}`: {e}"))?;
+        g.validate().map_err(|e| e.to_string())?;
+        return Ok(OptimiserChoice::Block(g));
+    }
+    match s.to_ascii_lowercase().as_str() {
+        "ga" => Ok(OptimiserChoice::Kind(OptimiserKind::Ga)),
+        "cmaes" => Ok(OptimiserChoice::Kind(OptimiserKind::Cmaes)),
+        "de" => Ok(OptimiserChoice::Kind(OptimiserKind::De)),
+        "surrogate" => Ok(OptimiserChoice::Kind(OptimiserKind::Surrogate)),
+        _ => Err(format!("`{s}` is none of ga, cmaes, de, surrogate, nor a block such as `Cmaes(population: 16)`")),
+    }
+}
+
+/// The methods of the `optimiser:` block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptimiserKind {
+    Ga,
+    Cmaes,
+    De,
+    Surrogate,
+}
+
+impl OptimiserKind {
+    fn method(self) -> Method {
+        match self {
+            OptimiserKind::Ga => Method::Ga,
+            OptimiserKind::Cmaes => Method::Cmaes(Default::default()),
+            OptimiserKind::De => Method::De(Default::default()),
+            OptimiserKind::Surrogate => Method::Surrogate(Default::default()),
+        }
+    }
+}
+
+/// `ga` switched to `kind` (unchanged if it is that method already).
+pub fn with_optimiser(ga: GaSettings, kind: OptimiserKind) -> GaSettings {
+    let method = kind.method();
+    if ga.method.name() == method.name() {
+        return ga;
+    }
+    GaSettings {
+        population: default_population(&method),
+        generations: ga.generations,
+        seed: ga.seed,
+        stop: ga.stop,
+        method,
+        ..GaSettings::default()
+    }
 }
 
 /// The stop rules, each a value or `none` to lift it (on `run` and `resume`).
@@ -220,6 +286,11 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
         println!("note: {n}");
     }
     let mut ga = ga_settings(&design)?;
+    match a.optimiser.clone() {
+        Some(OptimiserChoice::Kind(k)) => ga = with_optimiser(ga, k),
+        Some(OptimiserChoice::Block(b)) => ga = b,
+        None => {}
+    }
     if let Some(p) = a.population {
         ga.population = p;
     }

@@ -3,8 +3,18 @@
 //! through the [`Problem`] trait. Nothing here prints; observers in [`crate::run`] do.
 //!
 //! One objective selects the elitist GA, two or more select NSGA-II.
+//! Single-objective runs may use CMA-ES ([`cmaes`]), differential evolution
+//! ([`de`]) or surrogate-assisted DE ([`surrogate`], with the model in [`gp`])
+//! instead; [`methods`] holds their settings, [`step_methods`] their dispatch.
 
 pub mod breed;
+pub mod cmaes;
+pub mod de;
+pub mod gp;
+pub mod linalg;
+pub mod methods;
+pub mod step_methods;
+pub mod surrogate;
 pub mod error;
 pub mod failure_kind;
 pub mod genome;
@@ -22,6 +32,7 @@ pub use error::GaError;
 pub use failure_kind::FailureKind;
 pub use genome::GeneSpec;
 pub use problem::{Decay, Evaluation, Extra, Problem, PENALTY};
+pub use methods::{CmaesParams, DeParams, DeStrategy, Method, SurrogateParams};
 pub use settings::{Crossover, GaSettings, Mutation, Stop};
 pub use state::{FailureRecord, GaState, GenStats, GeneSpread, Individual, SettingsChange};
 pub use step::{new_state, step};

@@ -1,4 +1,5 @@
-//! `GaSettings`: the `optimiser: Ga(...)` block of a design file, every field defaulted.
+//! `GaSettings`: the `optimiser:` block of a design file (`Ga(...)`,
+//! `Cmaes(...)`, `De(...)` or `Surrogate(...)`, see [`super::methods`]), every field defaulted.
 //!
 //! Optional numbers may be written bare (`target: 0.0`) or as `Some(0.0)`, so
 //! users need not know RON's `implicit_some` extension.
@@ -6,10 +7,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::GaError;
+use super::methods::{self, DeStrategy, Method, OptimiserBlock};
 
-/// How to search. Read from RON as `Ga(population: 64, ...)`.
+/// How to search. Read from RON as `Ga(population: 64, ...)` or another
+/// method's block; `elitism`, `tournament`, `crossover` and `mutation` are the GA's own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename = "Ga", default, deny_unknown_fields)]
+#[serde(from = "OptimiserBlock", into = "OptimiserBlock")]
 pub struct GaSettings {
     /// Individuals per generation.
     pub population: usize,
@@ -24,20 +27,23 @@ pub struct GaSettings {
     pub crossover: Crossover,
     pub mutation: Mutation,
     pub stop: Stop,
+    /// The search method and its own settings (the GA by default).
+    pub method: Method,
 }
 
 impl Default for GaSettings {
     /// The defaults `docs/DESIGN_FORMAT.md` lists (a test holds the two together).
     fn default() -> Self {
         GaSettings {
-            population: 32,
-            generations: 40,
+            population: methods::ga_population(),
+            generations: methods::generations(),
             seed: 0,
-            elitism: 2,
-            tournament: 2,
+            elitism: methods::elitism(),
+            tournament: methods::tournament(),
             crossover: Crossover::default(),
             mutation: Mutation::default(),
             stop: Stop::default(),
+            method: Method::Ga,
         }
     }
 }
@@ -160,8 +166,74 @@ impl GaSettings {
     /// Check every value, with a message naming the field.
     pub fn validate(&self) -> Result<(), GaError> {
         let bad = |field, why: String| Err(GaError::InvalidSetting { field, why });
-        if self.population < 2 {
-            return bad("population", format!("needs at least 2 individuals, got {}", self.population));
+        self.validate_stop()?;
+        let name = self.method.name();
+        let min_population = match &self.method {
+            Method::Ga => 2,
+            // mu = population / 2 parents need at least 2 for a covariance update.
+            Method::Cmaes(_) => 4,
+            // current-to-pbest/1 and rand/1 draw three vectors besides the target.
+            Method::De(_) => 4,
+            Method::Surrogate(_) => 1,
+        };
+        if self.population < min_population {
+            return bad(
+                "population",
+                format!("{name} needs at least {min_population} individuals per generation, got {}", self.population),
+            );
+        }
+        match &self.method {
+            Method::Ga => {}
+            Method::Cmaes(p) => {
+                if !(p.sigma > 0.0 && p.sigma <= 1.0) {
+                    return bad("sigma", format!("must be in (0, 1] (a fraction of each gene's range), got {}", p.sigma));
+                }
+                if p.max_population < self.population {
+                    return bad(
+                        "max_population",
+                        format!("must be at least the population ({}), got {}", self.population, p.max_population),
+                    );
+                }
+                return Ok(());
+            }
+            Method::De(p) => {
+                match p.strategy {
+                    DeStrategy::Shade { memory } => {
+                        if memory == 0 {
+                            return bad("strategy.memory", "must be at least 1".into());
+                        }
+                    }
+                    DeStrategy::RandOneBin { f, cr } => {
+                        if !(f > 0.0 && f <= 2.0) {
+                            return bad("strategy.f", format!("must be in (0, 2], got {f}"));
+                        }
+                        if !(0.0..=1.0).contains(&cr) {
+                            return bad("strategy.cr", format!("must be in [0, 1], got {cr}"));
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            Method::Surrogate(p) => {
+                if p.pool < 4 {
+                    return bad("pool", format!("DE parents need at least 4 designs, got {}", p.pool));
+                }
+                if p.trials == 0 {
+                    return bad("trials", "must be at least 1".into());
+                }
+                if !(p.lcb.is_finite() && p.lcb >= 0.0) {
+                    return bad("lcb", format!("must be finite and >= 0, got {}", p.lcb));
+                }
+                if p.train_max < 10 {
+                    return bad("train_max", format!("must be at least 10 designs, got {}", p.train_max));
+                }
+                if let Some(i) = p.initial {
+                    if i < 2 {
+                        return bad("initial", format!("a model needs at least 2 designs to start from, got {i}"));
+                    }
+                }
+                return Ok(());
+            }
         }
         // Every individual is kept, bred and simulated each generation: a
         // larger population is a typo, and would be allocated before any check.
@@ -190,6 +262,12 @@ impl GaSettings {
         if !(eta.is_finite() && eta >= 0.0) {
             return bad("mutation.eta", format!("must be finite and >= 0, got {eta}"));
         }
+        Ok(())
+    }
+
+    /// The stop rules, the same for every method.
+    fn validate_stop(&self) -> Result<(), GaError> {
+        let bad = |field, why: String| Err(GaError::InvalidSetting { field, why });
         if let Some(t) = self.stop.target {
             if !t.is_finite() {
                 return bad("stop.target", format!("must be finite, got {t}"));
@@ -231,6 +309,16 @@ impl GaSettings {
         if self.mutation != new.mutation {
             diff.push("mutation");
         }
+        if self.method.name() != new.method.name() {
+            return Err(GaError::Incompatible(format!(
+                "the checkpoint was made by the {} optimiser, the settings ask for {}; a run keeps its optimiser",
+                self.method.name(),
+                new.method.name()
+            )));
+        }
+        if self.method != new.method {
+            diff.push("optimiser settings");
+        }
         if diff.is_empty() {
             Ok(())
         } else {
@@ -243,7 +331,7 @@ impl GaSettings {
 }
 
 /// `Option<number>` that reads `x`, `Some(x)` or `None`, and writes `x`.
-mod lenient_option {
+pub(crate) mod lenient_option {
     use serde::de::{self, Deserializer, Visitor};
     use serde::{Deserialize, Serialize, Serializer};
     use std::fmt;

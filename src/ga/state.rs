@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::genome::{genome_key, GeneSpec};
 use super::problem::Evaluation;
 use super::settings::GaSettings;
+use super::step_methods::MethodState;
 
 /// Format version of the state; a checkpoint of another version is refused.
 pub const STATE_VERSION: u32 = 1;
@@ -79,6 +80,10 @@ pub struct GenStats {
     /// Designs of this generation whose simulation hit the step cap before its end criterion.
     #[serde(default)]
     pub truncated: usize,
+    /// Surrogate-assisted search: time spent fitting the model and prescreening
+    /// candidates in this generation (seconds), beside `evaluation_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_seconds: Option<f64>,
 }
 
 /// A change of the run's limits when it was resumed (`resume --stagnation 30`, say).
@@ -145,6 +150,9 @@ pub struct GaState {
     /// Limits changed on resume, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<SettingsChange>,
+    /// The state of CMA-ES, DE or the surrogate search (None for the GA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<MethodState>,
 }
 
 impl GaState {
@@ -204,6 +212,7 @@ impl GaState {
             h.wall_seconds = 0.0;
             h.evaluation_seconds = 0.0;
             h.cells_per_second = None;
+            h.model_seconds = h.model_seconds.map(|_| 0.0);
         }
         for e in s.cache.values_mut() {
             e.cells_per_second = None;

@@ -17,6 +17,7 @@ use super::problem::{Evaluation, Problem, PENALTY};
 use super::settings::{GaSettings, DEFAULT_TARGET};
 use super::single;
 use super::state::{FailureRecord, GaState, GenStats, GeneSpread, Individual, STATE_VERSION};
+use super::step_methods::MethodState;
 
 /// A fresh state, before generation 0. Validates the gene space and the settings.
 pub fn new_state(
@@ -38,7 +39,9 @@ pub fn new_state(
             why: format!("a target fitness needs a single objective, the problem has {n_objectives}"),
         });
     }
+    let method = MethodState::new(&settings, &genes, n_objectives)?;
     Ok(GaState {
+        method,
         version: STATE_VERSION,
         design_hash: design_hash.into(),
         genes,
@@ -69,18 +72,30 @@ pub fn step<P: Problem + ?Sized>(
 ) -> anyhow::Result<GenStats> {
     let generation = if state.started() { state.generation + 1 } else { 0 };
     let mut rng = state.rng.clone();
-    let candidates = ask(state, &mut rng);
+    let mut method = state.method.clone();
+    let (candidates, model_seconds) = match &mut method {
+        None => (ask(state, &mut rng), None),
+        Some(m) => {
+            let asked = m.ask(state, &mut rng, &|x| problem.constraint_violation(x));
+            (asked.candidates, asked.model_seconds)
+        }
+    };
     let mut batch = evaluate(state, problem, &candidates, generation, progress)?;
+    batch.model_seconds = model_seconds;
 
     // Commit: nothing above touched the state.
-    state.rng = rng;
     state.evaluations += batch.simulated;
     for (key, e) in std::mem::take(&mut batch.entries) {
         state.cache.insert(key, e);
     }
     state.failures.extend(batch.failures.iter().cloned());
     let offspring: Vec<Individual> = candidates.into_iter().map(Individual::new).collect();
-    tell(state, &offspring);
+    match &mut method {
+        None => tell(state, &offspring),
+        Some(m) => m.tell(state, &offspring, &mut rng, (batch.evaluation_seconds, batch.model_seconds)),
+    }
+    state.method = method;
+    state.rng = rng;
     let improved = update_best(state, &offspring);
     state.stagnant_generations = if improved { 0 } else { state.stagnant_generations + 1 };
     state.generation = generation;
@@ -126,6 +141,8 @@ pub(crate) struct Batch {
     cells_per_second: Option<f64>,
     /// Designs whose simulation hit the step cap before its end criterion.
     truncated: usize,
+    /// Surrogate model time of the generation.
+    model_seconds: Option<f64>,
 }
 
 /// Evaluate the genomes not yet in the cache: infeasible ones get a penalty
@@ -189,7 +206,7 @@ fn evaluate<P: Problem + ?Sized>(
     }
     let cells_per_second = if rates.is_empty() { None } else { Some(rates.iter().sum::<f64>() / rates.len() as f64) };
     let truncated = entries.iter().filter(|(_, e)| e.is_truncated()).count();
-    Ok(Batch { entries, failures, simulated: total, evaluation_seconds, cells_per_second, truncated })
+    Ok(Batch { entries, failures, simulated: total, evaluation_seconds, cells_per_second, truncated, model_seconds: None })
 }
 
 /// Survival: the next population from the current one and the offspring.
@@ -309,6 +326,7 @@ fn stats(state: &GaState, generation: usize, batch: &Batch, improved: bool) -> G
         evaluation_seconds: batch.evaluation_seconds,
         cells_per_second: batch.cells_per_second,
         truncated: batch.truncated,
+        model_seconds: batch.model_seconds,
     }
 }
 

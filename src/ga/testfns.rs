@@ -90,3 +90,70 @@ impl Problem for Zdt1 {
         Ok(out)
     }
 }
+
+/// A smooth or multimodal benchmark over `n` real genes, optimum value 0:
+/// sphere and Rastrigin shifted so the optimum is at x = 1 (not the middle of
+/// the box, which a method could favour), Rosenbrock (optimum at x = 1 already).
+#[derive(Debug, Clone)]
+pub struct Benchmark {
+    pub name: &'static str,
+    pub n: usize,
+    pub bound: f64,
+    pub f: fn(&[f64]) -> f64,
+    pub evaluated: usize,
+}
+
+impl Benchmark {
+    pub fn sphere(n: usize) -> Benchmark {
+        Benchmark { name: "sphere", n, bound: 5.0, f: |x| x.iter().map(|v| (v - 1.0).powi(2)).sum(), evaluated: 0 }
+    }
+    pub fn rosenbrock(n: usize) -> Benchmark {
+        Benchmark {
+            name: "rosenbrock",
+            n,
+            bound: 2.048,
+            f: |x| x.windows(2).map(|w| 100.0 * (w[1] - w[0] * w[0]).powi(2) + (1.0 - w[0]).powi(2)).sum(),
+            evaluated: 0,
+        }
+    }
+    pub fn rastrigin(n: usize) -> Benchmark {
+        Benchmark {
+            name: "rastrigin",
+            n,
+            bound: 5.12,
+            f: |x| Rastrigin::value(&x.iter().map(|v| v - 1.0).collect::<Vec<_>>()),
+            evaluated: 0,
+        }
+    }
+}
+
+impl Problem for Benchmark {
+    fn genes(&self) -> Vec<GeneSpec> {
+        (0..self.n).map(|i| GeneSpec::Real { name: format!("x{i}"), min: -self.bound, max: self.bound }).collect()
+    }
+    fn n_objectives(&self) -> usize {
+        1
+    }
+    fn constraint_violation(&self, _: &[f64]) -> f64 {
+        0.0
+    }
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+        self.evaluated += xs.len();
+        let out = xs.iter().map(|x| Evaluation::ok(vec![(self.f)(x)])).collect();
+        progress(xs.len());
+        Ok(out)
+    }
+}
+
+/// Run `settings` on `problem` until the best fitness is at or below `target`
+/// or `budget` designs were simulated: (best fitness, designs simulated).
+pub fn minimise<P: Problem>(problem: &mut P, settings: super::GaSettings, target: f64, budget: usize) -> (f64, usize) {
+    let mut st = super::new_state(problem.genes(), 1, settings, "bench").expect("valid settings");
+    loop {
+        super::step(&mut st, problem, &|_, _| {}).expect("analytic problems do not fail");
+        let best = st.best_evaluation().map_or(f64::INFINITY, |e| e.fitness());
+        if best <= target || st.evaluations >= budget || st.generation > 100_000 {
+            return (best, st.evaluations);
+        }
+    }
+}

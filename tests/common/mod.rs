@@ -76,8 +76,13 @@ pub fn observers() -> Vec<Box<dyn Observer>> {
 }
 
 pub fn runner(dir: &Path, problem: TestProblem, force: bool) -> Runner<TestProblem> {
+    runner_with(dir, problem, force, settings())
+}
+
+/// [`runner`] with other optimiser settings.
+pub fn runner_with(dir: &Path, problem: TestProblem, force: bool, settings: GaSettings) -> Runner<TestProblem> {
     let rd = if force || !dir.exists() { RunDir::create(dir, force).unwrap() } else { RunDir::open(dir).unwrap() };
-    Runner::new(problem, settings(), rd, observers()).with_design_hash("design-1")
+    Runner::new(problem, settings, rd, observers()).with_design_hash("design-1")
 }
 
 /// history.csv without its timing columns.

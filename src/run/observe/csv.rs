@@ -13,7 +13,14 @@ use crate::ga::state::{GaState, GenStats};
 use crate::run::rundir::{write_atomic, RunDir};
 
 /// Columns whose values depend on the clock, not on the seed.
-pub const TIMING_COLUMNS: &[&str] = &["wall_seconds", "evaluation_seconds", "cells_per_second"];
+pub const TIMING_COLUMNS: &[&str] = &["wall_seconds", "evaluation_seconds", "cells_per_second", MODEL_COLUMN];
+
+/// The surrogate model's time per generation; only surrogate-assisted runs have the column.
+const MODEL_COLUMN: &str = "model_seconds";
+
+fn has_model(state: &GaState) -> bool {
+    matches!(state.settings.method, crate::ga::Method::Surrogate(_))
+}
 
 /// Writes `history.csv` in the run directory.
 #[derive(Default)]
@@ -41,7 +48,7 @@ pub fn header(state: &GaState) -> String {
         cols.push("front_size".into());
     }
     cols.extend(state.gene_names());
-    cols.extend(TIMING_COLUMNS.iter().map(|s| s.to_string()));
+    cols.extend(TIMING_COLUMNS.iter().filter(|c| **c != MODEL_COLUMN || has_model(state)).map(|s| s.to_string()));
     // Appended last, so that readers of the earlier columns read them where they were.
     cols.extend(FailureKind::ALL.iter().map(|k| k.column()));
     cols.iter().map(|c| escape(c)).collect::<Vec<_>>().join(",")
@@ -69,6 +76,9 @@ pub fn row(state: &GaState, s: &GenStats) -> String {
     cols.push(s.wall_seconds.to_string());
     cols.push(s.evaluation_seconds.to_string());
     cols.push(opt(s.cells_per_second));
+    if has_model(state) {
+        cols.push(opt(s.model_seconds));
+    }
     // This generation's failures by kind (they add up to `failures`).
     let kinds = failure_kind::count(state.failures.iter().filter(|f| f.generation == s.generation));
     cols.extend(kinds.iter().map(usize::to_string));

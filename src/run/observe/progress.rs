@@ -141,7 +141,15 @@ impl Observer for ProgressObserver {
         let what = if state.is_multi_objective() {
             format!("NSGA-II on {} objectives", state.n_objectives)
         } else {
-            "elitist GA".to_string()
+            match &state.settings.method {
+                crate::ga::Method::Ga => "elitist GA".to_string(),
+                crate::ga::Method::Cmaes(_) => "CMA-ES (IPOP restarts)".to_string(),
+                crate::ga::Method::De(p) => match p.strategy {
+                    crate::ga::DeStrategy::Shade { .. } => "differential evolution (SHADE)".to_string(),
+                    crate::ga::DeStrategy::RandOneBin { .. } => "differential evolution (DE/rand/1/bin)".to_string(),
+                },
+                crate::ga::Method::Surrogate(_) => "surrogate-assisted DE (Gaussian-process prescreening)".to_string(),
+            }
         };
         let start = if info.resumed {
             format!("resuming after generation {}", state.generation)
@@ -204,6 +212,9 @@ impl Observer for ProgressObserver {
                 }
                 if s.truncated > 0 {
                     line.push_str(&format!(", {} truncated at the step cap", s.truncated));
+                }
+                if let Some(m) = s.model_seconds {
+                    line.push_str(&format!(", model {m:.2} s beside {:.2} s simulating", s.evaluation_seconds));
                 }
                 line.push_str(&self.bounds_text(state));
                 self.say(&line)?;
