@@ -79,6 +79,10 @@ pub struct GenStats {
     /// Designs of this generation whose simulation hit the step cap before its end criterion.
     #[serde(default)]
     pub truncated: usize,
+    /// Designs of this generation simulated by each farm worker (empty when the
+    /// run's own backend simulated them all).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workers: BTreeMap<String, usize>,
 }
 
 /// A change of the run's limits when it was resumed (`resume --stagnation 30`, say).

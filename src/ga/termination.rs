@@ -205,6 +205,7 @@ mod tests {
             evaluation_seconds: 0.0,
             cells_per_second: None,
             truncated: 0,
+            workers: Default::default(),
         });
         s
     }

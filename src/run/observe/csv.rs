@@ -14,6 +14,10 @@ use crate::run::rundir::{write_atomic, RunDir};
 /// Columns whose values depend on the clock, not on the seed.
 pub const TIMING_COLUMNS: &[&str] = &["wall_seconds", "evaluation_seconds", "cells_per_second"];
 
+/// Columns whose values depend on which machines simulated, not on the seed:
+/// `workers` is "name:count;name:count" of a farm run's workers (blank otherwise).
+pub const SCHEDULE_COLUMNS: &[&str] = &["workers"];
+
 /// Writes `history.csv` in the run directory.
 #[derive(Default)]
 pub struct CsvObserver {
@@ -41,6 +45,7 @@ pub fn header(state: &GaState) -> String {
     }
     cols.extend(state.gene_names());
     cols.extend(TIMING_COLUMNS.iter().map(|s| s.to_string()));
+    cols.extend(SCHEDULE_COLUMNS.iter().map(|s| s.to_string()));
     cols.iter().map(|c| escape(c)).collect::<Vec<_>>().join(",")
 }
 
@@ -66,6 +71,7 @@ pub fn row(state: &GaState, s: &GenStats) -> String {
     cols.push(s.wall_seconds.to_string());
     cols.push(s.evaluation_seconds.to_string());
     cols.push(opt(s.cells_per_second));
+    cols.push(escape(&s.workers.iter().map(|(w, n)| format!("{w}:{n}")).collect::<Vec<_>>().join(";")));
     cols.join(",")
 }
 
