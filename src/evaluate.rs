@@ -31,6 +31,10 @@ pub enum CandidateFailure {
     /// An extra objective of the design could not be evaluated.
     #[error("objective: {0}")]
     Objective(DesignError),
+    /// Reported by a farm worker: the text of one of the failures above, as
+    /// that worker said it (the run records the same reason a local run would).
+    #[error("{0}")]
+    Remote(String),
 }
 
 /// One candidate to simulate: parameter values and the port columns (0-based) to drive.

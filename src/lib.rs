@@ -14,6 +14,7 @@ pub mod dev;
 pub mod engine;
 pub mod evaluate;
 pub mod export;
+pub mod farm;
 pub mod fitness;
 pub mod ga;
 pub mod job;

@@ -16,6 +16,7 @@ pub mod run;
 pub mod sim_progress;
 pub mod simulate;
 pub mod sweep;
+pub mod worker;
 
 #[derive(Parser, Debug)]
 #[command(name = "emvolve", version, about = "Evolutionary design of antennas and RF/microwave filters (FDTD/TLM on CPU and CUDA)")]
@@ -44,6 +45,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Show a design's mesh: line counts, cell sizes, grading, time step; mesh.png over the geometry.
     Mesh(mesh::MeshArgs),
+    /// Serve a farm: simulate the generations other hosts' runs send through a NATS server.
+    Worker(worker::WorkerArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
     /// Developer harnesses: device-check, kernel-emu, tlm-emu.
@@ -66,6 +69,7 @@ pub fn main() -> i32 {
         Command::Report(a) => report::run(a),
         Command::Mesh(a) => mesh::run(a),
         Command::Bench(a) => bench::run(a),
+        Command::Worker(a) => worker::run(a),
         Command::Dev(a) => crate::dev::run(a),
     };
     match res {

@@ -24,6 +24,8 @@ use crate::run::observe::progress::Announcer;
 use crate::run::observe::{CsvObserver, Observer, PlotLabels, PlotObserver, ProgressObserver};
 use crate::run::runner::{resume_blocked, NOTHING_COMPLETED};
 use crate::run::{checkpoint, CheckpointError, RunDir, RunSummary, Runner};
+use crate::farm::local::LocalWorkers;
+use crate::farm::{run_id, Dispatcher, Endpoint, FarmOptions};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -61,6 +63,32 @@ pub struct RunArgs {
     pub optimiser: Option<OptimiserChoice>,
     #[command(flatten)]
     pub stop: StopArgs,
+    #[command(flatten)]
+    pub farm: FarmArgs,
+}
+
+/// `--farm`: the generations go to workers through a NATS server (on `run` and `resume`).
+#[derive(Args, Debug, Default)]
+pub struct FarmArgs {
+    /// Simulate the generations on farm workers through the NATS server at URL
+    /// (nats://HOST:4222; tls://HOST:4222 for TLS). See `emvolve worker`.
+    #[arg(long, value_name = "URL")]
+    pub farm: Option<String>,
+    /// A file of `user = NAME` and `password = SECRET` lines for the farm's server.
+    #[arg(long, value_name = "FILE", requires = "farm")]
+    pub creds: Option<PathBuf>,
+    /// A CA certificate (PEM) to trust; the connection then requires TLS.
+    #[arg(long, value_name = "FILE", requires = "farm")]
+    pub tls_ca: Option<PathBuf>,
+    /// Also start N CPU workers on this host (a quick try of the farm).
+    #[arg(long, value_name = "N", requires = "farm")]
+    pub farm_local: Option<usize>,
+    /// Candidates per work message (default: about four messages per attached worker).
+    #[arg(long, value_name = "N", requires = "farm")]
+    pub farm_chunk: Option<usize>,
+    /// Seconds without an ack or progress note before a worker's message goes to another worker.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0)]
+    pub ack_wait: f64,
 }
 
 /// `--optimiser`: a method by name, or a whole `optimiser:` block.
@@ -195,6 +223,8 @@ pub struct ResumeArgs {
     pub stop: StopArgs,
     #[command(flatten)]
     pub exec: ExecArgs,
+    #[command(flatten)]
+    pub farm: FarmArgs,
 }
 
 /// The design's optimiser block as the GA's settings.
@@ -218,9 +248,30 @@ fn interrupt_flag(say: Announcer) -> Arc<AtomicBool> {
     flag
 }
 
-/// Progress, CSV, plots and `best/`, and the flag the signal handler raises.
-fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> (Vec<Box<dyn Observer>>, Arc<AtomicBool>) {
+/// The farm's dispatcher (and local workers) when `--farm` is given; the
+/// problem sends its batches there.
+fn farmed(problem: DesignProblem, farm: &FarmArgs, rundir: &RunDir, say: Announcer) -> anyhow::Result<(DesignProblem, Option<LocalWorkers>)> {
+    let Some(url) = &farm.farm else { return Ok((problem, None)) };
+    let ack_wait = super::worker::seconds(farm.ack_wait)?;
+    let endpoint = Endpoint { url: url.clone(), creds: farm.creds.clone(), tls_ca: farm.tls_ca.clone() };
+    let design = &problem.simulator().design;
+    let run = run_id(rundir.path(), &design.hash());
+    let d = Dispatcher::connect(FarmOptions { endpoint: endpoint.clone(), ack_wait, chunk: farm.farm_chunk }, &run, say.clone())?;
+    say(&format!("farm: run {run} on {url}"));
+    let local = match farm.farm_local {
+        Some(n) if n > 0 => {
+            say(&format!("farm: starting {n} local CPU workers (logs: farm-local-*.log in the run directory)"));
+            Some(LocalWorkers::start(n, &endpoint, ack_wait, rundir.path())?)
+        }
+        _ => None,
+    };
+    Ok((problem.with_farm(Arc::new(d)), local))
+}
+
+/// Progress, CSV, plots and `best/`, the flag the signal handler raises, and the progress printer.
+fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> (Vec<Box<dyn Observer>>, Arc<AtomicBool>, Announcer) {
     let progress = ProgressObserver::new(quiet);
+    let say = progress.announcer();
     let flag = interrupt_flag(progress.announcer());
     let obs: Vec<Box<dyn Observer>> = vec![
         Box::new(progress),
@@ -228,7 +279,7 @@ fn observers(sim: &Arc<Simulator>, problem: &DesignProblem, quiet: bool) -> (Vec
         Box::new(PlotObserver::with_labels(plot_labels(&sim.design))),
         Box::new(BestObserver::new(sim.clone(), problem)),
     ];
-    (obs, flag)
+    (obs, flag, say)
 }
 
 /// The plots' names for the design's objectives and its genes' units: the goal
@@ -318,7 +369,8 @@ pub fn run(a: RunArgs) -> anyhow::Result<i32> {
     let hash = design.hash();
     let sim = Arc::new(Simulator { design, backend: Arc::from(backend), engine: settings.engine });
     let problem = DesignProblem::new(sim.clone());
-    let (obs, flag) = observers(&sim, &problem, a.exec.quiet);
+    let (obs, flag, say) = observers(&sim, &problem, a.exec.quiet);
+    let (problem, _local) = farmed(problem, &a.farm, &rundir, say)?;
     let mut runner = Runner::new(problem, ga, rundir, obs).with_interrupt(flag).with_design_hash(hash);
     let summary = runner.run(None)?;
     Ok(report(&summary, false, false))
@@ -389,7 +441,8 @@ pub fn resume(a: ResumeArgs) -> anyhow::Result<i32> {
     rundir.store("settings.ron", ron_settings)?;
     let sim = Arc::new(Simulator { design, backend: Arc::from(backend), engine: settings.engine });
     let problem = DesignProblem::new(sim.clone());
-    let (obs, flag) = observers(&sim, &problem, a.exec.quiet);
+    let (obs, flag, say) = observers(&sim, &problem, a.exec.quiet);
+    let (problem, _local) = farmed(problem, &a.farm, &rundir, say)?;
     let mut runner = Runner::new(problem, settings.ga.clone(), rundir, obs).with_interrupt(flag).with_design_hash(hash);
     let summary = match loaded {
         Some(l) => runner.resume_from(l, None)?,

@@ -29,6 +29,10 @@ pub struct Evaluation {
     /// where the problem has no such notion. Kept per design in the checkpoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decay: Option<Decay>,
+    /// Who simulated the design, where several could (a farm worker's name);
+    /// None for a run's own backend. Counted per generation in the history.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
 }
 
 /// How far a design's field energy decayed before its simulations ended: the
@@ -69,7 +73,7 @@ impl std::fmt::Display for Decay {
 impl Evaluation {
     /// A feasible, successful evaluation.
     pub fn ok(objectives: Vec<f64>) -> Evaluation {
-        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: Extra::default(), cells_per_second: None, decay: None }
+        Evaluation { objectives, constraint_violation: 0.0, failure: None, extra: Extra::default(), cells_per_second: None, decay: None, worker: None }
     }
 
     /// A design that could not be simulated.
@@ -81,6 +85,7 @@ impl Evaluation {
             extra: Extra::default(),
             cells_per_second: None,
             decay: None,
+            worker: None,
         }
     }
 

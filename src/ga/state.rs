@@ -84,6 +84,10 @@ pub struct GenStats {
     /// candidates in this generation (seconds), beside `evaluation_seconds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_seconds: Option<f64>,
+    /// Designs of this generation simulated by each farm worker (empty when the
+    /// run's own backend simulated them all).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub workers: BTreeMap<String, usize>,
 }
 
 /// A change of the run's limits when it was resumed (`resume --stagnation 30`, say).

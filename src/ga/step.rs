@@ -1,7 +1,7 @@
 //! One generation of the search: ask (breed), evaluate the new genomes as one
 //! batch, tell (survival), update the best and the history. Pure: no printing, no clock but timings.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -143,6 +143,8 @@ pub(crate) struct Batch {
     truncated: usize,
     /// Surrogate model time of the generation.
     model_seconds: Option<f64>,
+    /// Designs simulated per farm worker.
+    workers: BTreeMap<String, usize>,
 }
 
 /// Evaluate the genomes not yet in the cache: infeasible ones get a penalty
@@ -190,6 +192,7 @@ fn evaluate<P: Problem + ?Sized>(
     }
     let mut failures = Vec::new();
     let mut rates = Vec::new();
+    let mut workers = BTreeMap::new();
     for ((x, key), mut e) in queue.into_iter().zip(queue_keys).zip(results) {
         if e.objectives.len() != m {
             if e.failure.is_none() {
@@ -202,11 +205,14 @@ fn evaluate<P: Problem + ?Sized>(
             failures.push(FailureRecord { generation, genome: x, reason: reason.clone() });
         }
         rates.extend(e.cells_per_second);
+        if let Some(w) = &e.worker {
+            *workers.entry(w.clone()).or_insert(0) += 1;
+        }
         entries.push((key, e));
     }
     let cells_per_second = if rates.is_empty() { None } else { Some(rates.iter().sum::<f64>() / rates.len() as f64) };
     let truncated = entries.iter().filter(|(_, e)| e.is_truncated()).count();
-    Ok(Batch { entries, failures, simulated: total, evaluation_seconds, cells_per_second, truncated, model_seconds: None })
+    Ok(Batch { entries, failures, simulated: total, evaluation_seconds, cells_per_second, truncated, model_seconds: None, workers })
 }
 
 /// Survival: the next population from the current one and the offspring.
@@ -327,6 +333,7 @@ fn stats(state: &GaState, generation: usize, batch: &Batch, improved: bool) -> G
         cells_per_second: batch.cells_per_second,
         truncated: batch.truncated,
         model_seconds: batch.model_seconds,
+        workers: batch.workers.clone(),
     }
 }
 

@@ -206,6 +206,7 @@ mod tests {
             cells_per_second: None,
             truncated: 0,
             model_seconds: None,
+            workers: Default::default(),
         });
         s
     }

@@ -13,7 +13,12 @@ use rayon::prelude::*;
 use super::{lock, Shared};
 use crate::design::Design;
 use crate::engine::Backend;
+use crate::analysis::pattern::FarField;
+use crate::analysis::SParams;
 use crate::evaluate::{evaluate_one, score, simulate_batch, CandidateFailure, Request, Scored, Simulated};
+use crate::farm::{Dispatcher, FarmRequest};
+use crate::fitness::Fitness;
+use crate::ga::Decay;
 use crate::ga::genome::genome_key;
 use crate::ga::problem::{Evaluation, Extra, Problem};
 use crate::ga::GeneSpec;
@@ -50,6 +55,19 @@ pub struct DesignProblem {
     drives: Vec<usize>,
     n_extra: usize,
     pub(crate) shared: Arc<Mutex<Shared>>,
+    /// Where the batches go when the run is farmed out (None: the backend here).
+    farm: Option<Arc<Dispatcher>>,
+}
+
+/// A simulated candidate as the problem uses it, from this host's backend or a farm worker.
+struct Done {
+    sparams: SParams,
+    /// None for the best design's missing columns (not scored).
+    fitness: Option<Fitness>,
+    far_field: Option<FarField>,
+    runs: String,
+    decay: Decay,
+    cell_updates: f64,
 }
 
 impl DesignProblem {
@@ -57,7 +75,58 @@ impl DesignProblem {
         let genes = sim.design.genes();
         let drives = sim.design.drives_needed();
         let n_extra = sim.design.objective_labels().len().saturating_sub(1);
-        DesignProblem { sim, genes, drives, n_extra, shared: Arc::default() }
+        DesignProblem { sim, genes, drives, n_extra, shared: Arc::default(), farm: None }
+    }
+
+    /// What simulating a candidate takes.
+    pub fn simulator(&self) -> &Arc<Simulator> {
+        &self.sim
+    }
+
+    /// Send the batches to a farm's workers instead of this host's backend.
+    pub fn with_farm(mut self, farm: Arc<Dispatcher>) -> DesignProblem {
+        self.farm = Some(farm);
+        self
+    }
+
+    /// The batch on this host's backend; the last `requests.len() - scored` are not scored.
+    fn local_batch(&self, requests: &[Request], scored: usize, progress: &dyn Fn(usize)) -> anyhow::Result<Vec<(Result<Done, CandidateFailure>, Option<String>)>> {
+        let sims = self.run_batch(requests, scored, progress)?;
+        let design = &self.sim.design;
+        Ok(sims
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let d = r.and_then(|s| {
+                    let cell_updates = s.cell_updates();
+                    if i >= scored {
+                        return Ok(Done { runs: s.run_summary(), decay: s.decay(), sparams: s.sparams, fitness: None, far_field: None, cell_updates });
+                    }
+                    let s = score(design, s)?;
+                    Ok(Done { runs: s.run_summary(), decay: s.decay(), sparams: s.sparams, fitness: Some(s.fitness), far_field: s.far_field, cell_updates })
+                });
+                (d, None)
+            })
+            .collect())
+    }
+
+    /// The batch on the farm: the same outcomes, each with its worker's name.
+    /// Far fields stay with the workers (this host keeps no Huygens data).
+    fn farm_batch(&self, farm: &Dispatcher, requests: &[Request], scored: usize, progress: &dyn Fn(usize)) -> anyhow::Result<Vec<(Result<Done, CandidateFailure>, Option<String>)>> {
+        let reqs: Vec<FarmRequest> =
+            requests.iter().enumerate().map(|(i, r)| FarmRequest { values: r.values.clone(), drives: r.drives.clone(), score: i < scored }).collect();
+        let design = &self.sim.design;
+        let results = farm.evaluate(design.text(), &design.hash(), self.sim.engine, &reqs, &|n| progress(n.min(scored)))?;
+        Ok(results
+            .into_iter()
+            .map(|r| {
+                let d = r
+                    .outcome
+                    .map(|o| Done { sparams: o.sparams, fitness: o.fitness, far_field: None, runs: o.runs, decay: o.decay, cell_updates: o.cell_updates })
+                    .map_err(CandidateFailure::Remote);
+                (d, Some(r.worker))
+            })
+            .collect())
     }
 
     /// The batch, run on a scoped thread: the GA's progress callback is not
@@ -106,37 +175,40 @@ impl Problem for DesignProblem {
             requests.push(Request { values: w.values.clone(), drives: w.drives.clone() });
         }
         let t = Instant::now();
-        let mut sims = self.run_batch(&requests, xs.len(), progress)?;
+        let mut done = match &self.farm {
+            Some(farm) => self.farm_batch(farm, &requests, xs.len(), progress)?,
+            None => self.local_batch(&requests, xs.len(), progress)?,
+        };
         let wall = t.elapsed().as_secs_f64().max(1e-9);
-        let updates: f64 = sims.iter().filter_map(|r| r.as_ref().ok()).map(|s| s.cell_updates()).sum();
+        let updates: f64 = done.iter().filter_map(|(r, _)| r.as_ref().ok()).map(|s| s.cell_updates).sum();
         if let Some(w) = wanted {
             // The last request was the best design's columns: they go to the observer.
-            let answer = sims.pop().map_or_else(|| Err(no_result(&self.sim)), |r| r.map(|s| s.sparams));
+            let answer = done.pop().map_or_else(|| Err(no_result(&self.sim)), |(r, _)| r.map(|s| s.sparams));
             lock(&self.shared).answered = Some((w, answer));
         }
         let design = &self.sim.design;
-        let scored: Vec<Result<Scored, CandidateFailure>> = sims.into_par_iter().map(|r| r.and_then(|s| score(design, s))).collect();
         let rate = (updates > 0.0).then_some(updates / wall);
         let n = self.n_objectives();
         let mut out = Vec::with_capacity(xs.len());
         let mut shared = lock(&self.shared);
         shared.far_fields.clear();
-        for ((x, v), r) in xs.iter().zip(&values).zip(scored) {
+        for ((x, v), (r, worker)) in xs.iter().zip(&values).zip(done) {
             // Every genome of the batch passed the constraint check (the GA asks
             // it first), so the violation stays 0: it is not evaluated again.
             let e = r.and_then(|s| {
+                let fitness = s.fitness.ok_or_else(|| no_result(&self.sim))?;
                 let extra_objectives = design.extra_objectives(v).map_err(CandidateFailure::Objective)?;
-                let mut objectives = vec![s.fitness.total];
+                let mut objectives = vec![fitness.total];
                 objectives.extend(extra_objectives);
-                let extra = Extra { runs: Some(s.run_summary()), goals: s.fitness.per_goal.clone(), ..Extra::default() };
-                let decay = s.decay();
+                let extra = Extra { runs: Some(s.runs), goals: fitness.per_goal, ..Extra::default() };
                 if let Some(ff) = s.far_field {
                     shared.far_fields.insert(genome_key(x), ff);
                 }
                 shared.sparams.insert(genome_key(x), s.sparams);
-                Ok(Evaluation { objectives, extra, cells_per_second: rate, decay: Some(decay), ..Evaluation::ok(vec![]) })
+                Ok(Evaluation { objectives, extra, cells_per_second: rate, decay: Some(s.decay), ..Evaluation::ok(vec![]) })
             });
             let mut e = e.unwrap_or_else(|reason| Evaluation::failed(reason.to_string(), n));
+            e.worker = worker;
             // A truncated simulation's fitness is uncertain: it ranks as a
             // constraint violation of its shortfall in dB, behind every converged
             // design (and never meets a fitness target); of two truncated designs

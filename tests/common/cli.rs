@@ -102,13 +102,13 @@ impl Running {
     }
 }
 
-/// history.csv without its timing columns.
+/// history.csv without its timing columns (and the farm's workers column).
 pub fn history(dir: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(dir.join("history.csv")).unwrap();
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
     let keep: Vec<usize> =
-        (0..head.len()).filter(|&i| !["wall_seconds", "evaluation_seconds", "cells_per_second"].contains(&head[i])).collect();
+        (0..head.len()).filter(|&i| !["wall_seconds", "evaluation_seconds", "cells_per_second", "workers"].contains(&head[i])).collect();
     lines
         .map(|l| {
             let c: Vec<&str> = l.split(',').collect();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use emvolve::ga::testfns::Rastrigin;
 use emvolve::ga::{Evaluation, GaSettings, GaState, GeneSpec, Problem};
-use emvolve::run::observe::{csv::TIMING_COLUMNS, CsvObserver, Observer, PlotObserver, ProgressObserver};
+use emvolve::run::observe::{csv::{SCHEDULE_COLUMNS, TIMING_COLUMNS}, CsvObserver, Observer, PlotObserver, ProgressObserver};
 use emvolve::run::{checkpoint, RunDir, Runner};
 
 /// Rastrigin with 3 reals, 2 integers, a stepped gene and `sum(x) <= 4`.
@@ -90,7 +90,7 @@ pub fn history_rows(dir: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(dir.join(RunDir::HISTORY)).unwrap();
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let keep: Vec<usize> = (0..header.len()).filter(|&i| !TIMING_COLUMNS.contains(&header[i])).collect();
+    let keep: Vec<usize> = (0..header.len()).filter(|&i| !TIMING_COLUMNS.contains(&header[i]) && !SCHEDULE_COLUMNS.contains(&header[i])).collect();
     std::iter::once(header.join(","))
         .chain(lines.map(|l| {
             let cells: Vec<&str> = l.split(',').collect();

@@ -22,6 +22,10 @@ fn has_model(state: &GaState) -> bool {
     matches!(state.settings.method, crate::ga::Method::Surrogate(_))
 }
 
+/// Columns whose values depend on which machines simulated, not on the seed:
+/// `workers` is "name:count;name:count" of a farm run's workers (blank otherwise).
+pub const SCHEDULE_COLUMNS: &[&str] = &["workers"];
+
 /// Writes `history.csv` in the run directory.
 #[derive(Default)]
 pub struct CsvObserver {
@@ -51,6 +55,7 @@ pub fn header(state: &GaState) -> String {
     cols.extend(TIMING_COLUMNS.iter().filter(|c| **c != MODEL_COLUMN || has_model(state)).map(|s| s.to_string()));
     // Appended last, so that readers of the earlier columns read them where they were.
     cols.extend(FailureKind::ALL.iter().map(|k| k.column()));
+    cols.extend(SCHEDULE_COLUMNS.iter().map(|s| s.to_string()));
     cols.iter().map(|c| escape(c)).collect::<Vec<_>>().join(",")
 }
 
@@ -82,6 +87,7 @@ pub fn row(state: &GaState, s: &GenStats) -> String {
     // This generation's failures by kind (they add up to `failures`).
     let kinds = failure_kind::count(state.failures.iter().filter(|f| f.generation == s.generation));
     cols.extend(kinds.iter().map(usize::to_string));
+    cols.push(escape(&s.workers.iter().map(|(w, n)| format!("{w}:{n}")).collect::<Vec<_>>().join(";")));
     cols.join(",")
 }
 
