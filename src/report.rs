@@ -96,7 +96,7 @@ pub fn render(dir: &Path) -> anyhow::Result<String> {
         ("status", status),
         ("optimiser", ga.method.name().to_string()),
         ("generations", format!("{} (population {}, seed {})", state.generation, ga.population, ga.seed)),
-        ("designs simulated", format!("{} ({} failed)", state.evaluations, state.failures.len())),
+        ("designs simulated", format!("{}, {}", state.evaluations, crate::run::inspect::failures_line(state.failures.len(), &crate::run::inspect::failure_kinds(state)))),
         ("objectives", design.objective_labels().join(", ")),
         ("run time", format!("{:.1} s in all, {:.1} s simulating ({:.2} designs/s)", state.elapsed_seconds, eval_s, state.evaluations as f64 / eval_s.max(1e-9))),
         ("surrogate model", {
@@ -256,7 +256,7 @@ table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ccc;padding:
 th{background:#f0f4f8}table.kv th{width:200px}table.num td{text-align:right}\
 td.ok{color:#1a7f1a;font-weight:bold}td.bad{color:#c01010;font-weight:bold}\
 .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:16px}\
-.thumbs{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:8px}\
+.thumbs{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:12px}\
 figure{margin:0}img.plot,img.thumb{width:100%;height:auto;border:1px solid #ddd}\
 figcaption{font-size:13px;color:#555;text-align:center}\
 pre{background:#f7f7f7;border:1px solid #ddd;padding:8px;overflow-x:auto;font-size:13px}\

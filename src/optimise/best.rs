@@ -66,20 +66,22 @@ impl BestObserver {
         let truncated = state.cache.get(&key).and_then(|e| e.decay).filter(|d| d.truncated).map(|d| {
             format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps)")
         });
-        let shown = Shown { key: key.clone(), truncated, generation: state.generation, values: values.clone() };
+        // The generation it was found at, which after a resume is before this one.
+        let generation = found_at(state, genome);
+        let shown = Shown { key: key.clone(), truncated, generation, values: values.clone() };
         let known = lock(&self.shared).sparams.get(&key).cloned();
         let best = dir.join("best");
         std::fs::create_dir_all(&best).with_context(|| format!("creating {}", best.display()))?;
         // Its far field (evaluated in the last batch); an earlier best's files go.
         remove_far_field_files(&best)?;
         if let Some(ff) = lock(&self.shared).far_fields.get(&key).cloned() {
-            let title = format!("{} best, generation {}", self.sim.design.name(), state.generation);
+            let title = format!("{} best, generation {generation}", self.sim.design.name());
             crate::outputs::write_far_field(&ff, &best, &title)?;
         }
         let e = state.cache.get(&key);
         let text = ron::ser::to_string_pretty(
             &serde_json::json!({
-                "generation": state.generation,
+                "generation": generation,
                 "parameters": values,
                 "objectives": e.map(|e| e.objectives.clone()),
                 "goals": e.map(|e| e.extra.goals.clone()),
@@ -177,6 +179,19 @@ impl BestObserver {
     }
 }
 
+/// The generation at which `genome` became the run's best: the first of the
+/// last stretch of history rows that name it (the last generation when none does).
+fn found_at(state: &GaState, genome: &[f64]) -> usize {
+    let mut g = state.generation;
+    for h in state.history.iter().rev() {
+        if h.best_genome != genome {
+            break;
+        }
+        g = h.generation;
+    }
+    g
+}
+
 /// Remove the far-field files of `dir` (an earlier best's).
 fn remove_far_field_files(dir: &std::path::Path) -> anyhow::Result<()> {
     for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
@@ -264,6 +279,26 @@ mod tests {
             zin: vec![col(0), col(1)],
             zref: vec![vec![Complex64::new(50.0, 0.0); 3]; 2],
         }
+    }
+
+    /// After a resume the best found at generation 15 is shown as found at 15,
+    /// not at the first generation the resumed run completes.
+    #[test]
+    fn a_best_is_dated_by_the_generation_that_found_it() {
+        use crate::ga::problem::Problem;
+        use crate::ga::settings::GaSettings;
+        use crate::ga::step::{new_state, step};
+        use crate::ga::testfns::Rastrigin;
+        let mut p = Rastrigin::new(2, 1);
+        let mut st = new_state(p.genes(), 1, GaSettings { population: 8, ..Default::default() }, "").unwrap();
+        for _ in 0..12 {
+            step(&mut st, &mut p, &|_, _| {}).unwrap();
+        }
+        let best = st.best[0].genome.clone();
+        let first = st.history.iter().find(|h| h.best_genome == best).unwrap().generation;
+        assert_eq!(found_at(&st, &best), first);
+        // A genome the history never named is new: dated now.
+        assert_eq!(found_at(&st, &[9.0, 9.0, 9.0]), st.generation);
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub fn slice_at(job: &SimJob, normal: Axis, at: f64) -> usize {
     (0..c.len()).min_by(|&a, &b| (c[a] - at).abs().total_cmp(&(c[b] - at).abs())).unwrap_or(0)
 }
 
+/// The colour bar's label: what |E| is and its unit.
+pub const BAR_LABEL: &str = "|E| (V/m per unit of source spectrum)";
+
 /// A perceptual dark-to-bright map (blue-black, purple, orange, pale yellow) of t in 0..=1.
 fn colour(t: f64) -> RGBColor {
     const STOPS: [(f64, [f64; 3]); 5] = [(0.0, [0.0, 0.0, 4.0]), (0.25, [87.0, 16.0, 110.0]), (0.5, [188.0, 55.0, 84.0]), (0.75, [249.0, 142.0, 9.0]), (1.0, [252.0, 255.0, 164.0])];
@@ -75,7 +78,7 @@ pub fn plot(path: &Path, job: &SimJob, mag: &[f32], normal: Axis, k: usize, titl
     let root = BitMapBackend::new(path, (1000, 820)).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
     let root = root.titled(title, ("sans-serif", 20)).map_err(&e)?;
-    let (main, bar) = root.split_horizontally(880);
+    let (main, bar) = root.split_horizontally(860);
     let centre = m.centres(ni)[k] / scale;
     let caption = format!("|E| on the {}{}-plane at {} = {} {unit}", u.name(), v.name(), normal.name(), super::sig3(centre));
     let mut chart = ChartBuilder::on(&main)
@@ -124,8 +127,17 @@ pub fn plot(path: &Path, job: &SimJob, mag: &[f32], normal: Axis, k: usize, titl
         chart.draw_series(std::iter::once(PathElement::new(pts, white))).map_err(&e)?;
     }
     // Colour bar.
-    let mut cb = ChartBuilder::on(&bar).margin_top(60).margin_bottom(52).margin_right(8).y_label_area_size(60).build_cartesian_2d(0.0..1.0, 0.0..top.max(f64::MIN_POSITIVE)).map_err(&e)?;
-    cb.configure_mesh().disable_mesh().disable_x_axis().y_label_formatter(&|y| super::sig3(*y)).label_style(("sans-serif", 12)).draw().map_err(&e)?;
+    let mut cb = ChartBuilder::on(&bar).margin_top(60).margin_bottom(52).margin_right(8).y_label_area_size(88).build_cartesian_2d(0.0..1.0, 0.0..top.max(f64::MIN_POSITIVE)).map_err(&e)?;
+    // Named with its unit: the field per unit of the source's spectrum at this frequency.
+    cb.configure_mesh()
+        .disable_mesh()
+        .disable_x_axis()
+        .y_desc(BAR_LABEL)
+        .y_label_formatter(&|y| super::sig3(*y))
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 14))
+        .draw()
+        .map_err(&e)?;
     let steps = 100;
     cb.draw_series((0..steps).map(|s| {
         let (a, b) = (s as f64 / steps as f64, (s + 1) as f64 / steps as f64);

@@ -14,15 +14,38 @@ use crate::job::{Axis, PortKind, SimJob};
 
 /// Where a panel cuts (a cell index along `n`): just below the smallest sheet
 /// normal to it (a patch or a trace, not a ground plane covering the domain),
-/// else through the middle.
+/// else through the structure (see [`through_structure`]).
 pub(crate) fn cut(job: &SimJob, n: usize) -> usize {
     let cells = job.mesh.n()[n];
     let area = |s: &crate::job::Sheet| (s.hi[0] - s.lo[0]) * (s.hi[1] - s.lo[1]);
     match job.sheets.iter().filter(|s| s.normal.index() == n && s.plane > 0).min_by_key(|s| area(s)) {
         // The cell just below the sheet's plane holds the substrate it lies on.
         Some(s) => (s.plane - 1).min(cells - 1),
-        None => cells / 2,
+        None => through_structure(job, n),
     }
+}
+
+/// The plane of cells normal to `n` that holds the most material cells outside
+/// the absorbing padding (nearest the middle among equals): through a
+/// waveguide's irises, say, rather than through the empty aperture at mid-guide.
+/// A domain of air alone is cut in the middle.
+fn through_structure(job: &SimJob, n: usize) -> usize {
+    let m = &job.mesh;
+    let dims = m.n();
+    let inner = |a: usize, i: usize| i >= job.pml[a][0] && i + job.pml[a][1] < dims[a];
+    let mut count = vec![0usize; dims[n]];
+    for k in 0..dims[2] {
+        for j in 0..dims[1] {
+            for i in 0..dims[0] {
+                let p = [i, j, k];
+                if job.cell_mat[m.idx(i, j, k)] != 0 && (0..3).all(|a| inner(a, p[a])) {
+                    count[p[n]] += 1;
+                }
+            }
+        }
+    }
+    let mid = dims[n] / 2;
+    (0..dims[n]).max_by_key(|&k| (count[k], std::cmp::Reverse(k.abs_diff(mid)))).filter(|&k| count[k] > 0).unwrap_or(mid)
 }
 
 fn material_colour(job: &SimJob, m: u8) -> RGBColor {
@@ -41,9 +64,11 @@ fn material_colour(job: &SimJob, m: u8) -> RGBColor {
 pub fn plot(path: &Path, job: &SimJob, title: &str, unit: &str, scale: f64) -> anyhow::Result<()> {
     super::init_font();
     let e = super::err(path);
-    let root = BitMapBackend::new(path, (1650, 620)).into_drawing_area();
+    let root = BitMapBackend::new(path, (1650, 660)).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
     let root = root.titled(title, ("sans-serif", 22)).map_err(&e)?;
+    let (root, key) = root.split_vertically(590);
+    draw_key(&key, job).map_err(&e)?;
     let panels = root.split_evenly((1, 3));
     for (panel, n) in panels.iter().zip([Axis::Z, Axis::Y, Axis::X]) {
         draw_panel(panel, job, n, unit, scale).map_err(&e)?;
@@ -51,6 +76,57 @@ pub fn plot(path: &Path, job: &SimJob, title: &str, unit: &str, scale: f64) -> a
     root.present().map_err(&e)?;
     Ok(())
 }
+
+/// The legend under the panels: what each colour and line stands for, only
+/// for what this job has (its materials by name, sheets, ports, padding).
+fn draw_key<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, job: &SimJob) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    enum Mark {
+        Fill(RGBAColor),
+        Line(RGBColor, u32),
+        Dot(RGBColor),
+    }
+    let mut items: Vec<(Mark, String)> = vec![];
+    let used = |m: u8| job.cell_mat.iter().any(|&c| c == m);
+    for (m, mat) in job.materials.iter().enumerate().skip(1) {
+        if used(m as u8) {
+            let what = if mat.pec { format!("{} (metal)", mat.name) } else { format!("{} (eps_r {})", mat.name, crate::numfmt::short(mat.eps_r)) };
+            items.push((Mark::Fill(material_colour(job, m as u8).to_rgba()), what));
+        }
+    }
+    if !job.sheets.is_empty() {
+        items.push((Mark::Line(SHEET, 3), "metal sheet (filled: in the plane)".into()));
+    }
+    if job.ports.iter().any(|p| matches!(p.kind, PortKind::Waveguide { .. })) {
+        items.push((Mark::Line(BLUE, 2), "waveguide port plane".into()));
+    }
+    if job.ports.iter().any(|p| matches!(p.kind, PortKind::Lumped { .. })) {
+        items.push((Mark::Dot(LUMPED), "lumped port".into()));
+    }
+    if job.pml.iter().flatten().any(|&p| p > 0) {
+        items.push((Mark::Fill(PADDING), "absorbing layers".into()));
+    }
+    items.push((Mark::Line(RGBColor(150, 150, 150), 1), "mesh lines".into()));
+    let font = ("sans-serif", 15).into_font();
+    let mut x = 20;
+    for (mark, text) in items {
+        let y = 20;
+        match mark {
+            Mark::Fill(c) => {
+                area.draw(&Rectangle::new([(x, y - 8), (x + 22, y + 8)], c.filled()))?;
+                area.draw(&Rectangle::new([(x, y - 8), (x + 22, y + 8)], BLACK.stroke_width(1)))?;
+            }
+            Mark::Line(c, w) => area.draw(&PathElement::new(vec![(x, y), (x + 22, y)], c.stroke_width(w)))?,
+            Mark::Dot(c) => area.draw(&Circle::new((x + 11, y), 5, c.filled()))?,
+        }
+        area.draw(&Text::new(text.clone(), (x + 30, y - 8), font.clone()))?;
+        x += 30 + 8 * text.len() as i32 + 30;
+    }
+    Ok(())
+}
+
+const SHEET: RGBColor = RGBColor(211, 47, 47);
+const LUMPED: RGBColor = RGBColor(46, 125, 50);
+const PADDING: RGBAColor = RGBAColor(120, 144, 156, 0.18);
 
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
@@ -102,7 +178,7 @@ fn draw_panel<DB: DrawingBackend>(
     }
     chart.draw_series(cells)?;
     // Absorbing padding, shaded.
-    let shade = RGBColor(120, 144, 156).mix(0.18).filled();
+    let shade = PADDING.filled();
     for (ax, lines, lo, hi) in [(ui, &lu, v0, v1), (vi, &lv, u0, u1)] {
         let [p0, p1] = job.pml[ax];
         let n = lines.len() - 1;
@@ -118,7 +194,7 @@ fn draw_panel<DB: DrawingBackend>(
     chart.draw_series(lu.iter().map(|&x| PathElement::new(vec![(x, v0), (x, v1)], grey.stroke_width(1))))?;
     chart.draw_series(lv.iter().map(|&y| PathElement::new(vec![(u0, y), (u1, y)], grey.stroke_width(1))))?;
     // Sheets: filled where they lie in the cut's plane, a line where they cross it.
-    let red = RGBColor(211, 47, 47);
+    let red = SHEET;
     for s in &job.sheets {
         let (p, q) = s.normal.others();
         let span = |a: Axis, lines: &[f64]| -> Option<(f64, f64)> {
@@ -167,7 +243,7 @@ fn draw_panel<DB: DrawingBackend>(
                 s1[axis.index()] += len;
                 let a = (at_u(ui, s0[ui]), at_u(vi, s0[vi]));
                 let b = (at_u(ui, s1[ui]), at_u(vi, s1[vi]));
-                let green = RGBColor(46, 125, 50);
+                let green = LUMPED;
                 if a == b {
                     chart.draw_series(std::iter::once(Circle::new(a, 5, green.filled())))?;
                 } else {
@@ -178,4 +254,40 @@ fn draw_panel<DB: DrawingBackend>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The yz panel of the iris filter cuts through its irises (beside the
+    /// apertures), not through the empty middle of the guide; its xy panel
+    /// cuts through an iris, not through a cavity.
+    #[test]
+    fn default_cuts_go_through_the_structure() {
+        let design = crate::design::Design::load(Path::new("designs/wr28_iris_filter.ron")).unwrap();
+        let job = &design.jobs(&design.midpoint_values(), &[0], None).unwrap()[0];
+        let pec_in = |n: usize, k: usize| {
+            let d = job.mesh.n();
+            let mut count = 0;
+            for z in 0..d[2] {
+                for y in 0..d[1] {
+                    for x in 0..d[0] {
+                        let p = [x, y, z];
+                        if p[n] == k && job.materials[job.cell_mat[job.mesh.idx(x, y, z)] as usize].pec {
+                            count += 1;
+                        }
+                    }
+                }
+            }
+            count
+        };
+        let mid = |n: usize| job.mesh.n()[n] / 2;
+        // Mid-guide (x) is the apertures' centre: no metal there.
+        assert_eq!(pec_in(0, mid(0)), 0);
+        let (kx, kz) = (cut(job, 0), cut(job, 2));
+        assert!(pec_in(0, kx) > 0 && pec_in(2, kz) > 0, "cuts at x cell {kx}, z cell {kz} miss the irises");
+        // The yz cut holds all four irises: as much metal as any plane normal to x.
+        assert!((0..job.mesh.n()[0]).all(|k| pec_in(0, k) <= pec_in(0, kx)));
+    }
 }

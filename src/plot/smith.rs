@@ -50,6 +50,8 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
     let unit: Vec<(f64, f64)> = (0..=360).map(|d| (f64::from(d).to_radians().cos(), f64::from(d).to_radians().sin())).collect();
     chart.draw_series(std::iter::once(PathElement::new(unit, BLACK.stroke_width(2)))).map_err(&e)?;
     chart.draw_series(std::iter::once(PathElement::new(vec![(-1.0, 0.0), (1.0, 0.0)], grid.stroke_width(1)))).map_err(&e)?;
+    // Where the grid's labels stand (their top-left corners): frequency labels keep clear of them.
+    let mut placed: Vec<(f64, f64)> = vec![];
     for &v in &GRID {
         chart.draw_series(std::iter::once(PathElement::new(grid_line(Some(v), None), grid.stroke_width(1)))).map_err(&e)?;
         for s in [1.0, -1.0] {
@@ -58,10 +60,13 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
         let label = |t: String, (x, y): (f64, f64)| Text::new(t, (x, y), ("sans-serif", 13).into_font().color(&RGBColor(90, 90, 90)));
         let (rx, _) = gamma(Complex64::new(v, 0.0));
         chart.draw_series(std::iter::once(label(crate::numfmt::short(v), (rx + 0.01, -0.01)))).map_err(&e)?;
+        placed.push((rx + 0.01, -0.01));
         for s in [1.0, -1.0] {
             let (gx, gy) = gamma(Complex64::new(0.0, s * v));
             let lab = format!("{}{}j", if s < 0.0 { "-" } else { "+" }, crate::numfmt::short(v));
-            chart.draw_series(std::iter::once(label(lab, (gx * 1.045 - 0.03, gy * 1.045 + if s > 0.0 { 0.04 } else { 0.0 })))).map_err(&e)?;
+            let at = (gx * 1.045 - 0.03, gy * 1.045 + if s > 0.0 { 0.04 } else { 0.0 });
+            chart.draw_series(std::iter::once(label(lab, at))).map_err(&e)?;
+            placed.push(at);
         }
     }
     let keys: Vec<(usize, usize)> = (1..=n).flat_map(|i| (1..=n).map(move |j| (i, j))).filter(|&(i, j)| sp.get(i, j).is_some()).collect();
@@ -87,7 +92,6 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
         // The parts inside goal bands on this S_ii, thick, their edges labelled
         // (once per frequency, and not on top of a label already there:
         // nested bands share samples).
-        let mut placed: Vec<(f64, f64)> = vec![];
         let mut mine: Vec<&Mask> = masks.iter().filter(|m| m.s == (*i, *i)).collect();
         // The widest band first: its edges keep their labels.
         mine.sort_by(|a, b| (b.f2 - b.f1).total_cmp(&(a.f2 - a.f1)));
@@ -98,12 +102,10 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
             if let (Some(a), Some(b)) = (inside.first(), inside.last()) {
                 for (f, p) in [a, b] {
                     chart.draw_series(std::iter::once(Circle::new(*p, 4, BLACK.filled()))).map_err(&e)?;
-                    if placed.iter().any(|q| (q.0 - p.0).abs() < LABEL_ROOM.0 && (q.1 - p.1).abs() < LABEL_ROOM.1) {
-                        continue;
-                    }
-                    placed.push(*p);
+                    let Some(at) = free_spot(*p, &placed) else { continue };
+                    placed.push(at);
                     let style = ("sans-serif", 13).into_font().color(&BLACK);
-                    chart.draw_series(std::iter::once(Text::new(ghz(*f), (p.0 + 0.025, p.1 - 0.01), style))).map_err(&e)?;
+                    chart.draw_series(std::iter::once(Text::new(ghz(*f), at, style))).map_err(&e)?;
                 }
             }
         }
@@ -112,7 +114,11 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
         chart.draw_series(std::iter::once(Circle::new(a, 5, col.filled()))).map_err(&e)?;
         chart.draw_series(std::iter::once(Rectangle::new([(b.0 - 0.015, b.1 - 0.015), (b.0 + 0.015, b.1 + 0.015)], col.filled()))).map_err(&e)?;
         for (p, f) in [(a, f0), (b, f1)] {
-            chart.draw_series(std::iter::once(Text::new(ghz(f), (p.0 + 0.03, p.1 + 0.03), ("sans-serif", 14).into_font().color(&col)))).map_err(&e)?;
+            // Beside the marker where no grid or band-edge label stands (the
+            // sweep's ends often lie near the rim, among the reactance labels).
+            let at = free_spot(p, &placed).unwrap_or((p.0 + 0.03, p.1 + 0.03));
+            placed.push(at);
+            chart.draw_series(std::iter::once(Text::new(ghz(f), at, ("sans-serif", 14).into_font().color(&col)))).map_err(&e)?;
         }
     }
     let band_masks: Vec<&Mask> = masks.iter().filter(|m| m.s.0 == m.s.1 && traces.iter().any(|t| t.0 == m.s.0)).collect();
@@ -142,6 +148,16 @@ pub fn plot(path: &Path, sp: &SParams, masks: &[Mask], title: &str) -> anyhow::R
 /// label already drawn is left out; its dot remains.
 const LABEL_ROOM: (f64, f64) = (0.19, 0.05);
 
+/// Where a label for the point `p` can stand: the first of a few spots around
+/// it (right, above, left, below; top-left corners) whose box overlaps no label in `placed`.
+fn free_spot(p: (f64, f64), placed: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let offsets = [(0.03, 0.03), (0.03, -0.02), (-0.03 - LABEL_ROOM.0, 0.03), (-0.03 - LABEL_ROOM.0, -0.02), (-0.5 * LABEL_ROOM.0, 0.09), (-0.5 * LABEL_ROOM.0, -0.06)];
+    offsets
+        .iter()
+        .map(|o| (p.0 + o.0, p.1 + o.1))
+        .find(|at| placed.iter().all(|q| (q.0 - at.0).abs() >= LABEL_ROOM.0 || (q.1 - at.1).abs() >= LABEL_ROOM.1))
+}
+
 /// "2.4 GHz", "31.25 GHz".
 fn ghz(f: f64) -> String {
     format!("{} GHz", crate::numfmt::short(f / 1e9))
@@ -162,6 +178,18 @@ fn reference_note(sp: &SParams) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_label_moves_off_the_grid_labels_or_is_left_out() {
+        // Nothing near: right of the point.
+        assert_eq!(free_spot((0.0, 0.0), &[]), Some((0.03, 0.03)));
+        // A grid label where the first spot would go: the next free one.
+        let at = free_spot((0.0, 0.0), &[(0.03, 0.03)]).unwrap();
+        assert!((at.0 - 0.03).abs() >= LABEL_ROOM.0 || (at.1 - 0.03).abs() >= LABEL_ROOM.1, "{at:?}");
+        // Crowded all round: none.
+        let crowd: Vec<(f64, f64)> = (-10..=10).flat_map(|i| (-10..=10).map(move |j| (0.05 * i as f64, 0.03 * j as f64))).collect();
+        assert_eq!(free_spot((0.0, 0.0), &crowd), None);
+    }
 
     #[test]
     fn grid_lines_lie_on_the_disc_and_pass_through_known_points() {

@@ -107,16 +107,32 @@ pub fn draw<DB: DrawingBackend>(
         .y_label_area_size(60)
         .build_cartesian_2d(f0..f1, lo..5.0)?;
     chart.configure_mesh().x_desc("frequency (GHz)").y_desc("|S| (dB)").label_style(("sans-serif", 15)).draw()?;
-    for m in masks {
+    for (k, m) in masks.iter().enumerate() {
         let (a, b) = (m.f1 / 1e9, m.f2 / 1e9);
         let (y0, y1) = if m.above { (lo, m.level_db) } else { (m.level_db, 5.0) };
         let col = colour_of(sp.n_ports(), &keys, m.s);
         // The forbidden region is shaded in the curve's colour; its edge is the limit line.
         chart.draw_series(std::iter::once(Rectangle::new([(a, y0), (b, y1)], col.mix(0.12).filled())))?;
-        chart
-            .draw_series(LineSeries::new(vec![(a, m.level_db), (b, m.level_db)], col.stroke_width(4)))?
-            .label(format!("goal {}", m.label()))
-            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 18, y + 4)], col.mix(0.5).filled()));
+        // Goals on the same S_ij share its colour: each is numbered in the
+        // order of the design's S-parameter goals ("G3"), on the plot at its limit line and in the legend, and
+        // the second and later ones on one S_ij have a dashed limit line.
+        let tag = format!("G{}", k + 1);
+        let nth = masks[..k].iter().filter(|o| o.s == m.s).count();
+        let line = vec![(a, m.level_db), (b, m.level_db)];
+        if nth == 0 {
+            chart
+                .draw_series(LineSeries::new(line, col.stroke_width(4)))?
+                .label(format!("{tag}: goal {}", m.label()))
+                .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 18, y + 4)], col.mix(0.5).filled()));
+        } else {
+            chart
+                .draw_series(DashedLineSeries::new(line, 9, 5, col.stroke_width(4)))?
+                .label(format!("{tag}: goal {}", m.label()))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 7, y)], col.stroke_width(4)));
+        }
+        // The number inside the forbidden region, just off the limit line.
+        let ty = if m.above { m.level_db - 0.015 * (5.0 - lo) } else { m.level_db + 0.06 * (5.0 - lo) };
+        chart.draw_series(std::iter::once(Text::new(tag, (a + 0.01 * (f1 - f0), ty), ("sans-serif", 15).into_font().color(&col))))?;
     }
     for ((i, j), db) in &curves {
         let col = colour_of(sp.n_ports(), &keys, (*i, *j));

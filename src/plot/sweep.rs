@@ -111,6 +111,31 @@ fn ramp(t: f64) -> RGBColor {
     RGBColor(mix(stops[i].0, stops[i + 1].0), mix(stops[i].1, stops[i + 1].1), mix(stops[i].2, stops[i + 1].2))
 }
 
+/// The colour bar of `response.png`: the curves' colours against the first
+/// swept parameter, labelled with its name and unit.
+fn colour_bar<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, a0: &SweepAxis, units: &str) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let span = a0.stop - a0.start;
+    let (lo, hi) = if span != 0.0 { (a0.start.min(a0.stop), a0.start.max(a0.stop)) } else { (a0.start - 0.5, a0.start + 0.5) };
+    // The colour of a value, as the curves get it.
+    let t = |y: f64| if span != 0.0 { (y - a0.start) / span } else { 0.5 };
+    let mut cb = ChartBuilder::on(area).margin_top(50).margin_bottom(60).margin_right(10).y_label_area_size(80).build_cartesian_2d(0.0..1.0, lo..hi)?;
+    cb.configure_mesh()
+        .disable_mesh()
+        .disable_x_axis()
+        .y_desc(format!("{} ({units})", a0.name))
+        .y_label_formatter(&|y| crate::numfmt::short(*y))
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 14))
+        .draw()?;
+    let steps = 100;
+    cb.draw_series((0..steps).map(|k| {
+        let (a, b) = (k as f64 / steps as f64, (k + 1) as f64 / steps as f64);
+        let (ya, yb) = (lo + a * (hi - lo), lo + b * (hi - lo));
+        Rectangle::new([(0.0, ya), (1.0, yb)], ramp(t(0.5 * (ya + yb))).filled())
+    }))?;
+    Ok(())
+}
+
 /// Draw `response.png`: one panel per S_ij named in the goals, a curve per scored point.
 pub fn plot_response(path: &Path, design: &Design, axes: &[SweepAxis], points: &[Point], masks: &[Mask]) -> anyhow::Result<()> {
     super::init_font();
@@ -138,6 +163,8 @@ pub fn plot_response(path: &Path, design: &Design, axes: &[SweepAxis], points: &
         if axes.len() > 1 { "; every point of the other axes drawn" } else { "" }
     );
     let root = root.titled(&title, ("sans-serif", 18)).map_err(&e)?;
+    let (root, bar) = root.split_horizontally(880);
+    colour_bar(&bar, a0, units).map_err(&e)?;
     let areas = root.split_evenly((keys.len().max(1), 1));
     let span = a0.stop - a0.start;
     for (area, &(i, j)) in areas.iter().zip(&keys) {
