@@ -294,7 +294,10 @@ fn drives_follow_the_goal_columns() {
     assert_eq!(d22.drives_needed(), [0, 1]);
     // A lumped port beside a waveguide port: their waves are normalised differently
     // (S12 != S21), so the shortcut is refused and S12 needs port 2 driven.
-    let mixed = text.replace(r#"Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#, r#"Waveguide(name: "b", plane: Z(6))"#);
+    // (The guide's walls: PEC x faces.)
+    let mixed = text
+        .replace(r#"Lumped(name: "b", from: (7, 3, 0), to: (7, 3, 1))"#, r#"Waveguide(name: "b", plane: Z(5))"#)
+        .replace("boundaries: (x: Absorbing,", "boundaries: (x: Pec,");
     let dm = Design::parse(&mixed, "t.ron").unwrap();
     assert!(dm.reciprocity().unwrap_err().contains("lumped and waveguide"), "{:?}", dm.reciprocity());
     assert_eq!(dm.drives_needed(), [0, 1]);

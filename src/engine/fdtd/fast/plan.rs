@@ -13,10 +13,12 @@ use super::simd::{Coefs, Level};
 /// small designs get their parallelism from running side by side.
 const PAR_MIN_CELLS: usize = 100_000;
 
-/// Grids whose fields (E and H) take more than this many bytes step by
-/// wavefront blocks (they would stream from memory on every step); smaller
-/// ones stay in the caches anyway.
-const WAVE_MIN_BYTES: usize = 8 << 20;
+/// Grids whose fields (E, H and the CPML memories) take more than this many
+/// bytes step by wavefront blocks: beyond a core's L2 cache they would come
+/// from L3 or memory on every step. Smaller ones stay in L2 anyway. (At 8 MiB
+/// of E and H alone, the 3D designs of 0.1-0.3 M cells, 72 B a cell with their
+/// CPML memories, stepped at 55-65 % of their wavefront rate.)
+const WAVE_MIN_BYTES: usize = 2 << 20;
 
 /// Steps per thread in one wavefront block.
 const WAVE_STEPS: usize = 4;
@@ -159,7 +161,7 @@ impl FastPlan {
     /// The plan of `op`, with as many slabs as rayon has threads for large grids.
     pub fn new(op: &Operator) -> FastPlan {
         let threads = if op.len >= PAR_MIN_CELLS { rayon::current_num_threads() } else { 1 };
-        let wave = if op.len * 24 >= WAVE_MIN_BYTES { WAVE_STEPS } else { 0 };
+        let wave = if field_bytes(op) >= WAVE_MIN_BYTES { WAVE_STEPS } else { 0 };
         FastPlan::with(op, threads, Level::detect(), wave)
     }
 
@@ -247,6 +249,12 @@ impl FastPlan {
         let pmc = op.pmc.iter().flatten().any(|&p| p);
         FastPlan { h_xruns, e_xruns, rows: rows_list, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, by_component, comp_rows, slabs, level, wave }
     }
+}
+
+/// Bytes of one job's E, H and CPML memory arrays (as `Fields::new` allocates them).
+fn field_bytes(op: &Operator) -> usize {
+    let psi = (0..3).map(|c| (0..3).filter(|&a| a != c && op.pml[a].is_some()).count()).sum::<usize>();
+    op.len * 4 * (6 + 2 * psi)
 }
 
 /// The wavefront's shape for one operator.
