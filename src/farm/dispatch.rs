@@ -281,8 +281,11 @@ fn absorb(run: &str, payload: &[u8], batch: &str, reqs: &[FarmRequest], tally: &
         tally.redelivered += 1;
     }
     for it in r.items {
+        // An index past the end: an earlier session's extra request (a best
+        // design's columns) that this session did not repeat.
+        let Some(q) = reqs.get(it.index) else { continue };
         // A result counts only for the candidate it was computed for.
-        if reqs.get(it.index).is_none_or(|q| q.values != it.values) {
+        if q.values != it.values {
             say(&format!("farm: ignored a result of worker {} for candidate {} (not this generation's)", r.worker, it.index));
             continue;
         }
@@ -324,13 +327,15 @@ impl Tally {
     }
 }
 
-/// The batch's id: a hash of what it asks, so a resumed run's regenerated
-/// generation finds the results stored for it.
+/// The batch's id: a hash of the candidates it scores, so a resumed run's
+/// regenerated generation finds the results stored for it (the unscored
+/// extra request of a best design's columns may differ between sessions and
+/// is left out; it comes last, so its index never names a scored candidate).
 fn batch_id(design_hash: &str, engine: Option<EngineKind>, reqs: &[FarmRequest]) -> String {
     let mut h = Sha256::new();
     h.update(design_hash.as_bytes());
     h.update(format!("{engine:?}").as_bytes());
-    for r in reqs {
+    for r in reqs.iter().filter(|r| r.score) {
         for (k, v) in &r.values {
             h.update(k.as_bytes());
             h.update(v.to_bits().to_le_bytes());
@@ -381,7 +386,7 @@ mod tests {
         absorb("run1", &results("a", 1, &[(2, 9.0), (7, 3.0)]), "b1", &reqs, &mut t, &say);
         absorb("run1", b"garbage", "b1", &reqs, &mut t, &say);
         assert_eq!(t.filled, 2);
-        assert_eq!(said.lock().unwrap().len(), 3, "{:?}", said.lock().unwrap());
+        assert_eq!(said.lock().unwrap().len(), 2, "{:?}", said.lock().unwrap());
         absorb("run1", &results("c", 1, &[(2, 3.0)]), "b1", &reqs, &mut t, &say);
         assert_eq!(t.filled, 3);
         assert_eq!(t.have[2].as_ref().unwrap().outcome, Err("fail 2".to_string()));
@@ -394,6 +399,8 @@ mod tests {
         assert_eq!(a, batch_id("h", None, &[req(1.0), req(2.0)]));
         assert_ne!(a, batch_id("h", None, &[req(2.0), req(1.0)]));
         assert_ne!(a, batch_id("h2", None, &[req(1.0), req(2.0)]));
+        let extra = FarmRequest { score: false, ..req(5.0) };
+        assert_eq!(a, batch_id("h", None, &[req(1.0), req(2.0), extra]), "the unscored columns request is left out");
         assert!(crate::farm::wire::valid_token(&a));
     }
 }
