@@ -312,3 +312,136 @@ fn bad_pattern_goals_and_far_field_settings() {
     assert_eq!(jobs[0].monitors.len(), 5);
     assert!(jobs[1].monitors.is_empty());
 }
+
+// Issue 35: bad input never hangs, aborts or gives a silent wrong answer.
+
+/// A shipped design with `from` replaced by `to`, parsed under a small memory budget.
+fn shipped_err(design: &str, from: &str, to: &str) -> DesignError {
+    let base = std::fs::read_to_string(format!("designs/{design}")).unwrap();
+    assert!(base.contains(from), "test setup: `{from}` not in {design}");
+    let budget = emvolve::design::MemoryBudget::bytes(512 << 20);
+    match Design::parse_with_budget(&base.replacen(from, to, 1), design, budget) {
+        Ok(_) => panic!("expected an error after replacing `{from}` with `{to}` in {design}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn literal_nan_and_infinite_numbers_are_refused_with_their_path() {
+    // Item 1: a literal NaN domain bound hung the mesher; an infinite one was
+    // reported as a sheet of zero thickness.
+    let e = shipped_err("patch_2g4.ron", "y: (-40, 40)", "y: (NaN, 40)");
+    assert_eq!(
+        e.to_string(),
+        "patch_2g4.ron: domain.y[0]: NaN is not a finite number: NaN and infinities are not allowed in a design file"
+    );
+    let e = err(WG, "wg.ron", "z: (0, 25)", "z: (0, inf)");
+    says(&e, &["wg.ron: domain.z[1]: inf is not a finite number"]);
+    let e = err(MS, "ms.ron", r#"max: ("len", 1, "h")"#, r#"max: ("len", -inf, "h")"#);
+    says(&e, &["ms.ron: geometry[1] (Sheet).max.y: -inf is not a finite number"]);
+    // 1e999 is read as infinity, too; and numbers outside the geometry: band, goals, settings.
+    let e = err(WG, "wg.ron", "start: 26e9", "start: 1e999");
+    says(&e, &["wg.ron: band.start: inf is not a finite number"]);
+    let e = err(WG, "wg.ron", "above_db: -1.0", "above_db: NaN");
+    says(&e, &["wg.ron: goals[0].above_db: NaN is not a finite number"]);
+    let e = err(WG, "wg.ron", "invariant: Y)", "invariant: Y, decay_db: -inf)");
+    says(&e, &["wg.ron: engine.decay_db: -inf is not a finite number"]);
+}
+
+#[test]
+fn nan_port_planes_and_resistances_are_refused_at_load() {
+    // Item 2: Z(NaN) simulated and wrote |S21| = 2.28; r: NaN failed only in the fields.
+    let e = err(WG, "wg.ron", "plane: Z(5)", "plane: Z(NaN)");
+    says(&e, &["wg.ron: ports[0].plane: NaN is not a finite number"]);
+    let e = err(MS, "ms.ron", r#"to: ("len", 0, "h"))"#, r#"to: ("len", 0, "h"), r: NaN)"#);
+    says(&e, &["ms.ron: ports[1].r: NaN is not a finite number"]);
+    // A number set in code rather than read from a file is refused when evaluated.
+    let scope = emvolve::design::expr::Scope::new("wg.ron", &Default::default(), &Default::default());
+    let e = scope.eval(&emvolve::design::expr::Expr::Num(f64::NAN), "ports[0].plane").unwrap_err();
+    assert_eq!(e.to_string(), "wg.ron: ports[0].plane: \"NaN\" is not a finite number");
+}
+
+#[test]
+fn huge_counts_are_refused_before_anything_is_allocated() {
+    // Item 3: pml: 4294967296 aborted in Mesh::from_lines ("memory allocation of 68719477040 bytes failed").
+    let e = shipped_err("patch_2g4.ron", "Fdtd(mesh: Auto())", "Fdtd(mesh: Auto(), pml: 4294967296)");
+    assert_eq!(
+        e.to_string(),
+        "patch_2g4.ron: engine.pml: 4294967296 cells of absorbing padding is more than any problem needs: at most 1000 (8-10 is usual)"
+    );
+    // Padding within the cap still counts in the grid check, before the lines exist.
+    let e = shipped_err("patch_2g4.ron", "Fdtd(mesh: Auto())", "Fdtd(mesh: Auto(), pml: 1000)");
+    says(
+        &e,
+        &["patch_2g4.ron: engine.cell: the grid of", "more than the memory budget (0.5 GiB)", "or less absorbing padding (engine.pml)"],
+    );
+    let e = err(WG, "wg.ron", "invariant: Y)", "invariant: Y, max_steps: 18446744073709551615)");
+    says(&e, &["wg.ron: engine.max_steps: 18446744073709551615 steps is more than allowed: at most 100000000"]);
+    let e = err(MS, "ms.ron", "Fdtd(cell: 0.4)", "Fdtd(mesh: Auto(slab_cells: 4294967296))");
+    says(&e, &["ms.ron: engine.mesh.slab_cells: must be at most 1000 (4 is usual; got 4294967296)"]);
+    let e = err(WG, "wg.ron", "goals: [", "optimiser: Ga(population: 4294967296),\n    goals: [");
+    says(&e, &["wg.ron: optimiser.population: must be at most 100000 individuals, got 4294967296"]);
+    let e = err(MS, "ms.ron", "engine: Fdtd(", "far_field: (freqs: [2e9], step_deg: 1e-9),\n    engine: Fdtd(");
+    says(&e, &["ms.ron: far_field.step_deg: must divide 90 degrees and lie in 0.5..=30"]);
+}
+
+#[test]
+fn names_that_would_be_paths_or_header_lines_are_refused() {
+    // Item 4: a port named "in/x" simulated and then failed writing
+    // timeseries_drive_in/x.csv; a newline injected a line into the .s2p header.
+    let e = err(WG, "wg.ron", r#"Waveguide(name: "in""#, r#"Waveguide(name: "in/x""#);
+    assert_eq!(
+        e.to_string(),
+        "wg.ron: ports[0].name: \"in/x\" contains '/': names appear in file names and output headers, so they may hold only letters, digits, _, -, + and ."
+    );
+    let e = err(WG, "wg.ron", r#"Waveguide(name: "out""#, r#"Waveguide(name: "out\n1 2 3""#);
+    says(&e, &["wg.ron: ports[1].name: \"out\\n1 2 3\" contains '\\n'"]);
+    let e = err(WG, "wg.ron", r#"name: "wg""#, r#"name: "..""#);
+    says(&e, &["wg.ron: name: \"..\" must start with a letter or a digit (it names files)"]);
+    let e = err(MS, "ms.ron", r#"materials: { "sub""#, r#"materials: { "s\"ub""#);
+    says(&e, &["ms.ron: materials.s\"ub: \"s\\\"ub\" contains '\"'"]);
+}
+
+#[test]
+fn settings_that_do_not_parse_are_errors_not_absent() {
+    // Item 5: `stagnation: foo` and `nan` became "no stagnation rule".
+    for word in ["foo", "nan"] {
+        let e = err(WG, "wg.ron", "goals: [", &format!("optimiser: Ga(stop: (stagnation: {word})),\n    goals: ["));
+        assert!(matches!(e, DesignError::Syntax { line: 19, .. }), "{e:?}");
+        says(&e, &["wg.ron:19:", "expected a non-negative integer, Some(..) or None; a bare word or () is not a value here"]);
+    }
+    // `Maximize("")` passed load and then failed every design.
+    let e = err(WG, "wg.ron", "geometry: [", "objectives: [Goals, Maximize(\"\")],\n    geometry: [");
+    assert_eq!(
+        e.to_string(),
+        "wg.ron: objectives[1]: \"\" does not parse: the expression is empty (write a number or an expression over the parameters)"
+    );
+    let e = err(WG, "wg.ron", "geometry: [", "objectives: [Goals, Minimize(\"w1 > w2\")],\n    geometry: [");
+    says(&e, &["wg.ron: objectives[1]: \"w1 > w2\" is not a number"]);
+}
+
+#[test]
+fn unit_slips_get_a_message_that_says_what_to_write() {
+    // Item 9: a band in GHz gave only "minimum cell (292766000 mm)".
+    let e = err(WG, "wg.ron", "band: (start: 26e9, stop: 38e9", "band: (start: 26, stop: 38");
+    assert_eq!(
+        e.to_string(),
+        "wg.ron: band: the band 26-38 Hz lies below 1 MHz: frequencies are in Hz, and these look like GHz; write start: 26e9, stop: 38e9"
+    );
+    let e = err(WG, "wg.ron", "band: (31e9, 32e9)", "band: (31, 32)");
+    says(&e, &["wg.ron: goals[0].band: the goal's band 31-32 Hz lies below 1 MHz", "look like GHz; write band: (31e9, 32e9)"]);
+    let e = err(MS, "ms.ron", "start: 1e9, stop: 6e9", "start: 1000, stop: 6000");
+    says(&e, &["the band 1000-6000 Hz", "look like MHz; write start: 1000e6, stop: 6000e6"]);
+    // tan_delta: 2 is a percentage typed as a number.
+    let e = err(MS, "ms.ron", "tan_delta: 0.0027", "tan_delta: 2");
+    assert_eq!(
+        e.to_string(),
+        "ms.ron: materials.sub.tan_delta: 2 is not a loss tangent (it is a ratio, at most 1; laminates lie near 0.0001-0.03): if you meant 2 %, write tan_delta: 0.02"
+    );
+    // A port shorted by the substrate's ground is placed in millimetres, not node indices.
+    let e = err(MS, "ms.ron", r#"from: ("len", 0, 0), to: ("len", 0, "h")"#, r#"from: (2, 0, 0), to: (4, 0, 0)"#);
+    assert_eq!(
+        e.to_string(),
+        "ms.ron: ports[1]: port `p2` is short-circuited: its edge from (2, 0, 0) mm along x lies in sheet 0 (geometry[0] (Substrate), in the plane z = 0 mm)"
+    );
+}

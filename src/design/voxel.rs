@@ -449,7 +449,7 @@ fn check_ports_not_shorted(
                     let mat = &geo.materials[cell_mat[g.idx(c[0], c[1], c[2])] as usize];
                     if mat.pec {
                         let far = [c[0] + 1, c[1] + 1, c[2] + 1];
-                        return Err(shorted_by(format!("touches `{}` (PEC) in the cell from {} to {}", mat.name, at(c), at(far))));
+                        return Err(shorted_by(format!("touches the PEC cell from {} to {} (`{}`)", at(c), at(far), mat.name)));
                     }
                 }
             }

@@ -32,16 +32,28 @@ pub(crate) fn err<E: std::fmt::Display>(path: &std::path::Path) -> impl Fn(E) ->
     move |e| anyhow::anyhow!("drawing {}: {}", path.display(), drawing_cause(&e.to_string()))
 }
 
-/// plotters nests its errors and prefixes each level ("Drawing backend error:
-/// ..."): keep the innermost text, the one that says what went wrong.
+/// plotters nests its errors and prints the innermost by its Debug form
+/// ("Drawing backend error: ImageError(IoError(Os { .. message: \"No space
+/// left on device\" }))"): keep the message that says what went wrong.
 fn drawing_cause(text: &str) -> String {
-    let mut t = text.trim();
-    for prefix in ["Drawing backend error:", "Drawing backend error", "Backend error:", "Bitmap backend error:", "Image error:", "Image Error:"] {
-        while let Some(rest) = t.strip_prefix(prefix) {
-            t = rest.trim_start_matches([':', ' ']);
+    for key in ["message: \"", "error: \""] {
+        if let Some(i) = text.find(key) {
+            let rest = &text[i + key.len()..];
+            if let Some(e) = rest.find('"') {
+                return rest[..e].to_string();
+            }
         }
     }
-    if t.is_empty() { text.to_string() } else { t.to_string() }
+    if text.contains("Unsupported") {
+        return "the image format is not supported: give the file a .png name".into();
+    }
+    let mut t = text.trim();
+    for prefix in ["backend error:", "Drawing backend error:"] {
+        while let Some(rest) = t.strip_prefix(prefix) {
+            t = rest.trim_start();
+        }
+    }
+    t.to_string()
 }
 
 /// Three significant digits, plain for everyday magnitudes: tick labels a
@@ -106,16 +118,20 @@ mod tests {
 
     #[test]
     fn a_full_disk_is_told_by_its_cause_not_a_debug_dump() {
-        // /dev/full fails every write with ENOSPC, as a full disk does.
-        let full = std::path::Path::new("/dev/full");
-        if !full.exists() {
+        // /dev/full fails every write with ENOSPC, as a full disk does; a
+        // .png link to it keeps the file name a PNG's.
+        if !std::path::Path::new("/dev/full").exists() {
             eprintln!("SKIP: no /dev/full here");
             return;
         }
+        let dir = tempfile::tempdir().unwrap();
+        let png = dir.path().join("sparams.png");
+        std::os::unix::fs::symlink("/dev/full", &png).unwrap();
         let sp = super::sparams::tests::filter_like();
-        let e = super::sparams::plot(full, &sp, &[], "t").unwrap_err().to_string();
-        assert!(e.starts_with("drawing /dev/full: "), "{e}");
-        assert!(e.contains("No space left on device"), "{e}");
+        let e = super::sparams::plot(&png, &sp, &[], "t").unwrap_err().to_string();
+        assert_eq!(e, format!("drawing {}: No space left on device (os error 28)", png.display()));
+        let e = super::sparams::plot(std::path::Path::new("/dev/full"), &sp, &[], "t").unwrap_err().to_string();
+        assert_eq!(e, "drawing /dev/full: the image format is not supported: give the file a .png name");
         assert!(!e.contains("BackendError") && !e.contains("Custom {") && !e.contains("DrawingError("), "{e}");
     }
 
