@@ -144,4 +144,4 @@ grep -E "error|panic" "$OUT/bench.log"
 echo "check: $(grep -E '^device-check' "$OUT/check.log" | cut -c1-160)"
 cat "$OUT/bench.log"
 grep -E "^\| box" "$OUT/bench-nopml.log"
-[ "${TLM_BENCH:-1}" = 1 ] && cat "$OUT/bench-tlm.log"
+if [ "${TLM_BENCH:-1}" = 1 ]; then cat "$OUT/bench-tlm.log"; fi

@@ -203,19 +203,19 @@ fn failures_are_counted_by_kind_in_the_log_history_and_inspect() {
         first.contains(&format!(", {n} of them failed (diverged {n}); {total} failed in the run (emvolve inspect --failed lists them)")),
         "{first}"
     );
-    // history.csv: the kinds are the last columns, and add up to `failures` row by row.
+    // history.csv: the kinds are five columns after the timings (the farm's `workers`
+    // column follows them), and add up to `failures` row by row.
     let csv = std::fs::read_to_string(d.join(RunDir::HISTORY)).unwrap();
     let mut lines = csv.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(
-        head[head.len() - 5..],
-        ["failed_geometry", "failed_diverged", "failed_simulation", "failed_fitness", "failed_other"]
-    );
+    let k0 = head.iter().position(|c| *c == "failed_geometry").expect("a failed_geometry column");
+    assert_eq!(head[k0..k0 + 5], ["failed_geometry", "failed_diverged", "failed_simulation", "failed_fitness", "failed_other"]);
+    assert!(head[..k0].contains(&"cells_per_second"), "the kinds come after the timing columns: {head:?}");
     let col = |name: &str| head.iter().position(|c| *c == name).unwrap();
     let mut sum = 0;
     for l in lines {
         let c: Vec<&str> = l.split(',').collect();
-        let kinds: Vec<usize> = c[c.len() - 5..].iter().map(|v| v.parse().unwrap()).collect();
+        let kinds: Vec<usize> = c[k0..k0 + 5].iter().map(|v| v.parse().unwrap()).collect();
         assert_eq!(kinds.iter().sum::<usize>(), c[col("failures")].parse::<usize>().unwrap(), "{l}");
         assert_eq!(kinds[1], c[col("failures")].parse::<usize>().unwrap());
         sum += kinds[1];
