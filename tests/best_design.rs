@@ -4,31 +4,16 @@
 //! alone at most once at its end), and the file equals a simulation of that
 //! design on its own with every port driven.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use emvolve::design::Design;
-use emvolve::engine::cpu::CpuBackend;
-use emvolve::engine::{Backend, BatchResult};
-use emvolve::job::SimJob;
+use emvolve::engine::Backend;
 use emvolve::optimise::{BestObserver, DesignProblem, Simulator};
 use emvolve::run::observe::Observer;
 use emvolve::run::{checkpoint, RunDir, Runner};
 
-/// The CPU backend, recording the driven port of every job of every batch.
-#[derive(Default)]
-struct Recording {
-    batches: Mutex<Vec<Vec<usize>>>,
-}
-
-impl Backend for Recording {
-    fn name(&self) -> String {
-        "cpu (recorded)".into()
-    }
-    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
-        self.batches.lock().unwrap().push(jobs.iter().map(|j| j.drive).collect());
-        CpuBackend.run_batch_progress(jobs, done)
-    }
-}
+mod common;
+use common::recording::Recording;
 
 /// The Touchstone lines that carry numbers (comments name the generation).
 fn data_lines(text: &str) -> Vec<String> {

@@ -5,31 +5,17 @@
 //! simulated S12 to the discretisation and truncation error.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use emvolve::design::Design;
 use emvolve::engine::cpu::CpuBackend;
-use emvolve::engine::{Backend, BatchResult};
+use emvolve::engine::Backend;
 use emvolve::evaluate::evaluate_designs;
 use emvolve::ga::problem::Problem;
-use emvolve::job::SimJob;
 use emvolve::optimise::{DesignProblem, Simulator};
 
-/// The CPU backend, recording the driven port of every job of every batch.
-#[derive(Default)]
-struct Recording {
-    batches: Mutex<Vec<Vec<usize>>>,
-}
-
-impl Backend for Recording {
-    fn name(&self) -> String {
-        "cpu (recorded)".into()
-    }
-    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
-        self.batches.lock().unwrap().push(jobs.iter().map(|j| j.drive).collect());
-        CpuBackend.run_batch_progress(jobs, done)
-    }
-}
+mod common;
+use common::recording::Recording;
 
 /// The shipped iris filter on a coarse mesh, made asymmetric (the last iris
 /// narrower than the first, so S11 != S22), with the given goals.

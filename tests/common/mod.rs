@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod recording;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
