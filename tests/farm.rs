@@ -54,12 +54,14 @@ fn server() -> Option<Server> {
         return None;
     };
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // The server picks its own free port (-1) and names it in its log: a port
+    // chosen here and released before the server binds it could be taken by
+    // another test's server meanwhile (CI saw exactly that race).
     let conf = dir.path().join("nats.conf");
     std::fs::write(
         &conf,
         format!(
-            "listen: \"127.0.0.1:{port}\"\nmax_payload: 8MB\njetstream {{ store_dir: \"{}\" }}\n\
+            "listen: \"127.0.0.1:-1\"\nmax_payload: 8MB\njetstream {{ store_dir: \"{}\" }}\n\
              authorization {{ users = [ {{ user: \"{USER}\", password: \"{PASSWORD}\" }} ] }}\n",
             dir.path().join("js").display()
         ),
@@ -67,14 +69,23 @@ fn server() -> Option<Server> {
     .unwrap();
     let creds = dir.path().join("farm.creds");
     std::fs::write(&creds, format!("user = {USER}\npassword = {PASSWORD}\n")).unwrap();
-    let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+    let log_path = dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
     let child = Command::new(&bin).arg("-c").arg(&conf).stdout(log.try_clone().unwrap()).stderr(log).spawn().expect("nats-server starts");
-    let s = Server { child, url: format!("nats://127.0.0.1:{port}"), creds, _dir: dir };
+    let mut s = Server { child, url: String::new(), creds, _dir: dir };
     let until = Instant::now() + Duration::from_secs(15);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < until, "nats-server did not listen on port {port} within 15 s");
+    let port = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let port = text.lines().find_map(|l| l.split("Listening for client connections on 127.0.0.1:").nth(1)).and_then(|p| p.trim().parse::<u16>().ok());
+        if let (Some(port), true) = (port, text.contains("Server is ready")) {
+            break port;
+        }
+        assert!(s.child.try_wait().unwrap().is_none(), "nats-server exited while starting:\n{text}");
+        assert!(Instant::now() < until, "nats-server was not ready within 15 s:\n{text}");
         std::thread::sleep(Duration::from_millis(50));
-    }
+    };
+    TcpStream::connect(("127.0.0.1", port)).expect("the nats-server of this test listens");
+    s.url = format!("nats://127.0.0.1:{port}");
     Some(s)
 }
 
