@@ -14,6 +14,10 @@ use crate::job::{Axis, Boundary};
 /// A point `(x, y, z)` in design units.
 pub type Vec3 = (Expr, Expr, Expr);
 
+/// A point `(u, v)` in a plane normal to an axis, in design units; `(u, v)`
+/// are the two other axes in cyclic order (normal z: (x, y); x: (y, z); y: (z, x)).
+pub type Vec2 = (Expr, Expr);
+
 /// The whole file: `Design(name: ..., ...)`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename = "Design", deny_unknown_fields)]
@@ -183,6 +187,101 @@ pub enum Primitive {
         #[serde(default)]
         ground: bool,
     },
+    /// A finite cylinder of `material` (default PEC) along `axis`, from `from`
+    /// to `to` along it, its axis through `center` (whose component along
+    /// `axis` is ignored); hollow inside `inner_radius` when given (a tube).
+    Cylinder {
+        #[serde(default = "axis_z")]
+        axis: Axis,
+        center: Vec3,
+        radius: Expr,
+        #[serde(default)]
+        inner_radius: Option<Expr>,
+        from: Expr,
+        to: Expr,
+        #[serde(default = "pec_name")]
+        material: String,
+    },
+    /// A polygon (vertices `points` in the plane's `(u, v)`, in order, not
+    /// self-intersecting) extruded along `axis` from `from` to `to`.
+    Prism {
+        #[serde(default = "axis_z")]
+        axis: Axis,
+        points: Vec<Vec2>,
+        from: Expr,
+        to: Expr,
+        #[serde(default = "pec_name")]
+        material: String,
+    },
+    /// A zero-thickness PEC disc (an annulus with `inner_radius`) in the plane
+    /// `normal = at`, centred on `center` (the plane's `(u, v)`).
+    Disc {
+        #[serde(default = "axis_z")]
+        normal: Axis,
+        at: Expr,
+        center: Vec2,
+        radius: Expr,
+        #[serde(default)]
+        inner_radius: Option<Expr>,
+    },
+    /// A zero-thickness PEC polygon in the plane `normal = at`.
+    Polygon {
+        #[serde(default = "axis_z")]
+        normal: Axis,
+        at: Expr,
+        points: Vec<Vec2>,
+    },
+    /// `items` moved by `transform` (mirror, then rotate, then translate).
+    Group {
+        items: Vec<Primitive>,
+        #[serde(default)]
+        transform: Transform,
+    },
+    /// `count` copies of `items`: copy k (from 0) is moved by `transform`
+    /// applied k times (a step of translation and rotation per copy).
+    /// `count` may be an `Int` parameter the optimiser evolves; 0 is allowed.
+    Repeat {
+        count: Expr,
+        items: Vec<Primitive>,
+        transform: Transform,
+    },
+}
+
+/// A rigid motion: an optional mirror, rotation and translation, applied in
+/// that order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Transform {
+    #[serde(default)]
+    pub mirror: Option<Mirror>,
+    #[serde(default)]
+    pub rotate: Option<Rotation>,
+    #[serde(default)]
+    pub translate: Option<Vec3>,
+}
+
+/// Reflection in the plane `axis = at`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mirror {
+    pub axis: Axis,
+    #[serde(default = "zero")]
+    pub at: Expr,
+}
+
+/// Rotation by `angle` degrees (right-handed) about the line along `axis`
+/// through `about` (default the origin).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rotation {
+    pub axis: Axis,
+    pub angle: Expr,
+    #[serde(default)]
+    pub about: Option<Vec3>,
+}
+
+fn zero() -> Expr {
+    Expr::Num(0.0)
 }
 
 fn axis_z() -> Axis {
@@ -203,6 +302,12 @@ impl Primitive {
             Primitive::Iris { .. } => "Iris",
             Primitive::Post { .. } => "Post",
             Primitive::Substrate { .. } => "Substrate",
+            Primitive::Cylinder { .. } => "Cylinder",
+            Primitive::Prism { .. } => "Prism",
+            Primitive::Disc { .. } => "Disc",
+            Primitive::Polygon { .. } => "Polygon",
+            Primitive::Group { .. } => "Group",
+            Primitive::Repeat { .. } => "Repeat",
         }
     }
 }

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 
 use super::error::DesignError;
 use super::expr::{Expr, Scope};
-use super::format::{DesignFile, MaterialSpec, PortSpec, Primitive, Vec3};
+use super::format::{DesignFile, MaterialSpec, PortSpec, Primitive, Transform, Vec2, Vec3};
+use super::placement::Affine;
+pub use super::region::Region;
 use super::validate::{boundary_faces, invariant_faces_problem};
 use crate::consts::EPS0;
 use crate::job::{Axis, Boundary, EngineKind, Material};
@@ -28,6 +30,9 @@ pub enum Shape {
     Iris { mat: u8, axis: Axis, wide: Axis, z0: f64, z1: f64, centre: f64, half: f64 },
     /// Cells whose centre lies within `radius` of `centre`, across `axis`.
     Post { mat: u8, axis: Axis, centre: [f64; 3], radius: f64 },
+    /// Cells whose centre lies in `region` (in the plane normal to `axis`)
+    /// and in `[lo, hi)` along `axis`: cylinders, tubes, prisms.
+    Extruded { mat: u8, axis: Axis, lo: f64, hi: f64, region: Region },
 }
 
 /// Which primitive of the design file a piece of geometry comes from.
@@ -35,6 +40,8 @@ pub enum Shape {
 pub struct Origin {
     /// Index into the file's `geometry` (or `ports`).
     pub index: usize,
+    /// Which leaf of a `Group`/`Repeat` at `index` (0 for a plain primitive).
+    pub part: usize,
     /// The field path messages name, e.g. `geometry[2] (Iris)`.
     pub at: String,
 }
@@ -55,6 +62,8 @@ pub enum SolidKind {
     Iris,
     Post,
     Substrate,
+    Cylinder,
+    Prism,
 }
 
 /// A zero-thickness PEC rectangle at `coord` along `normal`, spanning
@@ -66,6 +75,17 @@ pub struct SheetGeom {
     pub coord: f64,
     pub lo: [f64; 2],
     pub hi: [f64; 2],
+    pub origin: Origin,
+}
+
+/// A zero-thickness PEC region (a `Disc` or `Polygon`) in the plane
+/// `normal = coord`, snapped like a [`SheetGeom`]: the cells of its plane
+/// whose centre it covers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapedSheet {
+    pub normal: Axis,
+    pub coord: f64,
+    pub region: Region,
     pub origin: Origin,
 }
 
@@ -100,6 +120,7 @@ pub struct Geometry {
     pub materials: Vec<Material>,
     pub solids: Vec<Solid>,
     pub sheets: Vec<SheetGeom>,
+    pub shaped: Vec<ShapedSheet>,
     pub ports: Vec<PortGeom>,
     /// Lengths closer than this are equal (metres).
     pub tol: f64,
@@ -163,6 +184,9 @@ pub enum Face {
     Across,
     /// A waveguide port's reference plane.
     Reference,
+    /// The axis of a cylinder or disc: a line there puts a node inside even
+    /// a via thinner than a cell.
+    Centre,
 }
 
 /// One coordinate where something happens along an axis.
@@ -187,7 +211,7 @@ impl Geometry {
             }
         };
         for s in &self.solids {
-            let owner = Owner::Primitive(s.origin.index);
+            let owner = Owner::Primitive(s.origin.key());
             let edge = |mat: u8, metal: Side| if self.materials[mat as usize].pec { EventKind::MetalEdge { metal } } else { EventKind::Interface };
             match s.shape {
                 Shape::Block { mat, min, max } => {
@@ -210,10 +234,21 @@ impl Geometry {
                         push(a, centre[a] + radius, edge(mat, Side::Low), owner, Face::Max);
                     }
                 }
+                Shape::Extruded { mat, axis, lo, hi, ref region } => {
+                    push(axis.index(), lo, edge(mat, Side::High), owner, Face::Min);
+                    push(axis.index(), hi, edge(mat, Side::Low), owner, Face::Max);
+                    region_events(&mut push, axis, region, edge(mat, Side::High), edge(mat, Side::Low), owner);
+                }
             }
         }
+        for s in &self.shaped {
+            let owner = Owner::Primitive(s.origin.key());
+            push(s.normal.index(), s.coord, EventKind::MetalEdge { metal: Side::Both }, owner, Face::Plane);
+            let (lo, hi) = (EventKind::MetalEdge { metal: Side::High }, EventKind::MetalEdge { metal: Side::Low });
+            region_events(&mut push, s.normal, &s.region, lo, hi, owner);
+        }
         for s in &self.sheets {
-            let owner = Owner::Primitive(s.origin.index);
+            let owner = Owner::Primitive(s.origin.key());
             push(s.normal.index(), s.coord, EventKind::MetalEdge { metal: Side::Both }, owner, Face::Plane);
             let (p, q) = s.normal.others();
             for (k, a) in [p.index(), q.index()].into_iter().enumerate() {
@@ -253,7 +288,7 @@ impl Geometry {
         let mut best = ("vacuum".to_string(), 1.0);
         for s in &self.solids {
             let mat = match s.shape {
-                Shape::Block { mat, .. } | Shape::Iris { mat, .. } | Shape::Post { mat, .. } => mat,
+                Shape::Block { mat, .. } | Shape::Iris { mat, .. } | Shape::Post { mat, .. } | Shape::Extruded { mat, .. } => mat,
             };
             let m = &self.materials[mat as usize];
             if !m.pec && m.eps_r * m.mu_r > best.1 {
@@ -261,6 +296,27 @@ impl Geometry {
             }
         }
         (best.0, best.1.sqrt())
+    }
+}
+
+impl Origin {
+    /// A number unique per leaf primitive (the mesher's identity of its lines).
+    pub fn key(&self) -> usize {
+        self.index | (self.part << 32)
+    }
+}
+
+/// A plane region's events: its extremes along the plane's two axes (metal
+/// inside) and, for a disc, its centre.
+fn region_events(push: &mut impl FnMut(usize, f64, EventKind, Owner, Face), normal: Axis, r: &Region, lo: EventKind, hi: EventKind, owner: Owner) {
+    let (p, q) = normal.others();
+    let (bl, bh) = r.bbox();
+    for (k, a) in [p.index(), q.index()].into_iter().enumerate() {
+        push(a, bl[k], lo, owner, Face::Min);
+        push(a, bh[k], hi, owner, Face::Max);
+        if let Region::Disc { c, .. } = r {
+            push(a, c[k], EventKind::Interface, owner, Face::Centre);
+        }
     }
 }
 
@@ -376,14 +432,16 @@ pub(crate) fn evaluate(d: &DesignFile, file: &str, values: &BTreeMap<String, f64
         materials: vec![Material::vacuum()],
         solids: vec![],
         sheets: vec![],
+        shaped: vec![],
         ports: vec![],
         tol,
     };
     for (i, p) in d.geometry.iter().enumerate() {
-        primitive(&cx, &mut g, p, Origin { index: i, at: format!("geometry[{i}] ({})", p.kind()) })?;
+        let mut part = 0;
+        place(&cx, &mut g, p, i, &mut part, &format!("geometry[{i}] ({})", p.kind()), &Affine::IDENTITY)?;
     }
     for (i, p) in d.ports.iter().enumerate() {
-        let port = port(&cx, &g, p, Origin { index: i, at: format!("ports[{i}]") })?;
+        let port = port(&cx, &g, p, Origin { index: i, part: 0, at: format!("ports[{i}]") })?;
         g.ports.push(port);
     }
     Ok(g)
@@ -463,14 +521,197 @@ fn not_invariant(cx: &Ctx, at: &str, inv: Axis, why: &str) -> DesignError {
     )
 }
 
-fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin) -> Result<(), DesignError> {
+/// Copies a `Repeat` may make (each a primitive the mesher and voxeliser visit).
+pub const MAX_COPIES: f64 = 10_000.0;
+
+/// One primitive of the file, moved by `xf`: a `Group`'s or `Repeat`'s
+/// leaves in order, each with its own `part` number.
+fn place(cx: &Ctx, g: &mut Geometry, p: &Primitive, index: usize, part: &mut usize, at: &str, xf: &Affine) -> Result<(), DesignError> {
+    match p {
+        Primitive::Group { items, transform } => {
+            let inner = xf.then_after(&affine(cx, transform, &format!("{at}.transform"))?);
+            for (k, it) in items.iter().enumerate() {
+                place(cx, g, it, index, part, &format!("{at}.items[{k}] ({})", it.kind()), &inner)?;
+            }
+        }
+        Primitive::Repeat { count, items, transform } => {
+            let n = cx.scope.eval(count, &format!("{at}.count"))?;
+            if !(n >= 0.0 && (n - n.round()).abs() < 1e-9 && n <= MAX_COPIES) {
+                return Err(cx.err(format!("{at}.count"), format!("must be a whole number from 0 to {MAX_COPIES} (got {n}); use an `Int` parameter")));
+            }
+            let step = affine(cx, transform, &format!("{at}.transform"))?;
+            let mut copy_xf = *xf;
+            for copy in 0..n.round() as usize {
+                for (k, it) in items.iter().enumerate() {
+                    place(cx, g, it, index, part, &format!("{at}[copy {copy}].items[{k}] ({})", it.kind()), &copy_xf)?;
+                }
+                copy_xf = copy_xf.then_after(&step);
+            }
+        }
+        _ => {
+            let origin = Origin { index, part: *part, at: at.to_string() };
+            *part += 1;
+            primitive(cx, g, p, origin, xf)?;
+        }
+    }
+    Ok(())
+}
+
+/// A `transform` in metres: mirror, then rotate, then translate.
+fn affine(cx: &Ctx, t: &Transform, at: &str) -> Result<Affine, DesignError> {
+    let mut a = Affine::IDENTITY;
+    if let Some(m) = &t.mirror {
+        a = Affine::mirror(m.axis, cx.len(&m.at, &format!("{at}.mirror.at"))?);
+    }
+    if let Some(r) = &t.rotate {
+        let deg = cx.scope.eval(&r.angle, &format!("{at}.rotate.angle"))?;
+        let about = match &r.about {
+            Some(p) => cx.point(p, &format!("{at}.rotate.about"))?,
+            None => [0.0; 3],
+        };
+        a = Affine::rotate(r.axis, deg, about).then_after(&a);
+    }
+    if let Some(v) = &t.translate {
+        a = Affine::translate(cx.point(v, &format!("{at}.translate"))?).then_after(&a);
+    }
+    Ok(a)
+}
+
+/// `(lo, hi)` corners of the box `lo..hi` moved by `xf` (which keeps the axes).
+fn moved_box(xf: &Affine, lo: [f64; 3], hi: [f64; 3]) -> ([f64; 3], [f64; 3]) {
+    let (a, b) = (xf.apply(lo), xf.apply(hi));
+    (std::array::from_fn(|i| a[i].min(b[i])), std::array::from_fn(|i| a[i].max(b[i])))
+}
+
+/// A plane region along `axis` from `from` to `to`, moved by `xf`: the new
+/// axis, span and region. Refused where `xf` tilts the axis off the axes.
+fn moved_region(cx: &Ctx, at: &str, what: &str, xf: &Affine, axis: Axis, from: f64, to: f64, r: Region) -> Result<(Axis, f64, f64, Region), DesignError> {
+    let Some(nax) = xf.map_axis(axis) else {
+        return Err(cx.err(
+            at,
+            format!("the transform tilts this {what}'s axis ({}) off the mesh axes: rotate it about its own axis, or by quarter turns", axis.name()),
+        ));
+    };
+    let (p, q) = axis.others();
+    let (np, nq) = nax.others();
+    let lift = |uv: [f64; 2], h: f64| {
+        let mut x = [0.0; 3];
+        x[axis.index()] = h;
+        x[p.index()] = uv[0];
+        x[q.index()] = uv[1];
+        xf.apply(x)
+    };
+    let drop = |x: [f64; 3]| [x[np.index()], x[nq.index()]];
+    let (a, b) = (lift([0.0, 0.0], from)[nax.index()], lift([0.0, 0.0], to)[nax.index()]);
+    let region = match r {
+        Region::Polygon(v) => Region::Polygon(v.iter().map(|&uv| drop(lift(uv, from))).collect()),
+        Region::Disc { c, r, r_in } => Region::Disc { c: drop(lift(c, from)), r, r_in },
+    };
+    Ok((nax, a.min(b), a.max(b), region))
+}
+
+fn vec2(cx: &Ctx, v: &Vec2, at: &str) -> Result<[f64; 2], DesignError> {
+    Ok([cx.len(&v.0, &format!("{at}.u"))?, cx.len(&v.1, &format!("{at}.v"))?])
+}
+
+/// A polygon's points in metres, checked.
+fn polygon(cx: &Ctx, pts: &[Vec2], at: &str) -> Result<Region, DesignError> {
+    let v: Vec<[f64; 2]> = pts.iter().enumerate().map(|(i, p)| vec2(cx, p, &format!("{at}.points[{i}]"))).collect::<Result<_, _>>()?;
+    if let Some(m) = Region::polygon_problem(&v, cx.tol) {
+        return Err(cx.err(format!("{at}.points"), m));
+    }
+    Ok(Region::Polygon(v))
+}
+
+/// A disc's radii in metres, checked.
+fn radii(cx: &Ctx, radius: &Expr, inner: &Option<Expr>, at: &str) -> Result<(f64, f64), DesignError> {
+    let r = cx.len(radius, &format!("{at}.radius"))?;
+    if r <= 0.0 {
+        return Err(cx.err(format!("{at}.radius"), format!("must be positive (got {})", cx.show(r))));
+    }
+    let r_in = match inner {
+        Some(e) => cx.len(e, &format!("{at}.inner_radius"))?,
+        None => 0.0,
+    };
+    if r_in < 0.0 || r_in >= r {
+        return Err(cx.err(format!("{at}.inner_radius"), format!("{} must lie in [0, radius = {})", cx.show(r_in), cx.show(r))));
+    }
+    Ok((r, r_in))
+}
+
+/// Refuse a shape whose bounding box misses the domain (an array element
+/// pushed out of it, say).
+fn inside_domain(cx: &Ctx, g: &Geometry, at: &str, axis: Axis, lo: f64, hi: f64, r: &Region) -> Result<(), DesignError> {
+    let (p, q) = axis.others();
+    let (bl, bh) = r.bbox();
+    for (a, l, h) in [(axis, lo, hi), (p, bl[0], bh[0]), (q, bl[1], bh[1])] {
+        let [dlo, dhi] = g.domain[a.index()];
+        if h < dlo - cx.tol || l > dhi + cx.tol {
+            return Err(cx.err(at, format!("lies outside the domain along {}: it spans {}, the domain {}", a.name(), cx.range(l, h), cx.range(dlo, dhi))));
+        }
+    }
+    Ok(())
+}
+
+fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Affine) -> Result<(), DesignError> {
     let inv = g.collapse;
     let at = origin.at.clone();
     let at = at.as_str();
+    let fixed = |what: &str| -> Result<(), DesignError> {
+        if xf.is_identity() {
+            Ok(())
+        } else {
+            Err(cx.err(at, format!("{what} spans the domain and cannot be moved by a Group or Repeat transform")))
+        }
+    };
+    let axis_kept = |what: &str| -> Result<(), DesignError> {
+        if xf.keeps_axes() {
+            Ok(())
+        } else {
+            Err(cx.err(at, format!("the transform turns this {what} off the mesh axes: write it as a Prism (a polygon extruded along an axis), which any rotation about its axis keeps")))
+        }
+    };
     match p {
+        Primitive::Group { .. } | Primitive::Repeat { .. } => unreachable!("place() unfolds groups"),
+        Primitive::Cylinder { axis, center, radius, inner_radius, from, to, material: name } => {
+            let c = cx.point(center, &format!("{at}.center"))?;
+            let (r, r_in) = radii(cx, radius, inner_radius, at)?;
+            let (f, t) = (cx.len(from, &format!("{at}.from"))?, cx.len(to, &format!("{at}.to"))?);
+            if t - f <= cx.tol {
+                return Err(cx.err(at, format!("`to` ({}) must be above `from` ({})", cx.show(t), cx.show(f))));
+            }
+            let (p, q) = axis.others();
+            let region = Region::Disc { c: [c[p.index()], c[q.index()]], r, r_in };
+            let (ax, lo, hi, region) = moved_region(cx, at, "Cylinder", xf, *axis, f, t, region)?;
+            extruded(cx, g, name, origin, SolidKind::Cylinder, ax, lo, hi, region)?;
+        }
+        Primitive::Prism { axis, points, from, to, material: name } => {
+            let region = polygon(cx, points, at)?;
+            let (f, t) = (cx.len(from, &format!("{at}.from"))?, cx.len(to, &format!("{at}.to"))?);
+            if t - f <= cx.tol {
+                return Err(cx.err(at, format!("`to` ({}) must be above `from` ({})", cx.show(t), cx.show(f))));
+            }
+            let (ax, lo, hi, region) = moved_region(cx, at, "Prism", xf, *axis, f, t, region)?;
+            extruded(cx, g, name, origin, SolidKind::Prism, ax, lo, hi, region)?;
+        }
+        Primitive::Disc { normal, at: z, center, radius, inner_radius } => {
+            let z = cx.len(z, &format!("{at}.at"))?;
+            let c = vec2(cx, center, &format!("{at}.center"))?;
+            let (r, r_in) = radii(cx, radius, inner_radius, at)?;
+            let (n, c0, _, region) = moved_region(cx, at, "Disc", xf, *normal, z, z, Region::Disc { c, r, r_in })?;
+            shaped_sheet(cx, g, origin, n, c0, region)?;
+        }
+        Primitive::Polygon { normal, at: z, points } => {
+            let z = cx.len(z, &format!("{at}.at"))?;
+            let region = polygon(cx, points, at)?;
+            let (n, c0, _, region) = moved_region(cx, at, "Polygon", xf, *normal, z, z, region)?;
+            shaped_sheet(cx, g, origin, n, c0, region)?;
+        }
         Primitive::Box { material: name, min, max } => {
             let lo = cx.point(min, &format!("{at}.min"))?;
             let hi = cx.point(max, &format!("{at}.max"))?;
+            axis_kept("Box")?;
+            let (lo, hi) = moved_box(xf, lo, hi);
             for a in Axis::ALL {
                 let i = a.index();
                 if hi[i] - lo[i] <= cx.tol {
@@ -489,10 +730,13 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin) -> Resul
         Primitive::Sheet { min, max } => {
             let lo = cx.point(min, &format!("{at}.min"))?;
             let hi = cx.point(max, &format!("{at}.max"))?;
+            axis_kept("Sheet")?;
+            let (lo, hi) = moved_box(xf, lo, hi);
             let s = sheet(cx, g, lo, hi, origin)?;
             g.sheets.push(s);
         }
         Primitive::Iris { z, thickness, aperture, axis } => {
+            fixed("an Iris")?;
             let z0 = cx.len(z, &format!("{at}.z"))?;
             let t = cx.len(thickness, &format!("{at}.thickness"))?;
             let w = cx.len(aperture, &format!("{at}.aperture"))?;
@@ -523,7 +767,10 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin) -> Resul
             g.solids.push(Solid { shape, primitive: SolidKind::Iris, origin });
         }
         Primitive::Post { center, radius, axis, material: name } => {
-            let c = cx.point(center, &format!("{at}.center"))?;
+            let Some(axis) = &xf.map_axis(*axis) else {
+                return Err(cx.err(at, "the transform tilts this Post off the mesh axes: rotate it about its own axis, or by quarter turns"));
+            };
+            let c = xf.apply(cx.point(center, &format!("{at}.center"))?);
             let rad = cx.len(radius, &format!("{at}.radius"))?;
             if rad <= 0.0 {
                 return Err(cx.err(format!("{at}.radius"), format!("must be positive (got {})", cx.show(rad))));
@@ -537,6 +784,7 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin) -> Resul
             g.solids.push(Solid { shape: Shape::Post { mat, axis: *axis, centre: c, radius: rad }, primitive: SolidKind::Post, origin });
         }
         Primitive::Substrate { material: name, z0, thickness, ground } => {
+            fixed("a Substrate")?;
             let z0 = cx.len(z0, &format!("{at}.z0"))?;
             let t = cx.len(thickness, &format!("{at}.thickness"))?;
             let [lo, hi] = g.domain[2];
@@ -559,6 +807,32 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin) -> Resul
             }
         }
     }
+    Ok(())
+}
+
+/// A cylinder or prism in metres, checked against the domain and the invariant axis.
+#[allow(clippy::too_many_arguments)]
+fn extruded(cx: &Ctx, g: &mut Geometry, name: &str, origin: Origin, kind: SolidKind, axis: Axis, lo: f64, hi: f64, region: Region) -> Result<(), DesignError> {
+    let at = origin.at.as_str();
+    inside_domain(cx, g, at, axis, lo, hi, &region)?;
+    if let Some(a) = g.collapse {
+        if a != axis || !spans(g, a, lo, hi) {
+            return Err(not_invariant(cx, at, a, "a Cylinder or Prism must run along it from face to face"));
+        }
+    }
+    let mat = material(cx, g, name, &format!("{at}.material"))?;
+    g.solids.push(Solid { shape: Shape::Extruded { mat, axis, lo, hi, region }, primitive: kind, origin });
+    Ok(())
+}
+
+/// A Disc or Polygon sheet in metres, checked.
+fn shaped_sheet(cx: &Ctx, g: &mut Geometry, origin: Origin, normal: Axis, coord: f64, region: Region) -> Result<(), DesignError> {
+    let at = origin.at.as_str();
+    inside_domain(cx, g, at, normal, coord, coord, &region)?;
+    if g.collapse.is_some() {
+        return Err(cx.err(at, "a Disc or Polygon sheet is not uniform along the invariant axis: use Sheet or Prism there"));
+    }
+    g.shaped.push(ShapedSheet { normal, coord, region, origin });
     Ok(())
 }
 

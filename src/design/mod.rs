@@ -17,7 +17,9 @@ pub mod format;
 pub mod geometry;
 pub mod mesh;
 pub mod params;
+pub mod placement;
 mod reciprocity;
+pub mod region;
 mod validate;
 mod values;
 mod voxel;
@@ -298,3 +300,5 @@ fn ron_options() -> ron::Options {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod primitive_tests;

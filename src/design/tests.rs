@@ -9,7 +9,7 @@ use crate::job::{Axis, Boundary, PortKind};
 
 /// A 10 x 6 x 8 mm box of cells of 0.5 mm (x: 20, y: 12, z: 16), absorbing in x
 /// and at z-high (4 PML cells), with the given pieces spliced in.
-fn design(geometry: &str, ports: &str, engine: &str, extra: &str) -> Design {
+pub(super) fn design(geometry: &str, ports: &str, engine: &str, extra: &str) -> Design {
     let text = format!(
         r#"Design(
             name: "t",
@@ -29,10 +29,10 @@ fn design(geometry: &str, ports: &str, engine: &str, extra: &str) -> Design {
     Design::parse(&text, "t.ron").unwrap_or_else(|e| panic!("{e}"))
 }
 
-const PROBE: &str = r#"Lumped(name: "a", from: (5, 3, 0), to: (5, 3, 1))"#;
-const FDTD: &str = "Fdtd(cell: 0.5, pml: 4)";
+pub(super) const PROBE: &str = r#"Lumped(name: "a", from: (5, 3, 0), to: (5, 3, 1))"#;
+pub(super) const FDTD: &str = "Fdtd(cell: 0.5, pml: 4)";
 
-fn job_at(d: &Design, values: &[(&str, f64)]) -> SimJob {
+pub(super) fn job_at(d: &Design, values: &[(&str, f64)]) -> SimJob {
     let mut v = d.midpoint_values();
     for (k, x) in values {
         v.insert(k.to_string(), *x);
@@ -40,7 +40,7 @@ fn job_at(d: &Design, values: &[(&str, f64)]) -> SimJob {
     d.jobs(&v, &[0], None).unwrap_or_else(|e| panic!("{e}")).remove(0)
 }
 
-fn mat_at(job: &SimJob, i: usize, j: usize, k: usize) -> &str {
+pub(super) fn mat_at(job: &SimJob, i: usize, j: usize, k: usize) -> &str {
     &job.materials[job.cell_mat[job.mesh.idx(i, j, k)] as usize].name
 }
 

@@ -110,10 +110,12 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         }
     }
 
-    for (i, p) in d.geometry.iter().enumerate() {
+    for (at, p) in leaves(d) {
         let material = match p {
             Primitive::Box { material, .. }
             | Primitive::Post { material, .. }
+            | Primitive::Cylinder { material, .. }
+            | Primitive::Prism { material, .. }
             | Primitive::Substrate { material, .. } => material,
             _ => continue,
         };
@@ -121,10 +123,7 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         if !builtin && !d.materials.contains_key(material) {
             let mut names: Vec<&str> = BUILTIN_MATERIALS.to_vec();
             names.extend(d.materials.keys().map(String::as_str));
-            return bad(
-                &format!("geometry[{i}] ({}).material", p.kind()),
-                format!("unknown material `{material}` (known: {})", names.join(", ")),
-            );
+            return bad(&format!("{at}.material"), format!("unknown material `{material}` (known: {})", names.join(", ")));
         }
     }
 
@@ -521,15 +520,91 @@ fn check_far_field(d: &DesignFile, file: &str) -> Result<(), DesignError> {
     Ok(())
 }
 
+/// Every primitive that is not a `Group` or `Repeat`, with its path, in order.
+pub(crate) fn leaves(d: &DesignFile) -> Vec<(String, &Primitive)> {
+    fn walk<'a>(at: String, p: &'a Primitive, out: &mut Vec<(String, &'a Primitive)>) {
+        match p {
+            Primitive::Group { items, .. } | Primitive::Repeat { items, .. } => {
+                for (k, it) in items.iter().enumerate() {
+                    walk(format!("{at}.items[{k}] ({})", it.kind()), it, out);
+                }
+            }
+            _ => out.push((at, p)),
+        }
+    }
+    let mut out = vec![];
+    for (i, p) in d.geometry.iter().enumerate() {
+        walk(format!("geometry[{i}] ({})", p.kind()), p, &mut out);
+    }
+    out
+}
+
 /// Every expression-valued field with its path, for the load-time checks.
 pub(crate) fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
     fn vec3(at: String, v: &Vec3) -> Vec<(String, &Expr)> {
         [("x", &v.0), ("y", &v.1), ("z", &v.2)].into_iter().map(|(c, e)| (format!("{at}.{c}"), e)).collect()
     }
+    fn vec2(at: String, v: &super::format::Vec2) -> Vec<(String, &Expr)> {
+        [("u", &v.0), ("v", &v.1)].into_iter().map(|(c, e)| (format!("{at}.{c}"), e)).collect()
+    }
+    fn transform<'a>(at: &str, t: &'a super::format::Transform, out: &mut Vec<(String, &'a Expr)>) {
+        if let Some(m) = &t.mirror {
+            out.push((format!("{at}.transform.mirror.at"), &m.at));
+        }
+        if let Some(r) = &t.rotate {
+            out.push((format!("{at}.transform.rotate.angle"), &r.angle));
+            if let Some(p) = &r.about {
+                out.extend(vec3(format!("{at}.transform.rotate.about"), p));
+            }
+        }
+        if let Some(v) = &t.translate {
+            out.extend(vec3(format!("{at}.transform.translate"), v));
+        }
+    }
     let mut out: Vec<(String, &Expr)> = vec![];
-    for (i, p) in d.geometry.iter().enumerate() {
-        let at = format!("geometry[{i}] ({})", p.kind());
+    let mut stack: Vec<(String, &Primitive)> = d.geometry.iter().enumerate().map(|(i, p)| (format!("geometry[{i}] ({})", p.kind()), p)).collect();
+    stack.reverse();
+    while let Some((at, p)) = stack.pop() {
         match p {
+            Primitive::Group { items, transform: t } | Primitive::Repeat { items, transform: t, .. } => {
+                if let Primitive::Repeat { count, .. } = p {
+                    out.push((format!("{at}.count"), count));
+                }
+                transform(&at, t, &mut out);
+                for (k, it) in items.iter().enumerate().rev() {
+                    stack.push((format!("{at}.items[{k}] ({})", it.kind()), it));
+                }
+            }
+            Primitive::Cylinder { center, radius, inner_radius, from, to, .. } => {
+                out.extend(vec3(format!("{at}.center"), center));
+                out.push((format!("{at}.radius"), radius));
+                if let Some(e) = inner_radius {
+                    out.push((format!("{at}.inner_radius"), e));
+                }
+                out.push((format!("{at}.from"), from));
+                out.push((format!("{at}.to"), to));
+            }
+            Primitive::Prism { points, from, to, .. } => {
+                for (k, p) in points.iter().enumerate() {
+                    out.extend(vec2(format!("{at}.points[{k}]"), p));
+                }
+                out.push((format!("{at}.from"), from));
+                out.push((format!("{at}.to"), to));
+            }
+            Primitive::Disc { at: z, center, radius, inner_radius, .. } => {
+                out.push((format!("{at}.at"), z));
+                out.extend(vec2(format!("{at}.center"), center));
+                out.push((format!("{at}.radius"), radius));
+                if let Some(e) = inner_radius {
+                    out.push((format!("{at}.inner_radius"), e));
+                }
+            }
+            Primitive::Polygon { at: z, points, .. } => {
+                out.push((format!("{at}.at"), z));
+                for (k, p) in points.iter().enumerate() {
+                    out.extend(vec2(format!("{at}.points[{k}]"), p));
+                }
+            }
             Primitive::Box { min, max, .. } | Primitive::Sheet { min, max } => {
                 out.extend(vec3(format!("{at}.min"), min));
                 out.extend(vec3(format!("{at}.max"), max));

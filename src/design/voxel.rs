@@ -12,7 +12,7 @@ use std::ops::Range;
 use super::error::DesignError;
 use super::format::DesignFile;
 use super::budget::{check_grid, MemoryBudget};
-use super::geometry::{Geometry, PortGeomKind, Shape, SheetGeom, Solid, SolidKind, Units};
+use super::geometry::{Geometry, PortGeomKind, Shape, ShapedSheet, SheetGeom, Solid, SolidKind, Units};
 use super::mesh::Meshed;
 use super::validate::MIN_CELLS_PER_WAVELENGTH;
 use crate::consts::C0;
@@ -120,6 +120,15 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
     let mut cell_mat = vec![0u8; g.cells()];
     for x in &geo.solids {
         paint(&s, &x.shape, &mut cell_mat);
+    }
+    // Discs and polygons: the cells of their plane whose centre they cover.
+    for x in &geo.shaped {
+        let before = sheets.len();
+        sheets.extend(shaped_rows(&s, x));
+        if sheets.len() == before {
+            return Err(u.err(x.origin.at.as_str(), "covers no cell centre of its plane: it is smaller than a cell here; refine the mesh or enlarge it"));
+        }
+        sheet_at.extend(std::iter::repeat(x.origin.at.clone()).take(sheets.len() - before));
     }
     check_ports_not_shorted(geo, m, &ports, (&sheets, &sheet_at), &cell_mat, u)?;
     let opts = d.engine.options();
@@ -401,8 +410,46 @@ fn paint(s: &Snap, shape: &Shape, cell_mat: &mut [u8]) {
             ranges[q] = s.cells_in(q, centre[q] - radius, centre[q] + radius);
             fill(ranges, mat, &|c| (s.centre(p, c[p]) - centre[p]).hypot(s.centre(q, c[q]) - centre[q]) <= radius);
         }
+        Shape::Extruded { mat, axis, lo, hi, ref region } => {
+            let (p, q) = axis.others();
+            let (a, p, q) = (axis.index(), p.index(), q.index());
+            let (bl, bh) = region.bbox();
+            let mut ranges: [_; 3] = std::array::from_fn(all);
+            ranges[a] = s.cells_in(a, lo, hi);
+            ranges[p] = s.cells_in(p, bl[0], bh[0]);
+            ranges[q] = s.cells_in(q, bl[1], bh[1]);
+            fill(ranges, mat, &|c| region.contains([s.centre(p, c[p]), s.centre(q, c[q])]));
+        }
     }
 }
+
+/// A Disc or Polygon sheet on the cell-centre rule: per row of cells
+/// of its plane, runs of cells whose centre it covers, each a rectangle.
+fn shaped_rows(s: &Snap, x: &ShapedSheet) -> Vec<Sheet> {
+    let (p, q) = x.normal.others();
+    let (p, q) = (p.index(), q.index());
+    let plane = s.node(x.normal.index(), x.coord);
+    let (bl, bh) = x.region.bbox();
+    let mut out = vec![];
+    for j in s.cells_in(q, bl[1], bh[1]) {
+        let mut run: Option<usize> = None;
+        let cells = s.cells_in(p, bl[0], bh[0]);
+        let end = cells.end;
+        for i in cells.chain(std::iter::once(end)) {
+            let inside = i < end && x.region.contains([s.centre(p, i), s.centre(q, j)]);
+            match (inside, run) {
+                (true, None) => run = Some(i),
+                (false, Some(i0)) => {
+                    out.push(Sheet { normal: x.normal, plane, lo: [i0, j], hi: [i, j + 1] });
+                    run = None;
+                }
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 
 /// A lumped port whose E edges touch a conductor would be short-circuited: the
 /// engines force every E edge touching a PEC cell, lying in a sheet or lying on a

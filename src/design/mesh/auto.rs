@@ -97,6 +97,7 @@ fn key(id: &EventId) -> u64 {
         Face::To => 6,
         Face::Across => 7,
         Face::Reference => 8,
+        Face::Centre => 9,
     };
     owner * 16 + face
 }
@@ -118,10 +119,12 @@ const THIN_CELLS: f64 = 3.0;
 fn thin_face(geo: &Geometry, a: usize, id: &EventId, limit: f64) -> bool {
     let Owner::Primitive(index) = id.owner else { return false };
     let meshed = |b: usize| b != a && geo.collapse.map(|c| c.index()) != Some(b);
-    geo.solids.iter().filter(|s| s.origin.index == index).any(|s| match s.shape {
+    geo.solids.iter().filter(|s| s.origin.key() == index).any(|s| match s.shape {
         Shape::Block { min, max, .. } => (0..3).filter(|&b| meshed(b)).any(|b| max[b] - min[b] < limit),
         Shape::Iris { axis, z0, z1, .. } => meshed(axis.index()) && z1 - z0 < limit,
         Shape::Post { .. } => false,
+        // A plate thinner than a few cells along its axis has edges like a sheet's.
+        Shape::Extruded { axis, lo, hi, .. } => meshed(axis.index()) && hi - lo < limit,
     })
 }
 
@@ -148,7 +151,7 @@ impl AutoMesher {
     pub fn inputs(&self, geo: &Geometry) -> [AxisInput; 3] {
         let (max, min, edge) = self.settings.cells(geo);
         let events = geo.events();
-        let sheet_owners: Vec<usize> = geo.sheets.iter().map(|s| s.origin.index).collect();
+        let sheet_owners: Vec<usize> = geo.sheets.iter().map(|s| s.origin.key()).chain(geo.shaped.iter().map(|s| s.origin.key())).collect();
         let mut out: [AxisInput; 3] = Default::default();
         for a in 0..3 {
             if geo.collapse.map(|c| c.index()) == Some(a) {

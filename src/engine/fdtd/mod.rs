@@ -10,5 +10,7 @@ pub mod operator;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod shape_tests;
 
 pub use operator::Operator;

@@ -1,0 +1,176 @@
+//! Unit tests of the shaped primitives (Cylinder, Prism, Disc, Polygon) and
+//! of Group/Repeat transforms: what they paint, the mesher lines they ask
+//! for, and the errors a user meets (paths named, the fix suggested).
+
+use super::geometry::{EventKind, Face, Owner};
+use super::tests::{design, job_at, mat_at, FDTD, PROBE};
+use super::*;
+use crate::job::Axis;
+
+/// Parse a design with `geometry`, expecting an error; its text.
+fn refused(geometry: &str) -> String {
+    let text = design("", PROBE, FDTD, "").text().replace("geometry: [", &format!("geometry: [{geometry}"));
+    match Design::parse(&text, "t.ron") {
+        Ok(_) => panic!("accepted: {geometry}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Cells of `job` whose material is `name`.
+fn count(job: &SimJob, name: &str) -> usize {
+    let n = job.mesh.n();
+    let mut c = 0;
+    for k in 0..n[2] {
+        for j in 0..n[1] {
+            for i in 0..n[0] {
+                c += (mat_at(job, i, j, k) == name) as usize;
+            }
+        }
+    }
+    c
+}
+
+#[test]
+fn a_finite_cylinder_and_a_tube_paint_their_cell_centres() {
+    // Radius 2 mm along z from 1 to 5 mm at (5, 3): cells of 0.5 mm, so 8 layers
+    // of the cells whose centre is within 2 mm of the axis (48 per layer).
+    let d = design(r#"Cylinder(axis: Z, center: (5, 3, 0), radius: 2, from: 1, to: 5, material: "d4")"#, PROBE, FDTD, "");
+    let job = job_at(&d, &[]);
+    let per_layer = (0..8).flat_map(|i| (0..8).map(move |j| (i, j))).filter(|&(i, j)| (0.25 + 0.5 * i as f64 - 2.0f64).hypot(0.25 + 0.5 * j as f64 - 2.0) <= 2.0).count();
+    assert_eq!(per_layer, 52);
+    assert_eq!(count(&job, "d4"), 8 * per_layer);
+    // The padding starts 4 cells below x = 0: the axis at x = 5 mm is cell 4 + 10.
+    assert_eq!(mat_at(&job, 14, 6, 2), "d4");
+    assert_eq!(mat_at(&job, 14, 6, 1), "vacuum", "below `from`");
+    assert_eq!(mat_at(&job, 14, 6, 10), "vacuum", "above `to`");
+    // A tube: the same minus the cells within 1 mm.
+    let d = design(r#"Cylinder(axis: Z, center: (5, 3, 0), radius: 2, inner_radius: 1, from: 1, to: 5, material: "d4")"#, PROBE, FDTD, "");
+    let hole = (0..4).flat_map(|i| (0..4).map(move |j| (i, j))).filter(|&(i, j)| (0.25 + 0.5 * i as f64 - 1.0f64).hypot(0.25 + 0.5 * j as f64 - 1.0) < 1.0).count();
+    assert_eq!(count(&job_at(&d, &[]), "d4"), 8 * (per_layer - hole));
+}
+
+#[test]
+fn cylinders_ask_for_lines_at_their_extremes_and_centre() {
+    let d = design(r#"Cylinder(axis: Y, center: (5, 0, 4), radius: "p", from: 0, to: 6)"#, PROBE, FDTD, "");
+    let g = d.geometry(&d.midpoint_values(), None).unwrap();
+    let ev = g.events();
+    let find = |a: usize, face: Face| ev[a].iter().find(|e| e.id.owner == Owner::Primitive(0) && e.id.face == face).map(|e| (e.coord, e.kind));
+    // Axis y: across it x and z (p = 2 mm at the midpoint).
+    assert_eq!(find(0, Face::Min).unwrap(), (3e-3, EventKind::MetalEdge { metal: geometry::Side::High }));
+    assert!((find(2, Face::Max).unwrap().0 - 6e-3).abs() < 1e-15);
+    assert_eq!(find(0, Face::Centre).unwrap().0, 5e-3);
+    assert!(find(1, Face::Centre).is_none(), "no centre line along the axis");
+}
+
+#[test]
+fn a_prism_and_a_polygon_sheet_follow_their_outline() {
+    // A right triangle (legs 4 mm along x and y) extruded along z from 0 to 2 mm.
+    let d = design(r#"Prism(axis: Z, points: [(2, 1), (6, 1), (2, 5)], from: 0, to: 2, material: "d4")"#, PROBE, FDTD, "");
+    let job = job_at(&d, &[]);
+    // Cells whose centre is inside x - 2 + y - 1 < 4 (x, y > the legs): 8 x 8 cells of 0.5 mm under the hypotenuse.
+    let tri = (0..8).flat_map(|i| (0..8).map(move |j| (i, j))).filter(|&(i, j)| (0.5 + 0.5 * (i + j) as f64) < 4.0).count();
+    assert_eq!(count(&job, "d4"), 4 * tri);
+    // The same outline as a PEC sheet at z = 4 mm: per row of cells, a run of rectangles.
+    let d = design(r#"Polygon(normal: Z, at: 4, points: [(2, 1), (6, 1), (2, 5)])"#, PROBE, FDTD, "");
+    let job = job_at(&d, &[]);
+    let covered: usize = job.sheets.iter().map(|s| (s.hi[0] - s.lo[0]) * (s.hi[1] - s.lo[1])).sum();
+    assert_eq!(covered, tri);
+    assert!(job.sheets.iter().all(|s| s.normal == Axis::Z && s.plane == 8));
+}
+
+#[test]
+fn a_disc_sheet_covers_its_cell_centres_under_both_engines() {
+    let g = r#"Disc(normal: Z, at: 4, center: (5, 3), radius: 2)"#;
+    for engine in [FDTD, "Tlm(cell: 0.5, pml: 4)"] {
+        let job = job_at(&design(g, PROBE, engine, ""), &[]);
+        let covered: usize = job.sheets.iter().map(|s| (s.hi[0] - s.lo[0]) * (s.hi[1] - s.lo[1])).sum();
+        assert_eq!(covered, 52, "{engine}");
+    }
+}
+
+/// The test design with `geometry` and an `Int` parameter `n` in place of `q`.
+fn with_n(geometry: &str) -> String {
+    design("", PROBE, FDTD, "")
+        .text()
+        .replace(r#""q": Real(min: 0.0, max: 1.0)"#, r#""n": Int(min: 0, max: 5)"#)
+        .replace("geometry: [", &format!("geometry: [{geometry}"))
+}
+
+#[test]
+fn repeat_makes_count_copies_and_count_can_be_a_parameter() {
+    // Posts of radius 0.5 mm every 2 mm along x from x = 1 mm: `n` copies.
+    let g = r#"Repeat(count: "n", transform: (translate: (2, 0, 0)), items: [Cylinder(axis: Z, center: (1, 1, 0), radius: 0.5, from: 0, to: 8, material: "d4")])"#;
+    for n in [0, 1, 3, 5] {
+        let text = with_n(g);
+        let d = Design::parse(&text, "t.ron").unwrap_or_else(|e| panic!("{e}"));
+        let geo = d.geometry(&[("p".to_string(), 2.0), ("n".to_string(), n as f64)].into_iter().collect(), None).unwrap();
+        assert_eq!(geo.solids.len(), n);
+        for (k, s) in geo.solids.iter().enumerate() {
+            assert_eq!(s.origin.index, 0);
+            assert_eq!(s.origin.part, k);
+            assert!(s.origin.at.contains(&format!("[copy {k}]")), "{}", s.origin.at);
+            let geometry::Shape::Extruded { region: geometry::Region::Disc { c, .. }, .. } = &s.shape else { panic!() };
+            assert!((c[0] - (1e-3 + 2e-3 * k as f64)).abs() < 1e-15);
+        }
+        // Every copy has its own line identities.
+        let mut ids: Vec<_> = geo.events()[0].iter().filter(|e| matches!(e.id.owner, Owner::Primitive(_))).map(|e| e.id).collect();
+        let all = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), all);
+    }
+    let text = with_n(&g.replace("\"n\"", "2.5"));
+    let e = Design::parse(&text, "t.ron").unwrap_err().to_string();
+    assert!(e.contains("geometry[0] (Repeat).count") && e.contains("whole number"), "{e}");
+}
+
+#[test]
+fn groups_rotate_and_mirror_what_stays_on_the_axes() {
+    // A quarter turn about z through (5, 3): the 4 x 1 mm box becomes 1 x 4 mm.
+    let g = r#"Group(transform: (rotate: (axis: Z, angle: 90, about: (5, 3, 0))), items: [Box(material: "d4", min: (3, 2.5, 0), max: (7, 3.5, 2))])"#;
+    let d = design(g, PROBE, FDTD, "");
+    let geo = d.geometry(&d.midpoint_values(), None).unwrap();
+    let geometry::Shape::Block { min, max, .. } = geo.solids[0].shape else { panic!() };
+    for (got, want) in min.iter().chain(&max).zip([4.5e-3, 1e-3, 0.0, 5.5e-3, 5e-3, 2e-3]) {
+        assert!((got - want).abs() < 1e-15, "{min:?} {max:?}");
+    }
+    // A prism turned 30 degrees about its own axis: its points turn.
+    let g = r#"Group(transform: (rotate: (axis: Z, angle: 30, about: (5, 3, 0)), translate: (0, 0, 1)), items: [Prism(axis: Z, points: [(4, 2), (6, 2), (6, 4), (4, 4)], from: 0, to: 1)])"#;
+    let d = design(g, PROBE, FDTD, "");
+    let geo = d.geometry(&d.midpoint_values(), None).unwrap();
+    let geometry::Shape::Extruded { lo, hi, region: geometry::Region::Polygon(ref p), .. } = geo.solids[0].shape else { panic!() };
+    assert!((lo - 1e-3).abs() < 1e-15 && (hi - 2e-3).abs() < 1e-15);
+    let (s, c) = (30f64.to_radians().sin(), 30f64.to_radians().cos());
+    let want = [5e-3 + (-1e-3) * c - (-1e-3) * s, 3e-3 + (-1e-3) * s + (-1e-3) * c];
+    assert!((p[0][0] - want[0]).abs() < 1e-15 && (p[0][1] - want[1]).abs() < 1e-15, "{p:?}");
+    // A mirror in x = 5 mm.
+    let g = r#"Group(transform: (mirror: (axis: X, at: 5)), items: [Disc(normal: Z, at: 4, center: (2, 3), radius: 1)])"#;
+    let d = design(g, PROBE, FDTD, "");
+    let geo = d.geometry(&d.midpoint_values(), None).unwrap();
+    assert_eq!(geo.shaped[0].region, geometry::Region::Disc { c: [8e-3, 3e-3], r: 1e-3, r_in: 0.0 });
+}
+
+#[test]
+fn shapes_users_get_wrong_are_named_with_the_fix() {
+    let e = refused(r#"Group(transform: (rotate: (axis: Z, angle: 30)), items: [Box(material: "d4", min: (3, 2, 0), max: (7, 3, 2))]), "#);
+    assert!(e.contains("geometry[0] (Group).items[0] (Box)") && e.contains("Prism"), "{e}");
+    let e = refused(r#"Polygon(normal: Z, at: 4, points: [(1, 1), (3, 3), (3, 1), (1, 3)]), "#);
+    assert!(e.contains("geometry[0] (Polygon).points") && e.contains("intersects itself"), "{e}");
+    let e = refused(r#"Prism(axis: Z, points: [(1, 1), (2, 2), (3, 3)], from: 0, to: 1), "#);
+    assert!(e.contains("no area"), "{e}");
+    let e = refused(r#"Cylinder(axis: Z, center: (5, 3, 0), radius: 1, inner_radius: 1, from: 0, to: 1), "#);
+    assert!(e.contains("inner_radius") && e.contains("must lie in [0, radius"), "{e}");
+    let e = refused(r#"Cylinder(axis: Z, center: (5, 3, 0), radius: 1, from: 2, to: 2), "#);
+    assert!(e.contains("must be above `from`"), "{e}");
+    let e = refused(r#"Group(transform: (rotate: (axis: X, angle: 45)), items: [Cylinder(axis: Z, center: (5, 3, 0), radius: 1, from: 0, to: 1)]), "#);
+    assert!(e.contains("tilts this Cylinder's axis"), "{e}");
+    // The fifth copy of an array pitched 3 mm leaves the 10 mm domain.
+    let e = refused(r#"Repeat(count: 5, transform: (translate: (3, 0, 0)), items: [Cylinder(axis: Z, center: (1, 1, 0), radius: 0.5, from: 0, to: 8)]), "#);
+    assert!(e.contains("geometry[0] (Repeat)[copy 4].items[0] (Cylinder)") && e.contains("outside the domain along x"), "{e}");
+    let e = refused(r#"Group(transform: (translate: (1, 0, 0)), items: [Substrate(material: "d4", z0: 0, thickness: 1)]), "#);
+    assert!(e.contains("cannot be moved"), "{e}");
+    let e = refused(r#"Disc(normal: Z, at: 4, center: (5, 3), radius: 0.1), "#);
+    assert!(e.contains("covers no cell centre"), "{e}");
+    let e = refused(r#"Group(items: [Cylinder(axis: Z, center: (5, 3, 0), radius: 1, from: 0, to: 1, material: "gold")]), "#);
+    assert!(e.contains("geometry[0] (Group).items[0] (Cylinder).material") && e.contains("unknown material `gold`"), "{e}");
+}
