@@ -228,7 +228,21 @@ impl AutoMesher {
             for (e, r) in ev.iter().zip(&rules) {
                 let kind = match e.kind {
                     EventKind::DomainFace { .. } => continue,
-                    EventKind::MetalEdge { metal: Side::Both } => Kind::Exact,
+                    EventKind::MetalEdge { metal: Side::Both } => {
+                        // Cells beside a sheet of the edge cell, or of its
+                        // narrowest width where that is smaller (a strip 1 mm
+                        // wide varies its field over 1 mm normal to it too).
+                        let width = match e.id.owner {
+                            Owner::Primitive(i) => geo
+                                .sheets
+                                .iter()
+                                .filter(|s| s.origin.index == i)
+                                .map(|s| (s.hi[0] - s.lo[0]).min(s.hi[1] - s.lo[1]))
+                                .fold(f64::INFINITY, f64::min),
+                            _ => f64::INFINITY,
+                        };
+                        Kind::Sheet { h: edge.min(width).max(1.25 * min) }
+                    }
                     EventKind::MetalEdge { metal } => {
                         let (rule, down, up) = r.expect("metal edges have a rule");
                         // Never so small that the graded fill next to it (whose end
@@ -317,6 +331,14 @@ impl AutoMesher {
         };
         for k in 1..5 {
             if let Ok(v) = axis::lines_following(lo, hi, &scaled(0.75f64.powi(k)), &input.slabs, o, prefer) {
+                return Ok(v);
+            }
+        }
+        // Still crowded: gaps between one and two minimum cells may split
+        // below the minimum (see [`axis::lines_crowded`]).
+        for k in 0..5 {
+            let f = if k == 0 { input.features.clone() } else { scaled(0.75f64.powi(k)) };
+            if let Ok(v) = axis::lines_crowded(lo, hi, &f, &input.slabs, o, prefer) {
                 return Ok(v);
             }
         }

@@ -50,6 +50,10 @@ pub enum Kind {
     /// A plane that must carry a line exactly: domain face, material interface,
     /// sheet plane, port plane or position.
     Exact,
+    /// The plane of a sheet lying across the axis: a line exactly on it, with
+    /// cells of size `h` on both sides (the field is singular near the
+    /// sheet's edges, so the mesh is refined normal to the sheet too).
+    Sheet { h: f64 },
     /// A metal edge (face of a PEC solid or edge of a sheet) with the metal on
     /// the low side (`below`) or the high side, meshed by `rule` with cells of
     /// size `h` next to it.
@@ -177,6 +181,9 @@ fn anchors(lo: f64, hi: f64, features: &[Feature], o: &AxisOptions) -> Result<Ve
         let on_face = (f.pos - lo).abs() <= tol || (f.pos - hi).abs() <= tol;
         match f.kind {
             Kind::Exact => v.push(Anchor { pos: f.pos, h: free, id: f.key * 4, prio: 2 }),
+            // A sheet on the domain face needs no refinement beside it: only the inside is meshed.
+            Kind::Sheet { .. } if on_face => v.push(Anchor { pos: f.pos, h: free, id: f.key * 4, prio: 2 }),
+            Kind::Sheet { h } => v.push(Anchor { pos: f.pos, h: h.clamp(o.min_cell, o.max_cell), id: f.key * 4, prio: 2 }),
             // A metal face on the domain face is no edge: the face line holds it.
             Kind::Metal { .. } if on_face => {}
             Kind::Metal { below, rule, h } => match rule.inside() {
@@ -214,19 +221,35 @@ fn anchors(lo: f64, hi: f64, features: &[Feature], o: &AxisOptions) -> Result<Ve
             _ => out.push(a),
         }
     }
-    // Closer than the minimum cell: the lower priority anchor goes (the edge
-    // rule's pair gives way to exact lines); between equals the later one.
+    // Closer than the minimum cell: two lines that must both be exact (exact
+    // lines, on-edge metal lines, a domain face) share one line -- the face,
+    // or else half-way between them, under the lower identity of the two, so
+    // the identity does not depend on which is left of the other and the
+    // shared line moves continuously with both -- and the voxeliser snaps
+    // both features onto it. Otherwise the lower priority anchor goes (the
+    // edge rule's pair gives way to exact lines); between equals the later
+    // one. The closest pair is resolved first.
     loop {
         let close = (1..out.len()).filter(|&i| out[i].pos - out[i - 1].pos < o.min_cell * (1.0 - 1e-9)).min_by(|&i, &j| {
             (out[i].pos - out[i - 1].pos).total_cmp(&(out[j].pos - out[j - 1].pos))
         });
         let Some(i) = close else { break };
         let (a, b) = (out[i - 1], out[i]);
-        if a.prio == 2 && b.prio == 2 || a.prio == 3 && b.prio >= 2 && b.pos < hi - tol || b.prio == 3 && a.prio >= 2 && a.pos > lo + tol
-        {
-            // Two exact lines (or an exact line and a face) too close: no mesh
-            // can honour both at this minimum cell.
+        if a.prio == 3 && b.prio == 3 {
+            // The domain itself is narrower than the minimum cell.
             return Err(MeshProblem::TooClose { a: a.pos, b: b.pos, min_cell: o.min_cell });
+        }
+        if a.prio >= 2 && b.prio >= 2 {
+            let (pos, id, prio) = if a.prio == 3 {
+                (a.pos, a.id, 3)
+            } else if b.prio == 3 {
+                (b.pos, b.id, 3)
+            } else {
+                (0.5 * (a.pos + b.pos), a.id.min(b.id), 2)
+            };
+            out[i - 1] = Anchor { pos, h: a.h.min(b.h), id, prio };
+            out.remove(i);
+            continue;
         }
         let drop = if a.prio > b.prio || (a.prio == b.prio && a.id < b.id) { i } else { i - 1 };
         let keep = if drop == i { i - 1 } else { i };
@@ -238,32 +261,58 @@ fn anchors(lo: f64, hi: f64, features: &[Feature], o: &AxisOptions) -> Result<Ve
 
 /// The cell size wanted at `x` in an interval `[a, b]` whose ends want `ha`
 /// and `hb`: grows linearly away from each end (geometric grading) up to `cap`.
+/// `k`: [`end_scale`] of `g`.
 #[inline]
-fn density_h(x: f64, a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> f64 {
-    // A cell starting where the density is h0 spans h0 (e^g - 1) / g; scaling
-    // the ends by the inverse makes the cell next to an anchor the anchor's size.
-    let k = g / g.exp_m1();
+#[allow(clippy::too_many_arguments)]
+fn density_h(x: f64, a: f64, b: f64, ha: f64, hb: f64, g: f64, k: f64, cap: f64) -> f64 {
     (k * ha + g * (x - a)).min(k * hb + g * (b - x)).min(cap)
+}
+
+/// A cell starting where the density is h0 spans h0 (e^g - 1) / g; scaling
+/// the ends by the inverse makes the cell next to an anchor the anchor's size.
+#[inline]
+fn end_scale(g: f64) -> f64 {
+    g / g.exp_m1()
 }
 
 /// Samples per interval of the cumulative density (placement resolution).
 const SAMPLES: usize = 128;
 
+/// The sample points of `[a, b]`.
+#[inline]
+fn sample(a: f64, b: f64, k: usize) -> f64 {
+    a + (b - a) * k as f64 / SAMPLES as f64
+}
+
 /// The cumulative count of cells `F(x) = int_a^x dx / h(x)` on `SAMPLES + 1`
 /// points (trapezoids); `F(b)` is the smallest cell count that honours `h`.
 fn cumulative(a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> (Vec<f64>, Vec<f64>) {
-    let xs: Vec<f64> = (0..=SAMPLES).map(|k| a + (b - a) * k as f64 / SAMPLES as f64).collect();
+    let k = end_scale(g);
+    let xs: Vec<f64> = (0..=SAMPLES).map(|j| sample(a, b, j)).collect();
     let mut fs = vec![0.0; SAMPLES + 1];
-    for k in 1..=SAMPLES {
-        let h0 = density_h(xs[k - 1], a, b, ha, hb, g, cap);
-        let h1 = density_h(xs[k], a, b, ha, hb, g, cap);
-        fs[k] = fs[k - 1] + 0.5 * (xs[k] - xs[k - 1]) * (1.0 / h0 + 1.0 / h1);
+    let mut h0 = density_h(xs[0], a, b, ha, hb, g, k, cap);
+    for j in 1..=SAMPLES {
+        let h1 = density_h(xs[j], a, b, ha, hb, g, k, cap);
+        fs[j] = fs[j - 1] + 0.5 * (xs[j] - xs[j - 1]) * (1.0 / h0 + 1.0 / h1);
+        h0 = h1;
     }
     (xs, fs)
 }
 
+/// `F(b)` of [`cumulative`], the same sum without keeping the samples (the
+/// counts and caps evaluate it many times per interval).
 fn count(a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> f64 {
-    cumulative(a, b, ha, hb, g, cap).1[SAMPLES]
+    let k = end_scale(g);
+    let mut x0 = sample(a, b, 0);
+    let mut h0 = density_h(x0, a, b, ha, hb, g, k, cap);
+    let mut f = 0.0;
+    for j in 1..=SAMPLES {
+        let x1 = sample(a, b, j);
+        let h1 = density_h(x1, a, b, ha, hb, g, k, cap);
+        f += 0.5 * (x1 - x0) * (1.0 / h0 + 1.0 / h1);
+        (x0, h0) = (x1, h1);
+    }
+    f
 }
 
 /// Growth per unit length that keeps neighbouring cells within `ratio`
@@ -422,8 +471,39 @@ pub fn lines_following(
     o: &AxisOptions,
     prefer: Option<&Topology>,
 ) -> Result<(Vec<f64>, Topology), MeshProblem> {
+    lines_with(lo, hi, features, slabs, o, prefer, false)
+}
+
+/// [`lines_following`] for crowded features, where it breaks the grading:
+/// two lines between one and two minimum cells apart next to a cell of about
+/// the minimum can be neither one cell (too large beside the small one) nor
+/// two (each below the minimum). Here such a gap takes two cells, down to half
+/// the minimum cell; lines closer than the minimum still share one line.
+pub fn lines_crowded(
+    lo: f64,
+    hi: f64,
+    features: &[Feature],
+    slabs: &[MinCells],
+    o: &AxisOptions,
+    prefer: Option<&Topology>,
+) -> Result<(Vec<f64>, Topology), MeshProblem> {
+    lines_with(lo, hi, features, slabs, o, prefer, true)
+}
+
+fn lines_with(
+    lo: f64,
+    hi: f64,
+    features: &[Feature],
+    slabs: &[MinCells],
+    o: &AxisOptions,
+    prefer: Option<&Topology>,
+    crowded: bool,
+) -> Result<(Vec<f64>, Topology), MeshProblem> {
     o.check()?;
     let an = anchors(lo, hi, features, o)?;
+    // The fill's rules: the anchors' own minimum, or half of it when crowded.
+    let fill = if crowded { AxisOptions { min_cell: 0.5 * o.min_cell, ..*o } } else { *o };
+    let o = &fill;
     let keys: Vec<(u64, u64)> = an.windows(2).map(|w| (w[0].id, w[1].id)).collect();
     let mut fixed: Vec<Option<usize>> = keys
         .iter()
@@ -466,8 +546,84 @@ pub fn lines_following(
                 fixed.iter_mut().for_each(|f| *f = None);
                 continue;
             }
+            if crowded {
+                let anchor: Vec<bool> = (0..out.len()).map(|j| j == 0 || j == out.len() - 1 || owner[j - 1] != owner[j]).collect();
+                smooth(&mut out, &anchor, o);
+            }
             check_lines(&out, o.min_cell, o.max_ratio)?;
             return Ok((out, Topology(keys.into_iter().zip(n).collect())));
+        }
+    }
+}
+
+/// The larger ratio of two cells.
+fn ratio(p: f64, q: f64) -> f64 {
+    (p / q).max(q / p)
+}
+
+/// Moves the free lines (not `anchor`) of `v` where neighbouring cells break
+/// the grading, keeping every count: each free line near a violation goes to
+/// where the largest ratio among its two cells and their outer neighbours is
+/// least (that ratio is quasi-convex in the line's position: golden-section
+/// search), sweeping until the grading holds or no sweep helps. The last
+/// resort of a crowded axis, whose counts fit but whose density-placed lines
+/// do not (each cell within the grading of its anchor's cell, but the cells
+/// on the two sides of an anchor pulled in opposite directions).
+fn smooth(v: &mut [f64], anchor: &[bool], o: &AxisOptions) {
+    let limit = o.max_ratio * (1.0 + 1e-9);
+    let cell = |v: &[f64], j: usize| v[j + 1] - v[j];
+    for _ in 0..200 {
+        // Free lines within two cells of a violation.
+        let mut near = vec![false; v.len()];
+        let mut any = false;
+        for j in 1..v.len() - 1 {
+            if ratio(cell(v, j - 1), cell(v, j)) > limit {
+                any = true;
+                for k in j.saturating_sub(2)..(j + 3).min(v.len()) {
+                    near[k] = true;
+                }
+            }
+        }
+        if !any {
+            return;
+        }
+        let before = v.to_vec();
+        for j in 1..v.len() - 1 {
+            if anchor[j] || !near[j] {
+                continue;
+            }
+            let (l, r) = (v[j - 1], v[j + 1]);
+            let outer_l = (j >= 2).then(|| v[j - 1] - v[j - 2]);
+            let outer_r = (j + 2 < v.len()).then(|| v[j + 2] - v[j + 1]);
+            let worst = |x: f64| {
+                let (a, b) = (x - l, r - x);
+                let mut w = ratio(a, b);
+                if let Some(p) = outer_l {
+                    w = w.max(ratio(p, a));
+                }
+                if let Some(q) = outer_r {
+                    w = w.max(ratio(b, q));
+                }
+                w
+            };
+            let m = o.min_cell.min(0.25 * (r - l));
+            let (mut a, mut b) = (l + m, r - m);
+            let phi = 0.5 * (5f64.sqrt() - 1.0);
+            for _ in 0..60 {
+                let (x1, x2) = (b - phi * (b - a), a + phi * (b - a));
+                if worst(x1) <= worst(x2) {
+                    b = x2;
+                } else {
+                    a = x1;
+                }
+            }
+            let x = 0.5 * (a + b);
+            if worst(x) < worst(v[j]) {
+                v[j] = x;
+            }
+        }
+        if v == before.as_slice() {
+            return;
         }
     }
 }
@@ -636,8 +792,8 @@ mod tests {
     #[test]
     fn bad_input_is_named() {
         let o = opts();
-        let f = [Feature { pos: 3.0, kind: Kind::Exact, key: 1 }, Feature { pos: 3.01, kind: Kind::Exact, key: 2 }];
-        assert!(matches!(lines(0.0, 10.0, &f, &[], &o), Err(MeshProblem::TooClose { .. })));
+        // The domain narrower than the minimum cell.
+        assert!(matches!(lines(0.0, 0.01, &[], &[], &o), Err(MeshProblem::TooClose { .. })));
         let f = [Feature { pos: 11.0, kind: Kind::Exact, key: 1 }];
         assert!(matches!(lines(0.0, 10.0, &f, &[], &o), Err(MeshProblem::Outside { .. })));
         assert!(matches!(check_lines(&[0.0, 1.0, 0.5], 0.01, 1.5), Err(MeshProblem::CellTooSmall { .. })));
