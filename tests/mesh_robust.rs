@@ -20,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
-const CASES: usize = 2000;
+const CASES: usize = 1000;
 
 fn cases() -> usize {
     std::env::var("MESH_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(CASES)

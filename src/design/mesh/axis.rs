@@ -385,6 +385,21 @@ fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells], fixed: &[Option<usi
     let r = 0.92 * o.max_ratio;
     // The two lines of one edge (thirds rule) are one cell apart by construction.
     let pair = |i: usize| an[i].id / 4 == an[i + 1].id / 4 && an[i].id % 4 != 0 && an[i + 1].id % 4 != 0;
+    // The last need and cap of each interval and the end cells and count they
+    // came from: most intervals' ends settle after a pass or two, and the
+    // sums behind both are the mesher's cost.
+    let mut need_memo: Vec<Option<(f64, f64, usize)>> = vec![None; m];
+    let mut cap_memo: Vec<Option<(f64, f64, usize, f64)>> = vec![None; m];
+    let mut cap_of = |i: usize, h: &[f64], n: usize| -> f64 {
+        match cap_memo[i] {
+            Some((ha, hb, k, c)) if ha == h[i] && hb == h[i + 1] && k == n => c,
+            _ => {
+                let c = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], n, o);
+                cap_memo[i] = Some((h[i], h[i + 1], n, c));
+                c
+            }
+        }
+    };
     for _ in 0..16 {
         for i in 0..m {
             if pair(i) {
@@ -394,11 +409,19 @@ fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells], fixed: &[Option<usi
             }
             if let Some(nf) = fixed[i] {
                 n[i] = nf;
-                cap[i] = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], nf, o);
+                cap[i] = cap_of(i, &h, nf);
                 continue;
             }
-            n[i] = n[i].max(needed(an[i].pos, an[i + 1].pos, h[i], h[i + 1], o, slabs));
-            cap[i] = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], n[i], o);
+            let need = match need_memo[i] {
+                Some((ha, hb, k)) if ha == h[i] && hb == h[i + 1] => k,
+                _ => {
+                    let k = needed(an[i].pos, an[i + 1].pos, h[i], h[i + 1], o, slabs);
+                    need_memo[i] = Some((h[i], h[i + 1], k));
+                    k
+                }
+            };
+            n[i] = n[i].max(need);
+            cap[i] = cap_of(i, &h, n[i]);
         }
         let mut changed = false;
         for k in 0..=m {
