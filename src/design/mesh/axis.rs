@@ -569,14 +569,54 @@ fn lines_with(
                 fixed.iter_mut().for_each(|f| *f = None);
                 continue;
             }
+            let mut n = n;
             if crowded {
-                let anchor: Vec<bool> = (0..out.len()).map(|j| j == 0 || j == out.len() - 1 || owner[j - 1] != owner[j]).collect();
-                smooth(&mut out, &anchor, o);
+                let mut anchor: Vec<bool> = (0..out.len()).map(|j| j == 0 || j == out.len() - 1 || owner[j - 1] != owner[j]).collect();
+                repair(&mut out, &mut anchor, o);
+                // The counts as repaired.
+                n.clear();
+                let mut c = 0;
+                for &at in &anchor[1..] {
+                    c += 1;
+                    if at {
+                        n.push(c);
+                        c = 0;
+                    }
+                }
             }
             check_lines(&out, o.min_cell, o.max_ratio)?;
             return Ok((out, Topology(keys.into_iter().zip(n).collect())));
         }
     }
+}
+
+/// [`smooth`], and where moving lines cannot honour the grading (the counts
+/// themselves do not fit), the larger cell of each offending pair split in two
+/// (down to twice the minimum cell), then smoothed again; a few rounds.
+fn repair(v: &mut Vec<f64>, anchor: &mut Vec<bool>, o: &AxisOptions) {
+    let limit = o.max_ratio * (1.0 + 1e-9);
+    for _ in 0..40 {
+        smooth(v, anchor, o);
+        let mut split: Vec<usize> = vec![];
+        for j in 1..v.len() - 1 {
+            let (a, b) = (v[j] - v[j - 1], v[j + 1] - v[j]);
+            if ratio(a, b) > limit {
+                let k = if a > b { j - 1 } else { j };
+                if v[k + 1] - v[k] >= 2.0 * o.min_cell {
+                    split.push(k);
+                }
+            }
+        }
+        split.dedup();
+        if split.is_empty() {
+            return;
+        }
+        for &k in split.iter().rev() {
+            v.insert(k + 1, 0.5 * (v[k] + v[k + 1]));
+            anchor.insert(k + 1, false);
+        }
+    }
+    smooth(v, anchor, o);
 }
 
 /// The larger ratio of two cells.
@@ -629,8 +669,11 @@ fn smooth(v: &mut [f64], anchor: &[bool], o: &AxisOptions) {
                 }
                 w
             };
-            let m = o.min_cell.min(0.25 * (r - l));
-            let (mut a, mut b) = (l + m, r - m);
+            // Neither cell below the minimum nor above the largest.
+            let (mut a, mut b) = ((l + o.min_cell).max(r - o.max_cell), (r - o.min_cell).min(l + o.max_cell));
+            if a >= b {
+                continue;
+            }
             let phi = 0.5 * (5f64.sqrt() - 1.0);
             for _ in 0..60 {
                 let (x1, x2) = (b - phi * (b - a), a + phi * (b - a));
@@ -802,6 +845,96 @@ mod tests {
         }
         let (v, _) = lines_following(0.0, 10.0, &feats(3.0), &[], &o, Some(&tight)).unwrap();
         assert_eq!(v, a);
+    }
+
+    #[test]
+    fn exact_features_closer_than_the_minimum_cell_share_one_line() {
+        let o = opts();
+        let lines_at = |x: f64, swap: bool| {
+            let (a, b) = (Feature { pos: 3.0, kind: Kind::Exact, key: 1 }, Feature { pos: x, kind: Kind::Exact, key: 2 });
+            let f = if swap { [b, a] } else { [a, b] };
+            lines(0.0, 10.0, &f, &[], &o).unwrap()
+        };
+        let mut prev: Option<f64> = None;
+        for k in 0..=40 {
+            let x = 3.0 + 0.001 * k as f64;
+            let v = lines_at(x, false);
+            assert_eq!(v, lines_at(x, true), "x = {x}: the order of the features changed the lines");
+            // One line half-way, none at either feature (unless they coincide).
+            let mid = 0.5 * (3.0 + x);
+            let shared = *v.iter().find(|&&l| (l - mid).abs() < 1e-12).unwrap_or_else(|| panic!("x = {x}: no line at {mid}: {v:?}"));
+            assert_eq!(v.iter().filter(|&&l| (2.9..=3.1).contains(&l)).count(), 1, "x = {x}: {v:?}");
+            assert!(ratio_max(&v) <= 1.5 + 1e-9);
+            // The shared line follows the features continuously.
+            if let Some(p) = prev {
+                assert!((shared - p - 0.0005).abs() < 1e-12, "x = {x}: the shared line jumped from {p} to {shared}");
+            }
+            prev = Some(shared);
+        }
+        // A minimum cell apart, both get their own line.
+        let v = lines_at(3.06, false);
+        assert!(v.iter().any(|&l| l == 3.0) && v.iter().any(|&l| l == 3.06), "{v:?}");
+        // A feature on the domain face merges onto the face, which stays.
+        let f = [Feature { pos: 0.02, kind: Kind::Exact, key: 1 }];
+        let v = lines(0.0, 10.0, &f, &[], &o).unwrap();
+        assert_eq!(v[0], 0.0);
+        assert!(v[1] >= o.min_cell, "{v:?}");
+    }
+
+    /// Lines as the automatic mesher lays them: its own counts, then the
+    /// crowded fallback.
+    fn lines_or_crowded(f: &[Feature], o: &AxisOptions) -> Result<Vec<f64>, MeshProblem> {
+        lines(0.0, 10.0, f, &[], o).or_else(|_| lines_crowded(0.0, 10.0, f, &[], o, None).map(|(v, _)| v))
+    }
+
+    #[test]
+    fn crowded_features_never_break_the_grading() {
+        use rand::{Rng, SeedableRng};
+        let o = AxisOptions { max_cell: 0.66, min_cell: 0.0414, max_ratio: 1.5 };
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(31);
+        let (mut crowded, mut over) = (0, 0.0f64);
+        for case in 0..1000 {
+            // 5-30 metal faces and exact lines 0-3 minimum cells apart,
+            // edge cells from the minimum to half the largest cell.
+            let mut x = rng.random_range(0.5..2.0);
+            let mut f = vec![];
+            for key in 0..rng.random_range(5..30) {
+                x += rng.random_range(0.0..3.0) * o.min_cell + if rng.random_bool(0.3) { rng.random_range(0.0..0.5) } else { 0.0 };
+                if x > 9.5 {
+                    break;
+                }
+                let kind = match rng.random_range(0..3) {
+                    0 => Kind::Exact,
+                    1 => Kind::Sheet { h: rng.random_range(1.25 * o.min_cell..0.33) },
+                    _ => Kind::Metal { below: rng.random_bool(0.5), rule: EdgeRule::OnEdge, h: rng.random_range(1.25 * o.min_cell..0.33) },
+                };
+                f.push(Feature { pos: x, kind, key });
+            }
+            crowded += lines(0.0, 10.0, &f, &[], &o).is_err() as usize;
+            let v = lines_or_crowded(&f, &o).unwrap_or_else(|e| panic!("case {case}: {e}: {f:?}"));
+            // Checked here, not by the mesher's own check.
+            assert!(ratio_max(&v) <= 1.5 * (1.0 + 1e-9), "case {case}: ratio {}: {f:?}", ratio_max(&v));
+            assert!(v.windows(2).all(|w| w[1] - w[0] >= 0.5 * o.min_cell * (1.0 - 1e-9)), "case {case}: {v:?}");
+            // The density's rounding lets a cell exceed the largest by a little (as without crowding).
+            let widest = v.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+            assert!(widest <= 1.02 * o.max_cell, "case {case}: a cell of {widest}: {v:?}");
+            over = over.max(widest / o.max_cell);
+        }
+        eprintln!("{crowded} of 1000 cases crowded; widest cell {over:.4} x the largest");
+        // The fallback was needed (the cases are crowded enough to test it).
+        assert!(crowded > 0, "no case needed the crowded fallback");
+    }
+
+    #[test]
+    fn a_sheet_refines_the_mesh_normal_to_it() {
+        let o = opts();
+        let v = lines(0.0, 10.0, &[Feature { pos: 5.0, kind: Kind::Sheet { h: 0.1 }, key: 0 }], &[], &o).unwrap();
+        let i = v.iter().position(|&l| l == 5.0).unwrap();
+        assert!((v[i] - v[i - 1] - 0.1).abs() < 0.01 && (v[i + 1] - v[i] - 0.1).abs() < 0.01, "{v:?}");
+        assert!(ratio_max(&v) <= 1.5 + 1e-9);
+        // An exact line asks for no refinement.
+        let v = lines(0.0, 10.0, &[Feature { pos: 5.0, kind: Kind::Exact, key: 0 }], &[], &o).unwrap();
+        assert!(v.windows(2).all(|w| w[1] - w[0] > 0.5), "{v:?}");
     }
 
     #[test]
