@@ -246,6 +246,14 @@ impl Design {
         voxel::voxelise(&geo, &meshed, &self.file, &units, self.budget)
     }
 
+    /// The design's own mesh at `values`: the lines [`Design::jobs`] lays
+    /// before voxelising, without building the job (mesh checks and tests).
+    pub fn mesh(&self, values: &BTreeMap<String, f64>) -> Result<mesh::Meshed, DesignError> {
+        let geo = self.geometry(values, None)?;
+        let units = geometry::Units::of(&self.file, &self.origin);
+        mesh::from_design(&self.file, &self.origin, values, self.budget, self.reference.clone())?.mesh(&geo, &units)
+    }
+
     fn job(&self, values: &BTreeMap<String, f64>, over: Option<EngineKind>) -> Result<SimJob, DesignError> {
         self.job_with(values, over, None)
     }

@@ -231,7 +231,21 @@ impl AutoMesher {
             for (e, r) in ev.iter().zip(&rules) {
                 let kind = match e.kind {
                     EventKind::DomainFace { .. } => continue,
-                    EventKind::MetalEdge { metal: Side::Both } => Kind::Exact,
+                    EventKind::MetalEdge { metal: Side::Both } => {
+                        // Cells beside a sheet of the edge cell, or of its
+                        // narrowest width where that is smaller (a strip 1 mm
+                        // wide varies its field over 1 mm normal to it too).
+                        let width = match e.id.owner {
+                            Owner::Primitive(i) => geo
+                                .sheets
+                                .iter()
+                                .filter(|s| s.origin.index == i)
+                                .map(|s| (s.hi[0] - s.lo[0]).min(s.hi[1] - s.lo[1]))
+                                .fold(f64::INFINITY, f64::min),
+                            _ => f64::INFINITY,
+                        };
+                        Kind::Sheet { h: edge.min(width).max(1.25 * min) }
+                    }
                     EventKind::MetalEdge { metal } => {
                         let (rule, down, up) = r.expect("metal edges have a rule");
                         // Never so small that the graded fill next to it (whose end
@@ -320,6 +334,14 @@ impl AutoMesher {
         };
         for k in 1..5 {
             if let Ok(v) = axis::lines_following(lo, hi, &scaled(0.75f64.powi(k)), &input.slabs, o, prefer) {
+                return Ok(v);
+            }
+        }
+        // Still crowded: gaps between one and two minimum cells may split
+        // below the minimum (see [`axis::lines_crowded`]).
+        for k in 0..5 {
+            let f = if k == 0 { input.features.clone() } else { scaled(0.75f64.powi(k)) };
+            if let Ok(v) = axis::lines_crowded(lo, hi, &f, &input.slabs, o, prefer) {
                 return Ok(v);
             }
         }
@@ -479,6 +501,47 @@ mod tests {
                 }
             }
             w1 += 0.005;
+        }
+    }
+
+    #[test]
+    fn a_free_standing_strip_gets_fine_cells_beside_it_on_every_axis() {
+        // A strip dipole 1 mm wide in the plane z = 0, fed across a 1 mm gap;
+        // largest cell 5 mm (20 a wavelength at 3 GHz), edge cell 2.5 mm.
+        let text = r#"Design(
+            name: "strip_dipole", units: Millimetre,
+            parameters: { "L": Real(min: 50, max: 60) },
+            geometry: [
+                Sheet(min: ("-L/2", -0.5, 0), max: (-0.5, 0.5, 0)),
+                Sheet(min: (0.5, -0.5, 0), max: ("L/2", 0.5, 0)),
+            ],
+            domain: (x: (-60, 60), y: (-40, 40), z: (-40, 40)),
+            boundaries: (x: Absorbing, y: Absorbing, z: Absorbing),
+            ports: [Lumped(name: "feed", from: (-0.5, 0, 0), to: (0.5, 0, 0), r: 73)],
+            band: (start: 2e9, stop: 3e9, points: 11),
+            engine: Fdtd(mesh: Auto()),
+            goals: [Goal(s: (1, 1), band: (2.4e9, 2.5e9), below_db: -10)],
+            optimiser: Ga(population: 8, generations: 2, seed: 1),
+        )"#;
+        let d = Design::parse(text, "strip.ron").unwrap();
+        let m = d.mesh(&d.midpoint_values()).unwrap();
+        // The cells on both sides of a line at `x` (metres) along axis `a`.
+        let beside = |a: usize, x: f64| {
+            let v = m.mesh.lines(a);
+            let i = v.partition_point(|&l| l < x);
+            (v[i] - v[i - 1], v[i + 1] - v[i])
+        };
+        // Normal to the strip: cells of its width (1 mm) on both sides of its plane.
+        let (below, above) = beside(2, 0.0);
+        assert!(m.mesh.lines(2).contains(&0.0));
+        assert!(below <= 1.0e-3 * (1.0 + 1e-9) && above <= 1.0e-3 * (1.0 + 1e-9), "z cells beside the strip {below} {above}");
+        // Across the strip (y): at most its width; at its ends (x): the edge cell.
+        for (a, x, h) in [(1, -0.5e-3, 1.0e-3), (1, 0.5e-3, 1.0e-3), (0, -27.5e-3, 2.5e-3), (0, 27.5e-3, 2.5e-3)] {
+            let (l, r) = beside(a, x);
+            assert!(l <= h * (1.0 + 1e-9) && r <= h * (1.0 + 1e-9), "axis {a} at {x}: cells {l} {r}");
+        }
+        for a in 0..3 {
+            assert!(m.mesh.max_grading(a) <= 1.5 * (1.0 + 1e-9), "axis {a}: {}", m.mesh.max_grading(a));
         }
     }
 

@@ -50,6 +50,10 @@ pub enum Kind {
     /// A plane that must carry a line exactly: domain face, material interface,
     /// sheet plane, port plane or position.
     Exact,
+    /// The plane of a sheet lying across the axis: a line exactly on it, with
+    /// cells of size `h` on both sides (the field is singular near the
+    /// sheet's edges, so the mesh is refined normal to the sheet too).
+    Sheet { h: f64 },
     /// A metal edge (face of a PEC solid or edge of a sheet) with the metal on
     /// the low side (`below`) or the high side, meshed by `rule` with cells of
     /// size `h` next to it.
@@ -177,6 +181,9 @@ fn anchors(lo: f64, hi: f64, features: &[Feature], o: &AxisOptions) -> Result<Ve
         let on_face = (f.pos - lo).abs() <= tol || (f.pos - hi).abs() <= tol;
         match f.kind {
             Kind::Exact => v.push(Anchor { pos: f.pos, h: free, id: f.key * 4, prio: 2 }),
+            // A sheet on the domain face needs no refinement beside it: only the inside is meshed.
+            Kind::Sheet { .. } if on_face => v.push(Anchor { pos: f.pos, h: free, id: f.key * 4, prio: 2 }),
+            Kind::Sheet { h } => v.push(Anchor { pos: f.pos, h: h.clamp(o.min_cell, o.max_cell), id: f.key * 4, prio: 2 }),
             // A metal face on the domain face is no edge: the face line holds it.
             Kind::Metal { .. } if on_face => {}
             Kind::Metal { below, rule, h } => match rule.inside() {
@@ -214,19 +221,35 @@ fn anchors(lo: f64, hi: f64, features: &[Feature], o: &AxisOptions) -> Result<Ve
             _ => out.push(a),
         }
     }
-    // Closer than the minimum cell: the lower priority anchor goes (the edge
-    // rule's pair gives way to exact lines); between equals the later one.
+    // Closer than the minimum cell: two lines that must both be exact (exact
+    // lines, on-edge metal lines, a domain face) share one line -- the face,
+    // or else half-way between them, under the lower identity of the two, so
+    // the identity does not depend on which is left of the other and the
+    // shared line moves continuously with both -- and the voxeliser snaps
+    // both features onto it. Otherwise the lower priority anchor goes (the
+    // edge rule's pair gives way to exact lines); between equals the later
+    // one. The closest pair is resolved first.
     loop {
         let close = (1..out.len()).filter(|&i| out[i].pos - out[i - 1].pos < o.min_cell * (1.0 - 1e-9)).min_by(|&i, &j| {
             (out[i].pos - out[i - 1].pos).total_cmp(&(out[j].pos - out[j - 1].pos))
         });
         let Some(i) = close else { break };
         let (a, b) = (out[i - 1], out[i]);
-        if a.prio == 2 && b.prio == 2 || a.prio == 3 && b.prio >= 2 && b.pos < hi - tol || b.prio == 3 && a.prio >= 2 && a.pos > lo + tol
-        {
-            // Two exact lines (or an exact line and a face) too close: no mesh
-            // can honour both at this minimum cell.
+        if a.prio == 3 && b.prio == 3 {
+            // The domain itself is narrower than the minimum cell.
             return Err(MeshProblem::TooClose { a: a.pos, b: b.pos, min_cell: o.min_cell });
+        }
+        if a.prio >= 2 && b.prio >= 2 {
+            let (pos, id, prio) = if a.prio == 3 {
+                (a.pos, a.id, 3)
+            } else if b.prio == 3 {
+                (b.pos, b.id, 3)
+            } else {
+                (0.5 * (a.pos + b.pos), a.id.min(b.id), 2)
+            };
+            out[i - 1] = Anchor { pos, h: a.h.min(b.h), id, prio };
+            out.remove(i);
+            continue;
         }
         let drop = if a.prio > b.prio || (a.prio == b.prio && a.id < b.id) { i } else { i - 1 };
         let keep = if drop == i { i - 1 } else { i };
@@ -238,32 +261,58 @@ fn anchors(lo: f64, hi: f64, features: &[Feature], o: &AxisOptions) -> Result<Ve
 
 /// The cell size wanted at `x` in an interval `[a, b]` whose ends want `ha`
 /// and `hb`: grows linearly away from each end (geometric grading) up to `cap`.
+/// `k`: [`end_scale`] of `g`.
 #[inline]
-fn density_h(x: f64, a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> f64 {
-    // A cell starting where the density is h0 spans h0 (e^g - 1) / g; scaling
-    // the ends by the inverse makes the cell next to an anchor the anchor's size.
-    let k = g / g.exp_m1();
+#[allow(clippy::too_many_arguments)]
+fn density_h(x: f64, a: f64, b: f64, ha: f64, hb: f64, g: f64, k: f64, cap: f64) -> f64 {
     (k * ha + g * (x - a)).min(k * hb + g * (b - x)).min(cap)
+}
+
+/// A cell starting where the density is h0 spans h0 (e^g - 1) / g; scaling
+/// the ends by the inverse makes the cell next to an anchor the anchor's size.
+#[inline]
+fn end_scale(g: f64) -> f64 {
+    g / g.exp_m1()
 }
 
 /// Samples per interval of the cumulative density (placement resolution).
 const SAMPLES: usize = 128;
 
+/// The sample points of `[a, b]`.
+#[inline]
+fn sample(a: f64, b: f64, k: usize) -> f64 {
+    a + (b - a) * k as f64 / SAMPLES as f64
+}
+
 /// The cumulative count of cells `F(x) = int_a^x dx / h(x)` on `SAMPLES + 1`
 /// points (trapezoids); `F(b)` is the smallest cell count that honours `h`.
 fn cumulative(a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> (Vec<f64>, Vec<f64>) {
-    let xs: Vec<f64> = (0..=SAMPLES).map(|k| a + (b - a) * k as f64 / SAMPLES as f64).collect();
+    let k = end_scale(g);
+    let xs: Vec<f64> = (0..=SAMPLES).map(|j| sample(a, b, j)).collect();
     let mut fs = vec![0.0; SAMPLES + 1];
-    for k in 1..=SAMPLES {
-        let h0 = density_h(xs[k - 1], a, b, ha, hb, g, cap);
-        let h1 = density_h(xs[k], a, b, ha, hb, g, cap);
-        fs[k] = fs[k - 1] + 0.5 * (xs[k] - xs[k - 1]) * (1.0 / h0 + 1.0 / h1);
+    let mut h0 = density_h(xs[0], a, b, ha, hb, g, k, cap);
+    for j in 1..=SAMPLES {
+        let h1 = density_h(xs[j], a, b, ha, hb, g, k, cap);
+        fs[j] = fs[j - 1] + 0.5 * (xs[j] - xs[j - 1]) * (1.0 / h0 + 1.0 / h1);
+        h0 = h1;
     }
     (xs, fs)
 }
 
+/// `F(b)` of [`cumulative`], the same sum without keeping the samples (the
+/// counts and caps evaluate it many times per interval).
 fn count(a: f64, b: f64, ha: f64, hb: f64, g: f64, cap: f64) -> f64 {
-    cumulative(a, b, ha, hb, g, cap).1[SAMPLES]
+    let k = end_scale(g);
+    let mut x0 = sample(a, b, 0);
+    let mut h0 = density_h(x0, a, b, ha, hb, g, k, cap);
+    let mut f = 0.0;
+    for j in 1..=SAMPLES {
+        let x1 = sample(a, b, j);
+        let h1 = density_h(x1, a, b, ha, hb, g, k, cap);
+        f += 0.5 * (x1 - x0) * (1.0 / h0 + 1.0 / h1);
+        (x0, h0) = (x1, h1);
+    }
+    f
 }
 
 /// Growth per unit length that keeps neighbouring cells within `ratio`
@@ -336,6 +385,21 @@ fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells], fixed: &[Option<usi
     let r = 0.92 * o.max_ratio;
     // The two lines of one edge (thirds rule) are one cell apart by construction.
     let pair = |i: usize| an[i].id / 4 == an[i + 1].id / 4 && an[i].id % 4 != 0 && an[i + 1].id % 4 != 0;
+    // The last need and cap of each interval and the end cells and count they
+    // came from: most intervals' ends settle after a pass or two, and the
+    // sums behind both are the mesher's cost.
+    let mut need_memo: Vec<Option<(f64, f64, usize)>> = vec![None; m];
+    let mut cap_memo: Vec<Option<(f64, f64, usize, f64)>> = vec![None; m];
+    let mut cap_of = |i: usize, h: &[f64], n: usize| -> f64 {
+        match cap_memo[i] {
+            Some((ha, hb, k, c)) if ha == h[i] && hb == h[i + 1] && k == n => c,
+            _ => {
+                let c = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], n, o);
+                cap_memo[i] = Some((h[i], h[i + 1], n, c));
+                c
+            }
+        }
+    };
     for _ in 0..16 {
         for i in 0..m {
             if pair(i) {
@@ -345,11 +409,19 @@ fn solve(an: &[Anchor], o: &AxisOptions, slabs: &[MinCells], fixed: &[Option<usi
             }
             if let Some(nf) = fixed[i] {
                 n[i] = nf;
-                cap[i] = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], nf, o);
+                cap[i] = cap_of(i, &h, nf);
                 continue;
             }
-            n[i] = n[i].max(needed(an[i].pos, an[i + 1].pos, h[i], h[i + 1], o, slabs));
-            cap[i] = cap_for(an[i].pos, an[i + 1].pos, h[i], h[i + 1], n[i], o);
+            let need = match need_memo[i] {
+                Some((ha, hb, k)) if ha == h[i] && hb == h[i + 1] => k,
+                _ => {
+                    let k = needed(an[i].pos, an[i + 1].pos, h[i], h[i + 1], o, slabs);
+                    need_memo[i] = Some((h[i], h[i + 1], k));
+                    k
+                }
+            };
+            n[i] = n[i].max(need);
+            cap[i] = cap_of(i, &h, n[i]);
         }
         let mut changed = false;
         for k in 0..=m {
@@ -422,8 +494,39 @@ pub fn lines_following(
     o: &AxisOptions,
     prefer: Option<&Topology>,
 ) -> Result<(Vec<f64>, Topology), MeshProblem> {
+    lines_with(lo, hi, features, slabs, o, prefer, false)
+}
+
+/// [`lines_following`] for crowded features, where it breaks the grading:
+/// two lines between one and two minimum cells apart next to a cell of about
+/// the minimum can be neither one cell (too large beside the small one) nor
+/// two (each below the minimum). Here such a gap takes two cells, down to half
+/// the minimum cell; lines closer than the minimum still share one line.
+pub fn lines_crowded(
+    lo: f64,
+    hi: f64,
+    features: &[Feature],
+    slabs: &[MinCells],
+    o: &AxisOptions,
+    prefer: Option<&Topology>,
+) -> Result<(Vec<f64>, Topology), MeshProblem> {
+    lines_with(lo, hi, features, slabs, o, prefer, true)
+}
+
+fn lines_with(
+    lo: f64,
+    hi: f64,
+    features: &[Feature],
+    slabs: &[MinCells],
+    o: &AxisOptions,
+    prefer: Option<&Topology>,
+    crowded: bool,
+) -> Result<(Vec<f64>, Topology), MeshProblem> {
     o.check()?;
     let an = anchors(lo, hi, features, o)?;
+    // The fill's rules: the anchors' own minimum, or half of it when crowded.
+    let fill = if crowded { AxisOptions { min_cell: 0.5 * o.min_cell, ..*o } } else { *o };
+    let o = &fill;
     let keys: Vec<(u64, u64)> = an.windows(2).map(|w| (w[0].id, w[1].id)).collect();
     let mut fixed: Vec<Option<usize>> = keys
         .iter()
@@ -466,8 +569,127 @@ pub fn lines_following(
                 fixed.iter_mut().for_each(|f| *f = None);
                 continue;
             }
+            let mut n = n;
+            if crowded {
+                let mut anchor: Vec<bool> = (0..out.len()).map(|j| j == 0 || j == out.len() - 1 || owner[j - 1] != owner[j]).collect();
+                repair(&mut out, &mut anchor, o);
+                // The counts as repaired.
+                n.clear();
+                let mut c = 0;
+                for &at in &anchor[1..] {
+                    c += 1;
+                    if at {
+                        n.push(c);
+                        c = 0;
+                    }
+                }
+            }
             check_lines(&out, o.min_cell, o.max_ratio)?;
             return Ok((out, Topology(keys.into_iter().zip(n).collect())));
+        }
+    }
+}
+
+/// [`smooth`], and where moving lines cannot honour the grading (the counts
+/// themselves do not fit), the larger cell of each offending pair split in two
+/// (down to twice the minimum cell), then smoothed again; a few rounds.
+fn repair(v: &mut Vec<f64>, anchor: &mut Vec<bool>, o: &AxisOptions) {
+    let limit = o.max_ratio * (1.0 + 1e-9);
+    for _ in 0..40 {
+        smooth(v, anchor, o);
+        let mut split: Vec<usize> = vec![];
+        for j in 1..v.len() - 1 {
+            let (a, b) = (v[j] - v[j - 1], v[j + 1] - v[j]);
+            if ratio(a, b) > limit {
+                let k = if a > b { j - 1 } else { j };
+                if v[k + 1] - v[k] >= 2.0 * o.min_cell {
+                    split.push(k);
+                }
+            }
+        }
+        split.dedup();
+        if split.is_empty() {
+            return;
+        }
+        for &k in split.iter().rev() {
+            v.insert(k + 1, 0.5 * (v[k] + v[k + 1]));
+            anchor.insert(k + 1, false);
+        }
+    }
+    smooth(v, anchor, o);
+}
+
+/// The larger ratio of two cells.
+fn ratio(p: f64, q: f64) -> f64 {
+    (p / q).max(q / p)
+}
+
+/// Moves the free lines (not `anchor`) of `v` where neighbouring cells break
+/// the grading, keeping every count: each free line near a violation goes to
+/// where the largest ratio among its two cells and their outer neighbours is
+/// least (that ratio is quasi-convex in the line's position: golden-section
+/// search), sweeping until the grading holds or no sweep helps. The last
+/// resort of a crowded axis, whose counts fit but whose density-placed lines
+/// do not (each cell within the grading of its anchor's cell, but the cells
+/// on the two sides of an anchor pulled in opposite directions).
+fn smooth(v: &mut [f64], anchor: &[bool], o: &AxisOptions) {
+    let limit = o.max_ratio * (1.0 + 1e-9);
+    let cell = |v: &[f64], j: usize| v[j + 1] - v[j];
+    for _ in 0..200 {
+        // Free lines within two cells of a violation.
+        let mut near = vec![false; v.len()];
+        let mut any = false;
+        for j in 1..v.len() - 1 {
+            if ratio(cell(v, j - 1), cell(v, j)) > limit {
+                any = true;
+                for k in j.saturating_sub(2)..(j + 3).min(v.len()) {
+                    near[k] = true;
+                }
+            }
+        }
+        if !any {
+            return;
+        }
+        let before = v.to_vec();
+        for j in 1..v.len() - 1 {
+            if anchor[j] || !near[j] {
+                continue;
+            }
+            let (l, r) = (v[j - 1], v[j + 1]);
+            let outer_l = (j >= 2).then(|| v[j - 1] - v[j - 2]);
+            let outer_r = (j + 2 < v.len()).then(|| v[j + 2] - v[j + 1]);
+            let worst = |x: f64| {
+                let (a, b) = (x - l, r - x);
+                let mut w = ratio(a, b);
+                if let Some(p) = outer_l {
+                    w = w.max(ratio(p, a));
+                }
+                if let Some(q) = outer_r {
+                    w = w.max(ratio(b, q));
+                }
+                w
+            };
+            // Neither cell below the minimum nor above the largest.
+            let (mut a, mut b) = ((l + o.min_cell).max(r - o.max_cell), (r - o.min_cell).min(l + o.max_cell));
+            if a >= b {
+                continue;
+            }
+            let phi = 0.5 * (5f64.sqrt() - 1.0);
+            for _ in 0..60 {
+                let (x1, x2) = (b - phi * (b - a), a + phi * (b - a));
+                if worst(x1) <= worst(x2) {
+                    b = x2;
+                } else {
+                    a = x1;
+                }
+            }
+            let x = 0.5 * (a + b);
+            if worst(x) < worst(v[j]) {
+                v[j] = x;
+            }
+        }
+        if v == before.as_slice() {
+            return;
         }
     }
 }
@@ -626,6 +848,96 @@ mod tests {
     }
 
     #[test]
+    fn exact_features_closer_than_the_minimum_cell_share_one_line() {
+        let o = opts();
+        let lines_at = |x: f64, swap: bool| {
+            let (a, b) = (Feature { pos: 3.0, kind: Kind::Exact, key: 1 }, Feature { pos: x, kind: Kind::Exact, key: 2 });
+            let f = if swap { [b, a] } else { [a, b] };
+            lines(0.0, 10.0, &f, &[], &o).unwrap()
+        };
+        let mut prev: Option<f64> = None;
+        for k in 0..=40 {
+            let x = 3.0 + 0.001 * k as f64;
+            let v = lines_at(x, false);
+            assert_eq!(v, lines_at(x, true), "x = {x}: the order of the features changed the lines");
+            // One line half-way, none at either feature (unless they coincide).
+            let mid = 0.5 * (3.0 + x);
+            let shared = *v.iter().find(|&&l| (l - mid).abs() < 1e-12).unwrap_or_else(|| panic!("x = {x}: no line at {mid}: {v:?}"));
+            assert_eq!(v.iter().filter(|&&l| (2.9..=3.1).contains(&l)).count(), 1, "x = {x}: {v:?}");
+            assert!(ratio_max(&v) <= 1.5 + 1e-9);
+            // The shared line follows the features continuously.
+            if let Some(p) = prev {
+                assert!((shared - p - 0.0005).abs() < 1e-12, "x = {x}: the shared line jumped from {p} to {shared}");
+            }
+            prev = Some(shared);
+        }
+        // A minimum cell apart, both get their own line.
+        let v = lines_at(3.06, false);
+        assert!(v.iter().any(|&l| l == 3.0) && v.iter().any(|&l| l == 3.06), "{v:?}");
+        // A feature on the domain face merges onto the face, which stays.
+        let f = [Feature { pos: 0.02, kind: Kind::Exact, key: 1 }];
+        let v = lines(0.0, 10.0, &f, &[], &o).unwrap();
+        assert_eq!(v[0], 0.0);
+        assert!(v[1] >= o.min_cell, "{v:?}");
+    }
+
+    /// Lines as the automatic mesher lays them: its own counts, then the
+    /// crowded fallback.
+    fn lines_or_crowded(f: &[Feature], o: &AxisOptions) -> Result<Vec<f64>, MeshProblem> {
+        lines(0.0, 10.0, f, &[], o).or_else(|_| lines_crowded(0.0, 10.0, f, &[], o, None).map(|(v, _)| v))
+    }
+
+    #[test]
+    fn crowded_features_never_break_the_grading() {
+        use rand::{Rng, SeedableRng};
+        let o = AxisOptions { max_cell: 0.66, min_cell: 0.0414, max_ratio: 1.5 };
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(31);
+        let (mut crowded, mut over) = (0, 0.0f64);
+        for case in 0..1000 {
+            // 5-30 metal faces and exact lines 0-3 minimum cells apart,
+            // edge cells from the minimum to half the largest cell.
+            let mut x = rng.random_range(0.5..2.0);
+            let mut f = vec![];
+            for key in 0..rng.random_range(5..30) {
+                x += rng.random_range(0.0..3.0) * o.min_cell + if rng.random_bool(0.3) { rng.random_range(0.0..0.5) } else { 0.0 };
+                if x > 9.5 {
+                    break;
+                }
+                let kind = match rng.random_range(0..3) {
+                    0 => Kind::Exact,
+                    1 => Kind::Sheet { h: rng.random_range(1.25 * o.min_cell..0.33) },
+                    _ => Kind::Metal { below: rng.random_bool(0.5), rule: EdgeRule::OnEdge, h: rng.random_range(1.25 * o.min_cell..0.33) },
+                };
+                f.push(Feature { pos: x, kind, key });
+            }
+            crowded += lines(0.0, 10.0, &f, &[], &o).is_err() as usize;
+            let v = lines_or_crowded(&f, &o).unwrap_or_else(|e| panic!("case {case}: {e}: {f:?}"));
+            // Checked here, not by the mesher's own check.
+            assert!(ratio_max(&v) <= 1.5 * (1.0 + 1e-9), "case {case}: ratio {}: {f:?}", ratio_max(&v));
+            assert!(v.windows(2).all(|w| w[1] - w[0] >= 0.5 * o.min_cell * (1.0 - 1e-9)), "case {case}: {v:?}");
+            // The density's rounding lets a cell exceed the largest by a little (as without crowding).
+            let widest = v.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+            assert!(widest <= 1.02 * o.max_cell, "case {case}: a cell of {widest}: {v:?}");
+            over = over.max(widest / o.max_cell);
+        }
+        eprintln!("{crowded} of 1000 cases crowded; widest cell {over:.4} x the largest");
+        // The fallback was needed (the cases are crowded enough to test it).
+        assert!(crowded > 0, "no case needed the crowded fallback");
+    }
+
+    #[test]
+    fn a_sheet_refines_the_mesh_normal_to_it() {
+        let o = opts();
+        let v = lines(0.0, 10.0, &[Feature { pos: 5.0, kind: Kind::Sheet { h: 0.1 }, key: 0 }], &[], &o).unwrap();
+        let i = v.iter().position(|&l| l == 5.0).unwrap();
+        assert!((v[i] - v[i - 1] - 0.1).abs() < 0.01 && (v[i + 1] - v[i] - 0.1).abs() < 0.01, "{v:?}");
+        assert!(ratio_max(&v) <= 1.5 + 1e-9);
+        // An exact line asks for no refinement.
+        let v = lines(0.0, 10.0, &[Feature { pos: 5.0, kind: Kind::Exact, key: 0 }], &[], &o).unwrap();
+        assert!(v.windows(2).all(|w| w[1] - w[0] > 0.5), "{v:?}");
+    }
+
+    #[test]
     fn slab_gets_its_minimum_cells() {
         let o = opts();
         let f = [Feature { pos: 1.6, kind: Kind::Exact, key: 1 }];
@@ -636,8 +948,8 @@ mod tests {
     #[test]
     fn bad_input_is_named() {
         let o = opts();
-        let f = [Feature { pos: 3.0, kind: Kind::Exact, key: 1 }, Feature { pos: 3.01, kind: Kind::Exact, key: 2 }];
-        assert!(matches!(lines(0.0, 10.0, &f, &[], &o), Err(MeshProblem::TooClose { .. })));
+        // The domain narrower than the minimum cell.
+        assert!(matches!(lines(0.0, 0.01, &[], &[], &o), Err(MeshProblem::TooClose { .. })));
         let f = [Feature { pos: 11.0, kind: Kind::Exact, key: 1 }];
         assert!(matches!(lines(0.0, 10.0, &f, &[], &o), Err(MeshProblem::Outside { .. })));
         assert!(matches!(check_lines(&[0.0, 1.0, 0.5], 0.01, 1.5), Err(MeshProblem::CellTooSmall { .. })));
