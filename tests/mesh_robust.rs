@@ -149,6 +149,11 @@ fn patch_candidates_all_mesh() {
 }
 
 #[test]
+fn circular_patch_candidates_all_mesh() {
+    assert_robust("tests/fixtures/circular_patch_2g4.ron", 5);
+}
+
+#[test]
 fn siw_filter_candidates_all_mesh() {
     assert_robust("tests/fixtures/siw_bandpass_filter.ron", 4);
 }
