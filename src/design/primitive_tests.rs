@@ -169,6 +169,8 @@ fn shapes_users_get_wrong_are_named_with_the_fix() {
     assert!(e.contains("geometry[0] (Repeat)[copy 4].items[0] (Cylinder)") && e.contains("outside the domain along x"), "{e}");
     let e = refused(r#"Group(transform: (translate: (1, 0, 0)), items: [Substrate(material: "d4", z0: 0, thickness: 1)]), "#);
     assert!(e.contains("cannot be moved"), "{e}");
+    let e = refused(r#"Cylinder(axis: Z, center: (4, 2, 0), radius: 0.1, from: 0, to: 8, material: "d4"), "#);
+    assert!(e.contains("geometry[0] (Cylinder)") && e.contains("covers no cell centre"), "{e}");
     let e = refused(r#"Disc(normal: Z, at: 4, center: (5, 3), radius: 0.1), "#);
     assert!(e.contains("covers no cell centre"), "{e}");
     let e = refused(r#"Group(items: [Cylinder(axis: Z, center: (5, 3, 0), radius: 1, from: 0, to: 1, material: "gold")]), "#);

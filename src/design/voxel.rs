@@ -234,6 +234,17 @@ fn check_covers(s: &Snap, x: &Solid, u: &Units) -> Result<(), DesignError> {
                 return Err(u.err(at.as_str(), "covers no cell centre: its radius is below half a cell, or it lies outside the domain"));
             }
         }
+        (_, Shape::Extruded { axis, lo, hi, region, .. }) => {
+            // As for a Post: a shape thinner than a cell would vanish without a word.
+            let (p, q) = axis.others();
+            let (a, p, q) = (axis.index(), p.index(), q.index());
+            let (bl, bh) = region.bbox();
+            let covers = !s.cells_in(a, *lo, *hi).is_empty()
+                && s.cells_in(p, bl[0], bh[0]).any(|i| s.cells_in(q, bl[1], bh[1]).any(|j| region.contains([s.centre(p, i), s.centre(q, j)])));
+            if !covers {
+                return Err(u.err(at.as_str(), "covers no cell centre: it is thinner than a cell here, or outside the domain; refine the mesh or enlarge it"));
+            }
+        }
         _ => {}
     }
     Ok(())
@@ -431,11 +442,11 @@ fn shaped_rows(s: &Snap, x: &ShapedSheet) -> Vec<Sheet> {
     let plane = s.node(x.normal.index(), x.coord);
     let (bl, bh) = x.region.bbox();
     let mut out = vec![];
+    let cells = s.cells_in(p, bl[0], bh[0]);
+    let end = cells.end;
     for j in s.cells_in(q, bl[1], bh[1]) {
         let mut run: Option<usize> = None;
-        let cells = s.cells_in(p, bl[0], bh[0]);
-        let end = cells.end;
-        for i in cells.chain(std::iter::once(end)) {
+        for i in cells.clone().chain(std::iter::once(end)) {
             let inside = i < end && x.region.contains([s.centre(p, i), s.centre(q, j)]);
             match (inside, run) {
                 (true, None) => run = Some(i),
