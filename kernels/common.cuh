@@ -30,6 +30,7 @@
 #define EMV_INJECT_THREADS 128
 // Threads per block of fdtd_dft.
 #define EMV_DFT_THREADS 256
+#define EMV_EDGE_THREADS 128
 
 // One design of the batch: its grid, where its arrays start in the pools and
 // how its blocks tile it.
@@ -174,6 +175,32 @@ struct PortPtrs {
 // src_*:  source points of the driven ports: E[comp][idx] += coef * gval[design*gstride + step]
 // active: 1 while a design still runs
 // tv, ti: port voltage/current samples [port*tstride + step]
+
+// Edge currents (fdtd_edges, fdtd_edges.cuh; built by cuda/edges.rs from
+// each operator's fdtd::edges::EdgeTerms, poles and edges of every design
+// concatenated): per edge design, comp, idx, s, g0, inv_den, first (edges+1,
+// into the pole arrays), e_prev; per pole kp, kd, q0, q1 and memories p, dd.
+struct EdgePtrs {
+    float* e[3];
+    const FdtdDesign* designs;
+    const int* active;
+    const int* design;
+    const int* comp;
+    const int* idx;
+    const float* s;
+    const float* g0;
+    const float* inv_den;
+    const int* first;
+    float* e_prev;
+    const float* kp;
+    const float* kd;
+    const float* q0;
+    const float* q1;
+    float* p;
+    float* dd;
+    int n_edges;
+    int pad;
+};
 
 // Tables of the two-step pass for slim designs (fdtd_step2, fdtd_slim.cuh;
 // built by slim.rs SlimPlan).

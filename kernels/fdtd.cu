@@ -389,3 +389,5 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
 #include "fdtd_ports.cuh"
 
 #include "fdtd_slim.cuh"
+
+#include "fdtd_edges.cuh"

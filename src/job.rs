@@ -70,14 +70,94 @@ pub struct Material {
     pub mu_r: f64,
     /// A perfect conductor: every E edge touching it is forced to zero.
     pub pec: bool,
+    /// Dispersion poles added to `eps_r` (then the permittivity at infinite
+    /// frequency): eps(w) = eps_r + sum of the poles' susceptibilities, plus
+    /// `sigma / (j w eps0)`. FDTD only (auxiliary differential equations).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub poles: Vec<Pole>,
+}
+
+/// One term of a dispersive susceptibility chi(w) (e^{jwt} convention).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Pole {
+    /// Debye relaxation: `delta_eps / (1 + j w tau)`; `tau` in seconds.
+    Debye { delta_eps: f64, tau: f64 },
+    /// Lorentz resonance: `delta_eps w0^2 / (w0^2 + 2 j w delta - w^2)`;
+    /// `omega0` and `delta` (damping) in rad/s and 1/s.
+    Lorentz { delta_eps: f64, omega0: f64, delta: f64 },
+    /// Drude: `-omega_p^2 / (w^2 - j w gamma)` (rad/s, 1/s).
+    Drude { omega_p: f64, gamma: f64 },
+}
+
+impl Pole {
+    /// The pole's susceptibility at angular frequency `w`.
+    pub fn chi(&self, w: f64) -> num_complex::Complex64 {
+        use num_complex::Complex64 as C;
+        let j = C::new(0.0, 1.0);
+        match *self {
+            Pole::Debye { delta_eps, tau } => C::from(delta_eps) / (1.0 + j * w * tau),
+            Pole::Lorentz { delta_eps, omega0, delta } => C::from(delta_eps * omega0 * omega0) / (omega0 * omega0 + 2.0 * j * w * delta - w * w),
+            Pole::Drude { omega_p, gamma } => -C::from(omega_p * omega_p) / (w * w - j * w * gamma),
+        }
+    }
+}
+
+/// How a lumped load's elements are connected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Topology {
+    Series,
+    Parallel,
+}
+
+/// A lumped R, L, C load spread over `len` E edges along `axis` from mesh
+/// node `start` (as a lumped port, without a source). `None` means the
+/// element is absent: a short in series (R = 0, L = 0, C = infinite), an open
+/// in parallel (R, L infinite, C = 0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    pub name: String,
+    pub axis: Axis,
+    pub start: [usize; 3],
+    pub len: usize,
+    pub r: Option<f64>,
+    pub l: Option<f64>,
+    pub c: Option<f64>,
+    pub topology: Topology,
+}
+
+impl Load {
+    /// The load's impedance at angular frequency `w` (ohms).
+    pub fn impedance(&self, w: f64) -> num_complex::Complex64 {
+        use num_complex::Complex64 as C;
+        let j = C::new(0.0, 1.0);
+        match self.topology {
+            Topology::Series => {
+                let mut z = C::from(self.r.unwrap_or(0.0)) + j * w * self.l.unwrap_or(0.0);
+                if let Some(c) = self.c {
+                    z += 1.0 / (j * w * c);
+                }
+                z
+            }
+            Topology::Parallel => {
+                let mut y = j * w * self.c.unwrap_or(0.0);
+                if let Some(r) = self.r {
+                    y += 1.0 / r;
+                }
+                if let Some(l) = self.l {
+                    y += 1.0 / (j * w * l);
+                }
+                1.0 / y
+            }
+        }
+    }
 }
 
 impl Material {
     pub fn vacuum() -> Self {
-        Material { name: "vacuum".into(), eps_r: 1.0, sigma: 0.0, mu_r: 1.0, pec: false }
+        Material { name: "vacuum".into(), eps_r: 1.0, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] }
     }
     pub fn pec() -> Self {
-        Material { name: "pec".into(), eps_r: 1.0, sigma: 0.0, mu_r: 1.0, pec: true }
+        Material { name: "pec".into(), eps_r: 1.0, sigma: 0.0, mu_r: 1.0, pec: true, poles: vec![] }
     }
 }
 
@@ -302,6 +382,9 @@ pub struct SimJob {
     /// structure (one per driven port).
     pub cell_mat: Arc<Vec<u8>>,
     pub sheets: Vec<Sheet>,
+    /// Lumped R, L, C loads (FDTD only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loads: Vec<Load>,
     pub ports: Vec<Port>,
     /// Field monitors beyond the ports (results in [`SimOutput::monitors`]).
     pub monitors: Vec<Monitor>,
@@ -333,6 +416,7 @@ impl SimJob {
             && self.pml == other.pml
             && self.materials == other.materials
             && self.sheets == other.sheets
+            && self.loads == other.loads
             && self.ports == other.ports
             && self.pulse == other.pulse
             && self.courant == other.courant

@@ -494,7 +494,7 @@ fn material(cx: &Ctx, g: &mut Geometry, name: &str, at: &str) -> Result<u8, Desi
                 // A loss tangent becomes the conductivity that gives it at the band centre.
                 let fc = 0.5 * (cx.d.band.start + cx.d.band.stop);
                 let sigma = sigma.unwrap_or_else(|| 2.0 * std::f64::consts::PI * fc * EPS0 * eps_r * tan_delta.unwrap_or(0.0));
-                Material { name: name.into(), eps_r, sigma, mu_r: mu_r.unwrap_or(1.0), pec: false }
+                Material { name: name.into(), eps_r, sigma, mu_r: mu_r.unwrap_or(1.0), pec: false, poles: vec![] }
             }
             None => return Err(cx.err(at, format!("unknown material `{name}`"))),
         }

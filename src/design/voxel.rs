@@ -142,6 +142,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         materials: geo.materials.clone(),
         cell_mat: cell_mat.into(),
         sheets,
+        loads: vec![],
         ports,
         drive: 0,
         monitors: vec![],

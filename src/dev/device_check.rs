@@ -86,10 +86,11 @@ pub fn base_job(label: &str, n: [usize; 3], d: f64, bnd: [[Boundary; 2]; 3], pml
         materials: vec![
             Material::vacuum(),
             Material::pec(),
-            Material { name: "lossy".into(), eps_r: 3.0, sigma: 0.05, mu_r: 1.0, pec: false },
+            Material { name: "lossy".into(), eps_r: 3.0, sigma: 0.05, mu_r: 1.0, pec: false, poles: vec![] },
         ],
         cell_mat: vec![0; cells].into(),
         sheets: vec![],
+        loads: vec![],
         ports: vec![],
         drive: 0,
         monitors: vec![],
@@ -279,7 +280,7 @@ pub fn zero_jobs(small: bool) -> Vec<SimJob> {
     }
     let mut bad = base_job("unstable (eps < 0)", [8, 8, 8], 1e-3, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (1e9, 2e9));
     bad.ports = vec![lumped("p", Axis::Z, [4, 4, 3], 2)];
-    bad.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false });
+    bad.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] });
     bad.cell_mat_mut().iter_mut().for_each(|m| *m = 3);
     bad.stop.max_steps = if small { 200 } else { 4000 };
     v.push(bad);

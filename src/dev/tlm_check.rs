@@ -23,7 +23,7 @@ pub fn iris_filter_jobs(engine: EngineKind) -> Result<Vec<SimJob>, DesignError> 
 }
 
 fn mat(name: &str, eps_r: f64, sigma: f64, mu_r: f64) -> Material {
-    Material { name: name.into(), eps_r, sigma, mu_r, pec: false }
+    Material { name: name.into(), eps_r, sigma, mu_r, pec: false, poles: vec![] }
 }
 
 fn fill(job: &mut SimJob, lo: [usize; 3], hi: [usize; 3], m: u8) {
@@ -63,6 +63,7 @@ pub fn loaded_cavity(engine: EngineKind, small: bool) -> SimJob {
         pml: [[3, 4], [0, 0], [0, 0]],
         materials: vec![Material::vacuum(), Material::pec(), mat("lossy", 3.0, 0.05, 1.0), mat("magnetic", 2.2, 0.0, 1.5)],
         sheets: vec![Sheet { normal: Axis::Z, plane: n[2] / 2, lo: [5, 2], hi: [9, 6] }],
+        loads: vec![],
         ports: vec![lumped("a", Axis::Y, [6, 2, 3], 3, 50.0), lumped("b", Axis::Z, [n[0] - 6, n[1] - 4, 2], 2, 75.0)],
         drive: 0,
         monitors: vec![],
@@ -93,6 +94,7 @@ pub fn stretched_guide_probe(small: bool) -> SimJob {
         pml: [[0; 2]; 3],
         materials: vec![Material::vacuum(), Material::pec()],
         sheets: vec![],
+        loads: vec![],
         ports: vec![guide_port("p1", 6, 1, a), guide_port("p2", nz - 6, -1, a), lumped("probe", Axis::Y, [nx / 3, 0, nz / 2], ny, 1e4)],
         drive: 0,
         monitors: vec![],
@@ -117,6 +119,7 @@ pub fn loaded_2d(small: bool) -> SimJob {
         pml: [[4, 4], [0, 0], [0, 0]],
         materials: vec![Material::vacuum(), Material::pec(), mat("lossy", 2.5, 0.08, 1.0), mat("magnetic", 3.0, 0.0, 1.3)],
         sheets: vec![Sheet { normal: Axis::Z, plane: nz / 2, lo: [6, 0], hi: [11, 1] }],
+        loads: vec![],
         ports: vec![lumped("a", Axis::Y, [7, 0, 4], 1, 50.0), lumped("b", Axis::Y, [nx - 8, 0, nz - 5], 1, 100.0)],
         drive: 1,
         monitors: vec![],

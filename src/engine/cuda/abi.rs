@@ -21,16 +21,19 @@ pub const LEAN_CUH: &str = include_str!("../../../kernels/fdtd_lean.cuh");
 pub const PORTS_CUH: &str = include_str!("../../../kernels/fdtd_ports.cuh");
 /// `kernels/fdtd_slim.cuh`: the two-step pass of slim designs (included by fdtd.cu).
 pub const SLIM_CUH: &str = include_str!("../../../kernels/fdtd_slim.cuh");
+/// The edge-current kernel (dispersive media, lumped loads).
+pub const EDGES_CUH: &str = include_str!("../../../kernels/fdtd_edges.cuh");
 /// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
 pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// The headers NVRTC gets pasted in, in the order they are inlined: a
 /// header before those it includes itself (fdtd_fused.cuh includes
 /// fdtd_lean.cuh, which includes fdtd_cell.cuh; guarded, so twice is harmless).
-const HEADERS: [(&str, &str); 6] = [
+const HEADERS: [(&str, &str); 7] = [
     ("fdtd_fused.cuh", FUSED_CUH),
     ("fdtd_ports.cuh", PORTS_CUH),
     ("fdtd_slim.cuh", SLIM_CUH),
+    ("fdtd_edges.cuh", EDGES_CUH),
     ("fdtd_lean.cuh", LEAN_CUH),
     ("common.cuh", COMMON_CUH),
     ("fdtd_cell.cuh", CELL_CUH),
@@ -52,7 +55,7 @@ pub fn onchip_source() -> String {
 }
 
 /// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
-pub const KERNELS: [&str; 9] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2"];
+pub const KERNELS: [&str; 10] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2", "fdtd_edges"];
 
 /// A kernel of `kernels/fdtd.cu` (index into [`KERNELS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +69,7 @@ pub enum Kernel {
     Energy = 6,
     Dft = 7,
     Step2 = 8,
+    Edges = 9,
 }
 
 /// Flag of a block-table entry's local block number (fdtd.cu `EMV_LEAN_FLAG`):
@@ -76,6 +80,8 @@ pub const LEAN_FLAG: i32 = 1 << 30;
 pub const SAMPLE_THREADS: u32 = 128;
 /// Threads per block of `fdtd_inject` (`EMV_INJECT_THREADS`).
 pub const INJECT_THREADS: u32 = 128;
+/// Threads per block of `fdtd_edges` (`EMV_EDGE_THREADS`).
+pub const EDGE_THREADS: u32 = 128;
 /// Threads per block of `fdtd_dft` (`EMV_DFT_THREADS`).
 pub const DFT_THREADS: u32 = 256;
 
@@ -182,6 +188,31 @@ pub struct PortPtrs {
     pub tstride: i32,
 }
 
+/// Device pointers of the edge-current kernel (`fdtd_edges`, see `common.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EdgePtrs {
+    pub e: [u64; 3],
+    pub designs: u64,
+    pub active: u64,
+    pub design: u64,
+    pub comp: u64,
+    pub idx: u64,
+    pub s: u64,
+    pub g0: u64,
+    pub inv_den: u64,
+    pub first: u64,
+    pub e_prev: u64,
+    pub kp: u64,
+    pub kd: u64,
+    pub q0: u64,
+    pub q1: u64,
+    pub p: u64,
+    pub dd: u64,
+    pub n_edges: i32,
+    pub pad: i32,
+}
+
 /// Tables of the two-step pass of slim designs (`fdtd_step2`, see `common.cuh`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -245,6 +276,7 @@ unsafe impl cudarc::driver::DeviceRepr for PortPtrs {}
 unsafe impl cudarc::driver::DeviceRepr for FdtdDftComp {}
 unsafe impl cudarc::driver::DeviceRepr for DftPtrs {}
 unsafe impl cudarc::driver::DeviceRepr for SlimPtrs {}
+unsafe impl cudarc::driver::DeviceRepr for EdgePtrs {}
 
 /// Names of the `extern "C" __global__` kernels declared in a `.cu` source
 /// (test support: the twin checks).
@@ -380,12 +412,13 @@ mod tests {
             "PortPtrs",
             layout!(PortPtrs; e, h, designs, ports, t_idx0, t_idx1, t_idx2, t_w, src_design, src_comp, src_idx, src_coef, gval, active, tv, ti, n_src, n_ports, gstride, tstride),
         );
+        check("EdgePtrs", layout!(EdgePtrs; e, designs, active, design, comp, idx, s, g0, inv_den, first, e_prev, kp, kd, q0, q1, p, dd, n_edges, pad));
         check("SlimPtrs", layout!(SlimPtrs; se, sh, blocks, dgrp, grp, src_item, tap));
         check("FdtdDftComp", layout!(FdtdDftComp; acc_off, tap_off, design, field, n_samples, taps, nf, slot, sample_off));
         check("DftPtrs", layout!(DftPtrs; e, h, designs, comps, sample_comp, tap, phase, active, acc_re, acc_im, n_samples, pstride, pad));
         // Every struct of the header is mirrored.
         let names: Vec<String> = parse_c_structs(COMMON_CUH).into_iter().map(|s| s.0).collect();
-        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs", "SlimPtrs", "FdtdDftComp", "DftPtrs"]);
+        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs", "EdgePtrs", "SlimPtrs", "FdtdDftComp", "DftPtrs"]);
     }
 
     #[test]
@@ -412,7 +445,7 @@ mod tests {
         all.sort();
         assert_eq!(
             all,
-            ["fdtd_dft", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_update_e", "fdtd_update_h"],
+            ["fdtd_dft", "fdtd_edges", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_update_e", "fdtd_update_h"],
             "kernels found in kernels/*.cu"
         );
         for k in &all {

@@ -19,6 +19,7 @@ use std::time::Instant;
 
 use super::abi::{self, DftPtrs, FdtdPtrs, PortPtrs, SlimPtrs};
 use super::dft::DftPlan;
+use super::edges::{DevEdges, EdgePlan};
 use super::batch::{self, Plan, Tile};
 use super::onchip;
 use super::slim::{self, SlimPlan};
@@ -190,6 +191,8 @@ pub struct FdtdDevBatch<'a> {
     fields: Vec<Option<Fields>>,
     step_bytes: Vec<f64>,
     dft: Option<DevDft>,
+    /// The edge currents (dispersive media, lumped loads), if any design has them.
+    edges: Option<DevEdges>,
     oc: Option<OcRun>,
     slim: Option<SlimRun>,
     /// The source values of the chunk expected next (its first step, steps),
@@ -398,6 +401,16 @@ impl<'a> FdtdDevBatch<'a> {
             let ptrs = [dp(0), dp(1)];
             Some(DevDft { plan: dft_plan, phase, acc_re, acc_im, ptrs })
         };
+        // Edge currents: the streaming path launches fdtd_edges after the sources (the planner keeps them off the other paths).
+        let edges = if ops.iter().any(|o| !o.edges.is_empty()) {
+            if onchip || two_step {
+                return Err(EngineError::Cuda("edge currents (dispersive media, loads) run on the streaming path only".into()));
+            }
+            let plan = EdgePlan::new(&ops).map_err(EngineError::Cuda)?;
+            Some(DevEdges::new(dev, plan, pools.e, live.designs, live.active, init.as_deref())?)
+        } else {
+            None
+        };
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
         let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts, init.as_deref(), checks, &jobs)?) } else { None };
         let slim = if two_step && !onchip && fused { Some(Self::slim_setup(dev, m, &ops, &plan, &opts, &pptrs[0])?) } else { None };
@@ -438,6 +451,7 @@ impl<'a> FdtdDevBatch<'a> {
             fields: (0..nd).map(|_| None).collect(),
             step_bytes,
             dft,
+            edges,
             oc,
             slim,
             g_next: None,
@@ -586,6 +600,9 @@ impl<'a> FdtdDevBatch<'a> {
                 let dims = Dims::linear((n_src as u32).div_ceil(abi::INJECT_THREADS), abi::INJECT_THREADS);
                 device::launch(self.dev, m, abi::Kernel::Inject as usize, dims, &[&self.pptrs[cur], &si])?;
             }
+            if let Some(ed) = &self.edges {
+                ed.launch(self.dev, m, cur)?;
+            }
             if np > 0 {
                 device::launch(self.dev, m, abi::Kernel::SamplePorts as usize, Dims::linear(np as u32, abi::SAMPLE_THREADS), &[&self.pptrs[cur], &si])?;
             }
@@ -601,10 +618,13 @@ impl<'a> FdtdDevBatch<'a> {
     /// Copy design `d`'s current fields back into a CPU [`Fields`] (psi left empty).
     fn download_fields(&mut self, d: usize) -> Result<Fields, EngineError> {
         let (off, len) = (self.plan.designs[d].off as usize, self.ops[d].len);
-        let mut f = Fields { e: [vec![], vec![], vec![]], h: [vec![], vec![], vec![]], psi_e: Default::default(), psi_h: Default::default() };
+        let mut f = Fields { e: [vec![], vec![], vec![]], h: [vec![], vec![], vec![]], psi_e: Default::default(), psi_h: Default::default(), edges: Default::default() };
         for c in 0..3 {
             f.e[c] = download_vec(self.dev, self.pools.e[self.cur][c], off, len)?;
             f.h[c] = download_vec(self.dev, self.pools.h[self.cur][c], off, len)?;
+        }
+        if let Some(ed) = &self.edges {
+            f.edges = ed.state(self.dev, d, &self.ops[d].edges)?;
         }
         Ok(f)
     }
@@ -894,6 +914,8 @@ pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], ini
             Err("streaming asked for".to_string())
         } else if !jobs[i].monitors.is_empty() {
             Err("field DFT monitors run on the streaming path".to_string())
+        } else if !o.edges.is_empty() {
+            Err("edge currents (dispersive media, loads) run on the streaming path".to_string())
         } else {
             onchip::plan_design(o, jobs[i].drive, max_shared, gstride, init.map(|f| &f[i]))
         };
@@ -903,7 +925,13 @@ pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], ini
                 return Err(EngineError::Cuda(format!("--path onchip: design '{}' cannot run on-chip on {device}: {why}", jobs[i].label)));
             }
             Err(why) => {
-                let slim = if !opts.slim || opts.scheme != Scheme::Fused { Err("one step a pass asked for".to_string()) } else { slim::fits(o, &jobs[i], opts.slim_min_plane) };
+                let slim = if !opts.slim || opts.scheme != Scheme::Fused {
+                    Err("one step a pass asked for".to_string())
+                } else if !o.edges.is_empty() {
+                    Err("edge currents need their pass after every step".to_string())
+                } else {
+                    slim::fits(o, &jobs[i], opts.slim_min_plane)
+                };
                 match slim {
                     Ok(()) => PathDecision { job: i, path: SubPath::TwoStep, reason: why },
                     Err(w2) => PathDecision { job: i, path: SubPath::Streaming, reason: format!("{why}; one step a pass: {w2}") },

@@ -13,6 +13,7 @@
 pub mod abi;
 pub mod batch;
 pub mod dft;
+pub mod edges;
 pub mod fdtd;
 pub mod onchip;
 pub mod options;

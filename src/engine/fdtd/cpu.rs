@@ -255,7 +255,7 @@ pub fn fdtd_step(op: &Operator, f: &mut Fields) {
 }
 
 /// Two whole steps, the first with the driven port's source `g` and the port
-/// sample (twin of the CUDA kernel `fdtd_step2`, the two-step pass of slim
+/// sample, for jobs without edge currents (twin of the CUDA kernel `fdtd_step2`, the two-step pass of slim
 /// designs, which folds the first step's source and sample into the pass;
 /// the second step's source and sample are the usual fdtd_inject and
 /// fdtd_sample_ports after it).
@@ -267,7 +267,7 @@ pub fn fdtd_step2(op: &Operator, f: &mut Fields, drive: usize, g: f64, traces: &
 }
 
 /// `k` whole steps from step `n` with the driven port's source and the port
-/// monitor, then the energy (twin of the on-chip CUDA kernel `fdtd_onchip`,
+/// monitor, then the energy, for jobs without edge currents (twin of the on-chip CUDA kernel `fdtd_onchip`,
 /// which runs a chunk of the stepping loop in one launch and sums the energy
 /// after every check inside it as here after the k-th step): the order of
 /// [`super::cpu_batch::CpuBatch`]'s advance and end of chunk.
@@ -297,6 +297,14 @@ pub fn fdtd_inject(op: &Operator, f: &mut Fields, d: usize, g: f64) {
         for (&p, &amp) in w.src_idx.iter().zip(&w.src_amp) {
             f.e[w.comp_e][p] += amp * g;
         }
+    }
+}
+
+/// The edge currents (dispersive media, lumped loads) after the step and the
+/// sources, before the port samples (twin of the CUDA kernel `fdtd_edges`).
+pub fn fdtd_edges(op: &Operator, f: &mut Fields) {
+    if !op.edges.is_empty() {
+        super::edges::apply(&op.edges, &mut f.e, &mut f.edges);
     }
 }
 

@@ -2,6 +2,7 @@
 //! in the operator's padded layout (shared by the CPU engine, the field DFT
 //! monitors and the CUDA backend's uploads and downloads).
 
+use super::edges::EdgeState;
 use super::operator::Operator;
 
 /// Field and CPML auxiliary arrays of one job.
@@ -11,6 +12,8 @@ pub struct Fields {
     /// `psi_e[c][a]`: CPML memory of dH/da in the E_c update (empty when axis a has no PML).
     pub psi_e: [[Vec<f32>; 3]; 3],
     pub psi_h: [[Vec<f32>; 3]; 3],
+    /// Memories of the edge currents (dispersive media, loads).
+    pub edges: EdgeState,
 }
 
 impl Fields {
@@ -22,6 +25,7 @@ impl Fields {
             h: [z(), z(), z()],
             psi_e: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
             psi_h: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
+            edges: EdgeState::new(&op.edges),
         }
     }
 }

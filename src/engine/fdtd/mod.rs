@@ -4,12 +4,15 @@
 pub mod cpu;
 pub mod cpu_batch;
 pub mod dft;
+pub mod edges;
 pub mod fast;
 pub mod fields;
 pub mod operator;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod edges_tests;
 #[cfg(test)]
 mod shape_tests;
 

@@ -20,6 +20,7 @@
 //! holds `cb = dt / eps / (1 + s)` without any length.
 
 use crate::consts::{C0, EPS0, ETA0, MU0};
+use super::edges::EdgeTerms;
 use crate::job::{Axis, Boundary, PortKind, SimFailure, SimJob};
 use rayon::prelude::*;
 
@@ -121,6 +122,9 @@ pub struct Operator {
     /// the components of a 2.5D (invariant-axis) job, metal-filled regions.
     pub e_rows: [Vec<bool>; 3],
     pub h_rows: [Vec<bool>; 3],
+    /// Extra currents on some E edges: dispersive media and lumped loads
+    /// (`super::edges`), applied after the step and the port sources.
+    pub edges: EdgeTerms,
 }
 
 impl Operator {
@@ -194,6 +198,7 @@ impl Operator {
             guides: vec![],
             e_rows: [vec![], vec![], vec![]],
             h_rows: [vec![], vec![], vec![]],
+            edges: EdgeTerms::default(),
         };
         let mut table = CoefTable::default();
         fill(&mut op, job, &mut table)?;
@@ -206,6 +211,7 @@ impl Operator {
             op.pml[a] = cpml_axis(job, a, dt)?;
         }
         rows(&mut op);
+        op.edges = EdgeTerms::build(job, &op)?;
         Ok(op)
     }
 
@@ -819,7 +825,7 @@ mod build_tests {
         job.boundaries = [[Boundary::Pmc; 2], [Boundary::Pec, Boundary::Pmc], [Boundary::Absorbing; 2]];
         job.pml = [[0, 0], [0, 0], [5, 5]];
         job.materials.push(Material::pec());
-        job.materials.push(Material { name: "ptfe".into(), eps_r: 2.2, sigma: 0.0, mu_r: 1.0, pec: false });
+        job.materials.push(Material { name: "ptfe".into(), eps_r: 2.2, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] });
         let mut s = 12345u64;
         for (idx, m) in job.cell_mat_mut().iter_mut().enumerate() {
             s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -856,7 +862,7 @@ mod build_tests {
     fn parallel_build_keeps_errors() {
         // Too many materials within one plane, and only across planes.
         let mut one_plane = crate::bench::box_job(20, 1);
-        one_plane.materials = (0..250).map(|m| Material { name: format!("m{m}"), eps_r: 1.0 + 0.01 * m as f64, sigma: 0.0, mu_r: 1.0, pec: false }).collect();
+        one_plane.materials = (0..250).map(|m| Material { name: format!("m{m}"), eps_r: 1.0 + 0.01 * m as f64, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] }).collect();
         for (idx, m) in one_plane.cell_mat_mut().iter_mut().enumerate() {
             *m = (idx % 250) as u8;
         }

@@ -20,6 +20,7 @@ pub(crate) fn empty_job(n: [usize; 3], d: [f64; 3], bnd: [[Boundary; 2]; 3], pml
         materials: vec![Material::vacuum(), Material::pec()],
         cell_mat: vec![0; cells].into(),
         sheets: vec![],
+        loads: vec![],
         ports: vec![],
         drive: 0,
         monitors: vec![],
@@ -256,7 +257,7 @@ fn non_finite_fields_are_an_error_value_not_a_panic() {
     let mut job = empty_job([8, 8, 8], [1e-3; 3], [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (1e9, 2e9));
     job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [4, 4, 3], len: 2, r_ohm: 50.0 } }];
     // A material with negative permittivity makes the update unstable.
-    job.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false });
+    job.materials.push(Material { name: "bad".into(), eps_r: -1e-3, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] });
     job.cell_mat_mut().iter_mut().for_each(|m| *m = 2);
     job.stop.max_steps = 4000;
     match cpu::run(&job) {
@@ -563,7 +564,7 @@ fn energy_skipping_zero_samples_keeps_the_bits_of_every_sample_summed() {
     // -0.0 and whole zero components (as a 2.5D design has).
     let mut job = empty_job([13, 6, 9], [1e-3; 3], [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (1e9, 10e9));
     job.mesh = Mesh::from_lines([shaped_lines(13e-3, 13, |t| 1.0 + 0.4 * t), shaped_lines(6e-3, 6, |t| 1.2 - 0.3 * t), shaped_lines(9e-3, 9, |t| 1.0 + 0.2 * (6.0 * t).sin())]).unwrap();
-    job.materials.push(Material { name: "d".into(), eps_r: 3.3, sigma: 0.0, mu_r: 1.0, pec: false });
+    job.materials.push(Material { name: "d".into(), eps_r: 3.3, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] });
     let cells = job.mesh.cells();
     job.cell_mat = (0..cells).map(|i| if i % 5 == 1 { 2 } else { 0 }).collect::<Vec<u8>>().into();
     let op = Operator::new(&job).unwrap();

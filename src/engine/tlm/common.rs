@@ -165,6 +165,12 @@ pub(super) const PAD_G_MAX: f64 = 1.6;
 /// Reject jobs the engines cannot interpret, before any allocation.
 pub(super) fn check_job(job: &SimJob) -> Result<(), SimFailure> {
     let bad = |m: String| Err(SimFailure::Invalid(format!("{}: {m}", job.label)));
+    if let Some(m) = job.materials.iter().find(|m| !m.poles.is_empty()) {
+        return bad(format!("material '{}' is dispersive: the TLM engines model constant eps, sigma and mu only (use the FDTD engine)", m.name));
+    }
+    if let Some(l) = job.loads.first() {
+        return bad(format!("load '{}': the TLM engines have no lumped loads (use the FDTD engine)", l.name));
+    }
     if let Err(a) = job.mesh.uniform_spacing() {
         let i = a.index();
         return bad(format!(

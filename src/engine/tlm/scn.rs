@@ -802,7 +802,7 @@ mod tests {
         j.sheets.push(crate::job::Sheet { normal: Axis::Z, plane: 6, lo: [2, 3], hi: [11, 8] });
         j.ports = vec![probe("src", 3, 3, 2, 1, 50.0)];
         jobs.push(j.clone());
-        j.materials[0] = Material { name: "fill".into(), eps_r: 2.2, sigma: 0.05, mu_r: 1.3, pec: false };
+        j.materials[0] = Material { name: "fill".into(), eps_r: 2.2, sigma: 0.05, mu_r: 1.3, pec: false, poles: vec![] };
         jobs.push(j);
         let mut w = wr28(EngineKind::Tlm, 12, 6, 40, 6, 5, 3);
         w.mesh = w.mesh.with_uniform_axis(2, w.mesh.d(2)[0] * 1.04);
@@ -873,7 +873,7 @@ mod tests {
         // eps_r = 2.2, mu_r = 1.5 (both kinds): resonances scale by 1/sqrt(eps_r mu_r).
         for (eps_r, mu_r) in [(2.2, 1.0), (2.2, 1.5)] {
             let mut job = pec_box([40, 30, 20], 0.5e-3);
-            job.materials[0] = Material { name: "fill".into(), eps_r, sigma: 0.0, mu_r, pec: false };
+            job.materials[0] = Material { name: "fill".into(), eps_r, sigma: 0.0, mu_r, pec: false, poles: vec![] };
             job.ports = vec![probe("src", 7, 9, 5, 1, 1e6), probe("obs", 29, 21, 13, 1, 1e6)];
             job.pulse = Pulse::covering(1e9, 20e9);
             job.stop.max_steps = 7_000;
@@ -890,7 +890,7 @@ mod tests {
         // Uniform conductivity: every mode's amplitude decays as exp(-sigma t / (2 eps)).
         let (eps_r, sigma) = (2.2, 0.015);
         let mut job = pec_box([40, 30, 20], 0.5e-3);
-        job.materials[0] = Material { name: "lossy".into(), eps_r, sigma, mu_r: 1.0, pec: false };
+        job.materials[0] = Material { name: "lossy".into(), eps_r, sigma, mu_r: 1.0, pec: false, poles: vec![] };
         job.ports = vec![probe("src", 7, 9, 5, 1, 1e6), probe("obs", 29, 21, 13, 1, 1e6)];
         job.pulse = Pulse::covering(1e9, 20e9);
         job.stop.max_steps = 7_000;

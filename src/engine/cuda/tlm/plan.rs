@@ -342,7 +342,7 @@ mod tests {
         // A guide (modal ends, driven sources) and a loaded box with lumped ports.
         let g = wr28(EngineKind::Tlm, 12, 6, 40, 0, 5, 3);
         let mut b = pec_box([10, 9, 7], 1e-3);
-        b.materials.push(Material { name: "d".into(), eps_r: 2.0, sigma: 0.0, mu_r: 1.0, pec: false });
+        b.materials.push(Material { name: "d".into(), eps_r: 2.0, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] });
         std::sync::Arc::make_mut(&mut b.cell_mat)[3] = 2;
         std::sync::Arc::make_mut(&mut b.cell_mat)[100] = 1;
         b.ports = vec![probe("a", 2, 2, 1, 3, 50.0), probe("b", 6, 5, 2, 2, 50.0)];
@@ -517,8 +517,8 @@ mod parallel {
         b.pml[0] = [4, 3];
         b.boundaries[2] = [Boundary::Pmc, Boundary::Absorbing];
         b.pml[2] = [0, 5];
-        b.materials.push(Material { name: "d".into(), eps_r: 2.2, sigma: 0.0, mu_r: 1.0, pec: false });
-        b.materials.push(Material { name: "l".into(), eps_r: 3.0, sigma: 0.02, mu_r: 1.5, pec: false });
+        b.materials.push(Material { name: "d".into(), eps_r: 2.2, sigma: 0.0, mu_r: 1.0, pec: false, poles: vec![] });
+        b.materials.push(Material { name: "l".into(), eps_r: 3.0, sigma: 0.02, mu_r: 1.5, pec: false, poles: vec![] });
         let at = |i: usize, j: usize, k: usize| (k * n[1] + j) * n[0] + i;
         for k in 2..12 {
             for j in 3..15 {

@@ -178,7 +178,7 @@ fn graded_mesh_with_cpml_and_pmc_faces_matches_reference_bits() {
     // A dielectric and a metal block so E rows have several material runs.
     let cells = j.mesh.cells();
     let mut mat = vec![0u8; cells];
-    j.materials.push(Material { name: "fr4".into(), eps_r: 4.4, sigma: 0.02, mu_r: 1.0, pec: false });
+    j.materials.push(Material { name: "fr4".into(), eps_r: 4.4, sigma: 0.02, mu_r: 1.0, pec: false, poles: vec![] });
     for k in 2..7 {
         for jj in 3..8 {
             for i in 4..9 {
@@ -223,7 +223,7 @@ fn many_materials(count: usize) -> SimJob {
     let mut j = crate::bench::box_job_pml(n, 10, 3);
     j.materials.truncate(1);
     for m in 0..count {
-        j.materials.push(Material { name: format!("d{m}"), eps_r: 1.5 + 0.1 * m as f64, sigma: 0.001 * m as f64, mu_r: 1.0, pec: m % 7 == 3 });
+        j.materials.push(Material { name: format!("d{m}"), eps_r: 1.5 + 0.1 * m as f64, sigma: 0.001 * m as f64, mu_r: 1.0, pec: m % 7 == 3, poles: vec![] });
     }
     let mut mat = vec![0u8; j.mesh.cells()];
     for k in 4..17 {
