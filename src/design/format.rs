@@ -127,7 +127,11 @@ impl Units {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum MaterialSpec {
-    /// Loss as `tan_delta` (converted at the band centre) or as `sigma` in S/m, not both.
+    /// Loss as `tan_delta` or as `sigma` in S/m, not both. A loss tangent is
+    /// `eps_r` and `tan_delta` at `f_ref` (default the band centre) of the
+    /// wideband Djordjevic-Sarkar model (`loss: Wideband`, the default on
+    /// FDTD), or the conductivity that gives it at the band centre
+    /// (`loss: BandCentre`, and always on TLM).
     Dielectric {
         eps_r: f64,
         #[serde(default)]
@@ -136,8 +140,56 @@ pub enum MaterialSpec {
         sigma: Option<f64>,
         #[serde(default)]
         mu_r: Option<f64>,
+        #[serde(default)]
+        loss: LossModel,
+        #[serde(default)]
+        f_ref: Option<f64>,
+    },
+    /// A dispersive medium: `eps_inf` plus the poles' susceptibilities, and a
+    /// conductivity `sigma` (S/m). FDTD only.
+    Dispersive {
+        eps_inf: f64,
+        #[serde(default)]
+        sigma: Option<f64>,
+        poles: Vec<PoleSpec>,
     },
     Pec,
+}
+
+/// How a `tan_delta` becomes a medium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum LossModel {
+    /// Djordjevic-Sarkar: nearly constant loss tangent over the band (Debye poles on FDTD).
+    #[default]
+    Wideband,
+    /// One conductivity, exact at the band centre (loss falls as 1/f).
+    BandCentre,
+}
+
+/// One pole of a `Dispersive` medium (e^{jwt}, SI units).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum PoleSpec {
+    /// `delta_eps / (1 + j w tau)`, `tau` in seconds.
+    Debye { delta_eps: f64, tau: f64 },
+    /// `delta_eps w0^2 / (w0^2 + 2 j w delta - w^2)`, `w0 = 2 pi f0` (f0 in
+    /// Hz), damping `delta` in 1/s.
+    Lorentz { delta_eps: f64, f0: f64, delta: f64 },
+    /// `-wp^2 / (w^2 - j w gamma)`, `wp = 2 pi f_p` (f_p in Hz), collision rate `gamma` in 1/s.
+    Drude { f_p: f64, gamma: f64 },
+}
+
+impl PoleSpec {
+    /// The engine's pole.
+    pub fn pole(&self) -> crate::job::Pole {
+        use crate::job::Pole;
+        let tau = 2.0 * std::f64::consts::PI;
+        match *self {
+            PoleSpec::Debye { delta_eps, tau: t } => Pole::Debye { delta_eps, tau: t },
+            PoleSpec::Lorentz { delta_eps, f0, delta } => Pole::Lorentz { delta_eps, omega0: tau * f0, delta },
+            PoleSpec::Drude { f_p, gamma } => Pole::Drude { omega_p: tau * f_p, gamma },
+        }
+    }
 }
 
 /// An extra objective besides the goals (multi-objective runs).
@@ -231,6 +283,23 @@ pub enum Primitive {
         at: Expr,
         points: Vec<Vec2>,
     },
+    /// A lumped load (a chip resistor, inductor or capacitor, or an R-L-C
+    /// combination) between `from` and `to`, which differ along one axis:
+    /// its elements in series (default) or in `parallel`; an element left out
+    /// is absent (FDTD only).
+    Load {
+        name: String,
+        from: Vec3,
+        to: Vec3,
+        #[serde(default)]
+        r: Option<Expr>,
+        #[serde(default)]
+        l: Option<Expr>,
+        #[serde(default)]
+        c: Option<Expr>,
+        #[serde(default)]
+        parallel: bool,
+    },
     /// `items` moved by `transform` (mirror, then rotate, then translate).
     Group {
         items: Vec<Primitive>,
@@ -306,6 +375,7 @@ impl Primitive {
             Primitive::Prism { .. } => "Prism",
             Primitive::Disc { .. } => "Disc",
             Primitive::Polygon { .. } => "Polygon",
+            Primitive::Load { .. } => "Load",
             Primitive::Group { .. } => "Group",
             Primitive::Repeat { .. } => "Repeat",
         }

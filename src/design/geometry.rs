@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 
 use super::error::DesignError;
 use super::expr::{Expr, Scope};
-use super::format::{DesignFile, MaterialSpec, PortSpec, Primitive, Transform, Vec2, Vec3};
+use super::format::{DesignFile, LossModel, MaterialSpec, PortSpec, Primitive, Transform, Vec2, Vec3};
 use super::placement::Affine;
 pub use super::region::Region;
 use super::validate::{boundary_faces, invariant_faces_problem};
 use crate::consts::EPS0;
-use crate::job::{Axis, Boundary, EngineKind, Material};
+use crate::job::{Axis, Boundary, EngineKind, Material, Topology};
 
 /// A solid to paint onto the cells (cell-centre rule; later solids win).
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +99,20 @@ pub enum PortGeomKind {
     Waveguide { normal: Axis, coord: f64, inward: i8, e_axis: Axis, width_axis: Axis, a: f64 },
 }
 
+/// A lumped load in metres (`from`, `to` differ along `axis` only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadGeom {
+    pub name: String,
+    pub from: [f64; 3],
+    pub to: [f64; 3],
+    pub axis: Axis,
+    pub r: Option<f64>,
+    pub l: Option<f64>,
+    pub c: Option<f64>,
+    pub topology: Topology,
+    pub origin: Origin,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortGeom {
     pub name: String,
@@ -121,6 +135,7 @@ pub struct Geometry {
     pub solids: Vec<Solid>,
     pub sheets: Vec<SheetGeom>,
     pub shaped: Vec<ShapedSheet>,
+    pub loads: Vec<LoadGeom>,
     pub ports: Vec<PortGeom>,
     /// Lengths closer than this are equal (metres).
     pub tol: f64,
@@ -254,6 +269,18 @@ impl Geometry {
             for (k, a) in [p.index(), q.index()].into_iter().enumerate() {
                 push(a, s.lo[k], EventKind::MetalEdge { metal: Side::High }, owner, Face::Min);
                 push(a, s.hi[k], EventKind::MetalEdge { metal: Side::Low }, owner, Face::Max);
+            }
+        }
+        // A load's ends and position are mesh lines, as a lumped port's.
+        for l in &self.loads {
+            let owner = Owner::Primitive(l.origin.key());
+            for a in 0..3 {
+                if a == l.axis.index() {
+                    push(a, l.from[a], EventKind::PortNode, owner, Face::From);
+                    push(a, l.to[a], EventKind::PortNode, owner, Face::To);
+                } else {
+                    push(a, l.from[a], EventKind::PortNode, owner, Face::Across);
+                }
             }
         }
         for (pi, p) in self.ports.iter().enumerate() {
@@ -433,6 +460,7 @@ pub(crate) fn evaluate(d: &DesignFile, file: &str, values: &BTreeMap<String, f64
         solids: vec![],
         sheets: vec![],
         shaped: vec![],
+        loads: vec![],
         ports: vec![],
         tol,
     };
@@ -490,11 +518,28 @@ fn material(cx: &Ctx, g: &mut Geometry, name: &str, at: &str) -> Result<u8, Desi
     } else {
         match cx.d.materials.get(name) {
             Some(MaterialSpec::Pec) => Material { name: name.into(), ..Material::pec() },
-            Some(&MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r }) => {
-                // A loss tangent becomes the conductivity that gives it at the band centre.
+            Some(&MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r, loss, f_ref }) => {
                 let fc = 0.5 * (cx.d.band.start + cx.d.band.stop);
-                let sigma = sigma.unwrap_or_else(|| 2.0 * std::f64::consts::PI * fc * EPS0 * eps_r * tan_delta.unwrap_or(0.0));
-                Material { name: name.into(), eps_r, sigma, mu_r: mu_r.unwrap_or(1.0), pec: false, poles: vec![] }
+                let mu_r = mu_r.unwrap_or(1.0);
+                match (tan_delta, sigma) {
+                    // The wideband model's Debye poles (FDTD only: TLM keeps the band-centre conductivity).
+                    (Some(t), None) if t > 0.0 && loss == LossModel::Wideband && g.kind == EngineKind::Fdtd => {
+                        let ds = super::wideband::DjordjevicSarkar::new(eps_r, t, f_ref.unwrap_or(fc));
+                        let fit = super::wideband::fit_debye(|w| ds.eps(w), cx.d.band.start, cx.d.band.stop);
+                        Material { name: name.into(), eps_r: fit.eps_inf, sigma: fit.sigma, mu_r, pec: false, poles: fit.poles }
+                    }
+                    _ => {
+                        // A loss tangent becomes the conductivity that gives it at the band centre.
+                        let sigma = sigma.unwrap_or_else(|| 2.0 * std::f64::consts::PI * fc * EPS0 * eps_r * tan_delta.unwrap_or(0.0));
+                        Material { name: name.into(), eps_r, sigma, mu_r, pec: false, poles: vec![] }
+                    }
+                }
+            }
+            Some(MaterialSpec::Dispersive { eps_inf, sigma, poles }) => {
+                if g.kind != EngineKind::Fdtd {
+                    return Err(cx.err(format!("materials.{name}"), "a Dispersive medium needs the FDTD engine (the TLM engines model constant eps, sigma, mu)"));
+                }
+                Material { name: name.into(), eps_r: *eps_inf, sigma: sigma.unwrap_or(0.0), mu_r: 1.0, pec: false, poles: poles.iter().map(|p| p.pole()).collect() }
             }
             None => return Err(cx.err(at, format!("unknown material `{name}`"))),
         }
@@ -706,6 +751,44 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Aff
             let region = polygon(cx, points, at)?;
             let (n, c0, _, region) = moved_region(cx, at, "Polygon", xf, *normal, z, z, region)?;
             shaped_sheet(cx, g, origin, n, c0, region)?;
+        }
+        Primitive::Load { name, from, to, r, l, c, parallel } => {
+            if g.kind != EngineKind::Fdtd {
+                return Err(cx.err(at, "a Load needs the FDTD engine (the TLM engines have no lumped loads)"));
+            }
+            axis_kept("Load")?;
+            let f = xf.apply(cx.point(from, &format!("{at}.from"))?);
+            let t = xf.apply(cx.point(to, &format!("{at}.to"))?);
+            let mut el = [None; 3];
+            for (k, (fname, e)) in [("r", r), ("l", l), ("c", c)].into_iter().enumerate() {
+                if let Some(e) = e {
+                    let v = cx.scope.eval(e, &format!("{at}.{fname}"))?;
+                    if !(v > 0.0 && v.is_finite()) {
+                        return Err(cx.err(format!("{at}.{fname}"), format!("must be a positive value in SI units (ohm, henry, farad; got {v}); leave the element out for none")));
+                    }
+                    el[k] = Some(v);
+                }
+            }
+            if el.iter().all(|x| x.is_none()) {
+                return Err(cx.err(at, format!("load `{name}` has no element: give r (ohm), l (henry) and/or c (farad)")));
+            }
+            let differ: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
+            if differ.len() != 1 {
+                let which = if differ.is_empty() { "none".into() } else { differ.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ") };
+                return Err(cx.err(at, format!("load `{name}`: from and to must differ along exactly one axis (they differ along {which})")));
+            }
+            for (end, pt) in [("from", f), ("to", t)] {
+                for a in Axis::ALL {
+                    if let Some(m) = outside(cx, g, a, pt[a.index()]) {
+                        return Err(cx.err(format!("{at}.{end}"), format!("load `{name}`: {m}")));
+                    }
+                }
+            }
+            if g.loads.iter().any(|x| x.name == *name) {
+                return Err(cx.err(at, format!("a load named `{name}` already exists (in a Repeat, name each copy apart or use one Load per copy)")));
+            }
+            let topology = if *parallel { Topology::Parallel } else { Topology::Series };
+            g.loads.push(LoadGeom { name: name.clone(), from: f, to: t, axis: differ[0], r: el[0], l: el[1], c: el[2], topology, origin });
         }
         Primitive::Box { material: name, min, max } => {
             let lo = cx.point(min, &format!("{at}.min"))?;

@@ -23,6 +23,7 @@ pub mod region;
 mod validate;
 mod values;
 mod voxel;
+pub mod wideband;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -176,3 +176,66 @@ fn shapes_users_get_wrong_are_named_with_the_fix() {
     let e = refused(r#"Group(items: [Cylinder(axis: Z, center: (5, 3, 0), radius: 1, from: 0, to: 1, material: "gold")]), "#);
     assert!(e.contains("geometry[0] (Group).items[0] (Cylinder).material") && e.contains("unknown material `gold`"), "{e}");
 }
+
+#[test]
+fn a_load_snaps_to_the_nodes_of_its_ends() {
+    let d = design(r#"Load(name: "c1", from: (2, 3, 0), to: (2, 3, 1), c: "p * 1e-12")"#, PROBE, FDTD, "");
+    let job = job_at(&d, &[("p", 2.0)]);
+    // x = 2 mm is node 4 (padding) + 4; y = 3 mm node 6; z from the PEC floor, 1 mm = 2 cells.
+    assert_eq!(job.loads.len(), 1);
+    let l = &job.loads[0];
+    assert_eq!((l.axis, l.start, l.len), (Axis::Z, [8, 6, 0], 2));
+    assert_eq!((l.r, l.l, l.c, l.topology), (None, None, Some(2e-12), crate::job::Topology::Series));
+    let d = design(r#"Load(name: "tank", from: (2, 3, 0), to: (2, 3, 1), r: 50, l: 1e-9, c: 1e-12, parallel: true)"#, PROBE, FDTD, "");
+    assert_eq!(job_at(&d, &[]).loads[0].topology, crate::job::Topology::Parallel);
+}
+
+#[test]
+fn loads_without_elements_off_axis_or_on_tlm_are_refused_with_the_path() {
+    let e = refused(r#"Load(name: "x", from: (2, 3, 0), to: (2, 3, 1)), "#);
+    assert!(e.contains("geometry[0]") && e.contains("no element"), "{e}");
+    let e = refused(r#"Load(name: "x", from: (2, 3, 0), to: (2, 3, 1), r: "-5"), "#);
+    assert!(e.contains("geometry[0]") && e.contains(".r") && e.contains("positive"), "{e}");
+    let e = refused(r#"Load(name: "x", from: (2, 3, 0), to: (3, 3, 1), r: 5), "#);
+    assert!(e.contains("exactly one axis"), "{e}");
+    let tlm = design("", PROBE, "Tlm(cell: 0.5)", "").text().replace("geometry: [", r#"geometry: [Load(name: "x", from: (2, 3, 0), to: (2, 3, 1), r: 5), "#);
+    let e = Design::parse(&tlm, "t.ron").err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("FDTD"), "{e}");
+}
+
+#[test]
+fn a_loss_tangent_is_wideband_on_fdtd_and_a_band_centre_conductivity_on_tlm() {
+    let d = design(r#"Box(material: "d4", min: (2, 0, 0), max: (3, 6, 1))"#, PROBE, FDTD, "");
+    let job = job_at(&d, &[]);
+    let m = job.materials.iter().find(|m| m.name == "d4").unwrap();
+    assert!(!m.poles.is_empty() && m.eps_r < 4.0, "{m:?}");
+    // eps' = 4 and tan delta = 0.01 at the band centre (5 GHz), nearly so at the band edges.
+    let eps = |f: f64| {
+        let w = 2.0 * std::f64::consts::PI * f;
+        m.eps_r + m.poles.iter().map(|p| p.chi(w)).sum::<num_complex::Complex64>() + m.sigma / (num_complex::Complex64::new(0.0, w * crate::consts::EPS0))
+    };
+    let c = eps(5e9);
+    assert!((c.re - 4.0).abs() < 0.01 && (-c.im / c.re - 0.01).abs() < 1e-4, "{c}");
+    for f in [1e9, 9e9] {
+        let e = eps(f);
+        assert!((-e.im / e.re / 0.01 - 1.0).abs() < 0.1, "tan delta {} at {f}", -e.im / e.re);
+    }
+    let text = design("", PROBE, FDTD, "").text().replace("tan_delta: 0.01)", "tan_delta: 0.01, loss: BandCentre)").replace("geometry: [", r#"geometry: [Box(material: "d4", min: (2, 0, 0), max: (3, 6, 1)), "#);
+    let job = job_at(&Design::parse(&text, "t.ron").unwrap(), &[]);
+    let m = job.materials.iter().find(|m| m.name == "d4").unwrap();
+    assert!(m.poles.is_empty() && (m.sigma - 2.0 * std::f64::consts::PI * 5e9 * crate::consts::EPS0 * 4.0 * 0.01).abs() < 1e-12, "{m:?}");
+}
+
+#[test]
+fn dispersive_media_are_checked_for_passivity_with_the_path() {
+    let text = |poles: &str| {
+        design("", PROBE, FDTD, "")
+            .text()
+            .replace(r#""d2": Dielectric(eps_r: 2.0, sigma: 0.5)"#, &format!(r#""d2": Dispersive(eps_inf: 2.0, poles: [{poles}])"#))
+    };
+    let e = Design::parse(&text("Debye(delta_eps: -1, tau: 1e-11)"), "t.ron").unwrap_err().to_string();
+    assert!(e.contains("materials.d2.poles[0].delta_eps") && e.contains("active"), "{e}");
+    let e = Design::parse(&text("Lorentz(delta_eps: 1, f0: 0, delta: 1e9)"), "t.ron").unwrap_err().to_string();
+    assert!(e.contains("poles[0].f0"), "{e}");
+    assert!(Design::parse(&text("Drude(f_p: 5e9, gamma: 1e9), Debye(delta_eps: 2, tau: 1e-11)"), "t.ron").is_ok());
+}

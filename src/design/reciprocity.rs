@@ -35,7 +35,7 @@ impl Design {
         for m in self.file.materials.values() {
             match m {
                 // Scalar eps, sigma and mu: symmetric tensors.
-                MaterialSpec::Dielectric { eps_r: _, tan_delta: _, sigma: _, mu_r: _ } => {}
+                MaterialSpec::Dielectric { .. } | MaterialSpec::Dispersive { .. } => {}
                 MaterialSpec::Pec => {}
             }
         }

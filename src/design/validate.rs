@@ -68,7 +68,17 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
         if let Some(m) = file_name_problem(name) {
             return bad(&at, m);
         }
-        if let MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r } = *m {
+        if let MaterialSpec::Dispersive { eps_inf, sigma, poles } = m {
+            if let Some((f, msg)) = dispersive_problem(&at, *eps_inf, *sigma, poles) {
+                return bad(&f, msg);
+            }
+        }
+        if let MaterialSpec::Dielectric { f_ref: Some(f), .. } = *m {
+            if !(f > 0.0 && f.is_finite()) {
+                return bad(&format!("{at}.f_ref"), format!("must be a positive frequency in Hz (got {f})"));
+            }
+        }
+        if let MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r, .. } = *m {
             if !(eps_r >= 1.0 && eps_r.is_finite()) {
                 return bad(&format!("{at}.eps_r"), format!("must be a finite number >= 1 (got {eps_r})"));
             }
@@ -520,6 +530,43 @@ fn check_far_field(d: &DesignFile, file: &str) -> Result<(), DesignError> {
     Ok(())
 }
 
+/// What is wrong with a `Dispersive` medium, if anything: (field path, message).
+/// Passive, causal poles have non-negative strengths and damping and positive
+/// time constants and frequencies.
+fn dispersive_problem(at: &str, eps_inf: f64, sigma: Option<f64>, poles: &[super::format::PoleSpec]) -> Option<(String, String)> {
+    use super::format::PoleSpec;
+    if !(eps_inf >= 1.0 && eps_inf.is_finite()) {
+        return Some((format!("{at}.eps_inf"), format!("must be a finite number >= 1 (got {eps_inf})")));
+    }
+    if let Some(s) = sigma {
+        if !(s >= 0.0 && s.is_finite()) {
+            return Some((format!("{at}.sigma"), format!("must be a finite number >= 0 (got {s})")));
+        }
+    }
+    if poles.is_empty() {
+        return Some((format!("{at}.poles"), "is empty: give at least one Debye, Lorentz or Drude pole (or use Dielectric)".into()));
+    }
+    for (k, p) in poles.iter().enumerate() {
+        let pat = format!("{at}.poles[{k}]");
+        let checks: Vec<(&str, f64, bool)> = match *p {
+            PoleSpec::Debye { delta_eps, tau } => vec![("delta_eps", delta_eps, false), ("tau", tau, true)],
+            PoleSpec::Lorentz { delta_eps, f0, delta } => vec![("delta_eps", delta_eps, false), ("f0", f0, true), ("delta", delta, false)],
+            PoleSpec::Drude { f_p, gamma } => vec![("f_p", f_p, true), ("gamma", gamma, false)],
+        };
+        for (f, v, strict) in checks {
+            let ok = v.is_finite() && if strict { v > 0.0 } else { v >= 0.0 };
+            if !ok {
+                let want = if strict { "> 0" } else { ">= 0" };
+                return Some((
+                    format!("{pat}.{f}"),
+                    format!("must be a finite number {want} (got {v}): a negative strength or damping makes the medium active (energy from nowhere), a zero time constant or frequency is not a pole"),
+                ));
+            }
+        }
+    }
+    None
+}
+
 /// Every primitive that is not a `Group` or `Repeat`, with its path, in order.
 pub(crate) fn leaves(d: &DesignFile) -> Vec<(String, &Primitive)> {
     fn walk<'a>(at: String, p: &'a Primitive, out: &mut Vec<(String, &'a Primitive)>) {
@@ -603,6 +650,15 @@ pub(crate) fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
                 out.push((format!("{at}.at"), z));
                 for (k, p) in points.iter().enumerate() {
                     out.extend(vec2(format!("{at}.points[{k}]"), p));
+                }
+            }
+            Primitive::Load { from, to, r, l, c, .. } => {
+                out.extend(vec3(format!("{at}.from"), from));
+                out.extend(vec3(format!("{at}.to"), to));
+                for (f, e) in [("r", r), ("l", l), ("c", c)] {
+                    if let Some(e) = e {
+                        out.push((format!("{at}.{f}"), e));
+                    }
                 }
             }
             Primitive::Box { min, max, .. } | Primitive::Sheet { min, max } => {

@@ -16,7 +16,7 @@ use super::geometry::{Geometry, PortGeomKind, Shape, ShapedSheet, SheetGeom, Sol
 use super::mesh::Meshed;
 use super::validate::MIN_CELLS_PER_WAVELENGTH;
 use crate::consts::C0;
-use crate::job::{Axis, Boundary, Port, PortKind, Pulse, Sheet, SimJob, StopRule};
+use crate::job::{Axis, Boundary, Load, Port, PortKind, Pulse, Sheet, SimJob, StopRule};
 
 /// Cells between a waveguide port's reference plane and its source plane.
 pub const SOURCE_OFFSET: usize = 3;
@@ -116,6 +116,10 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         ports.push(snap_port(&s, p, u)?);
     }
     check_port_overlaps(&ports, u)?;
+    let mut loads = vec![];
+    for l in &geo.loads {
+        loads.push(snap_load(&s, l, u)?);
+    }
     let g = &m.mesh;
     let mut cell_mat = vec![0u8; g.cells()];
     for x in &geo.solids {
@@ -142,7 +146,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         materials: geo.materials.clone(),
         cell_mat: cell_mat.into(),
         sheets,
-        loads: vec![],
+        loads,
         ports,
         drive: 0,
         monitors: vec![],
@@ -278,6 +282,24 @@ fn snap_sheet(s: &Snap, x: &SheetGeom, u: &Units) -> Result<Sheet, DesignError> 
         nhi[k] = if n1 == pad_lo + s.m.domain_cells(i) { s.n(i) } else { n1 };
     }
     Ok(Sheet { normal: x.normal, plane: s.node(x.normal.index(), x.coord), lo: nlo, hi: nhi })
+}
+
+/// A load's nodes on the mesh (its ends are mesh lines: geometry events).
+fn snap_load(s: &Snap, l: &super::geometry::LoadGeom, u: &Units) -> Result<Load, DesignError> {
+    let at = l.origin.at.as_str();
+    let (f, t) = (l.from, l.to);
+    let nf: [usize; 3] = std::array::from_fn(|i| s.node(i, f[i]));
+    let nt: [usize; 3] = std::array::from_fn(|i| s.node(i, t[i]));
+    let ai = l.axis.index();
+    let len = nf[ai].abs_diff(nt[ai]);
+    if len == 0 {
+        return Err(u.err(
+            at,
+            format!("load `{}`: both ends snap to the same grid node (length {}, cell {})", l.name, u.show((t[ai] - f[ai]).abs()), u.show(s.cell_at(ai, f[ai]))),
+        ));
+    }
+    let start = if nf[ai] <= nt[ai] { nf } else { nt };
+    Ok(Load { name: l.name.clone(), axis: l.axis, start, len, r: l.r, l: l.l, c: l.c, topology: l.topology })
 }
 
 fn snap_port(s: &Snap, p: &super::geometry::PortGeom, u: &Units) -> Result<Port, DesignError> {
