@@ -128,10 +128,10 @@ impl Units {
 #[serde(deny_unknown_fields)]
 pub enum MaterialSpec {
     /// Loss as `tan_delta` or as `sigma` in S/m, not both. A loss tangent is
-    /// `eps_r` and `tan_delta` at `f_ref` (default the band centre) of the
-    /// wideband Djordjevic-Sarkar model (`loss: Wideband`, the default on
-    /// FDTD), or the conductivity that gives it at the band centre
-    /// (`loss: BandCentre`, and always on TLM).
+    /// the conductivity that gives it at the band centre (`loss: BandCentre`,
+    /// the default, and always on TLM), or `eps_r` and `tan_delta` at `f_ref`
+    /// (default the band centre) of the wideband Djordjevic-Sarkar model
+    /// (`loss: Wideband`, FDTD): docs/DESIGN_FORMAT.md says when to choose which.
     Dielectric {
         eps_r: f64,
         #[serde(default)]
@@ -159,11 +159,11 @@ pub enum MaterialSpec {
 /// How a `tan_delta` becomes a medium.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum LossModel {
-    /// Djordjevic-Sarkar: nearly constant loss tangent over the band (Debye poles on FDTD).
-    #[default]
-    Wideband,
     /// One conductivity, exact at the band centre (loss falls as 1/f).
+    #[default]
     BandCentre,
+    /// Djordjevic-Sarkar: nearly constant loss tangent over the band (Debye poles on FDTD).
+    Wideband,
 }
 
 /// One pole of a `Dispersive` medium (e^{jwt}, SI units).

@@ -204,26 +204,32 @@ fn loads_without_elements_off_axis_or_on_tlm_are_refused_with_the_path() {
 }
 
 #[test]
-fn a_loss_tangent_is_wideband_on_fdtd_and_a_band_centre_conductivity_on_tlm() {
-    let d = design(r#"Box(material: "d4", min: (2, 0, 0), max: (3, 6, 1))"#, PROBE, FDTD, "");
-    let job = job_at(&d, &[]);
-    let m = job.materials.iter().find(|m| m.name == "d4").unwrap();
+fn a_wideband_loss_tangent_is_debye_poles_on_fdtd_and_the_default_a_band_centre_conductivity() {
+    let with = |loss: &str, engine: &str| {
+        let text = design("", PROBE, engine, "")
+            .text()
+            .replace("tan_delta: 0.01)", &format!("tan_delta: 0.01{loss})"))
+            .replace("geometry: [", r#"geometry: [Box(material: "d4", min: (2, 0, 0), max: (3, 6, 1)), "#);
+        let job = job_at(&Design::parse(&text, "t.ron").unwrap_or_else(|e| panic!("{e}")), &[]);
+        job.materials.iter().find(|m| m.name == "d4").unwrap().clone()
+    };
+    let m = with(", loss: Wideband", FDTD);
     assert!(!m.poles.is_empty() && m.eps_r < 4.0, "{m:?}");
-    // eps' = 4 and tan delta = 0.01 at the band centre (5 GHz), nearly so at the band edges.
+    // eps' = 4 and tan delta = 0.01 at the band centre (5 GHz), within 2 % over the 1-9 GHz band.
     let eps = |f: f64| {
         let w = 2.0 * std::f64::consts::PI * f;
         m.eps_r + m.poles.iter().map(|p| p.chi(w)).sum::<num_complex::Complex64>() + m.sigma / (num_complex::Complex64::new(0.0, w * crate::consts::EPS0))
     };
     let c = eps(5e9);
-    assert!((c.re - 4.0).abs() < 0.01 && (-c.im / c.re - 0.01).abs() < 1e-4, "{c}");
-    for f in [1e9, 9e9] {
+    assert!((c.re - 4.0).abs() < 0.01 && (-c.im / c.re - 0.01).abs() < 2e-4, "{c}");
+    for f in [1e9, 3e9, 9e9] {
         let e = eps(f);
-        assert!((-e.im / e.re / 0.01 - 1.0).abs() < 0.1, "tan delta {} at {f}", -e.im / e.re);
+        assert!((-e.im / e.re / 0.01 - 1.0).abs() < 0.02, "tan delta {} at {f}", -e.im / e.re);
     }
-    let text = design("", PROBE, FDTD, "").text().replace("tan_delta: 0.01)", "tan_delta: 0.01, loss: BandCentre)").replace("geometry: [", r#"geometry: [Box(material: "d4", min: (2, 0, 0), max: (3, 6, 1)), "#);
-    let job = job_at(&Design::parse(&text, "t.ron").unwrap(), &[]);
-    let m = job.materials.iter().find(|m| m.name == "d4").unwrap();
-    assert!(m.poles.is_empty() && (m.sigma - 2.0 * std::f64::consts::PI * 5e9 * crate::consts::EPS0 * 4.0 * 0.01).abs() < 1e-12, "{m:?}");
+    let centre = 2.0 * std::f64::consts::PI * 5e9 * crate::consts::EPS0 * 4.0 * 0.01;
+    for m in [with("", FDTD), with(", loss: BandCentre", FDTD), with(", loss: Wideband", "Tlm(cell: 0.5)")] {
+        assert!(m.poles.is_empty() && m.eps_r == 4.0 && (m.sigma - centre).abs() < 1e-12, "{m:?}");
+    }
 }
 
 #[test]

@@ -69,12 +69,40 @@ impl PoleFit {
 /// Fit `target` (relative permittivity against angular frequency) over
 /// `f_lo..f_hi` Hz with Debye poles at fixed frequencies, a conductivity and
 /// `eps_inf`, all but `eps_inf` non-negative.
+/// The fewest poles (each costs memory and time on every step of every edge
+/// in the medium) whose fit is within 0.2 % in eps' and 2 % in tan delta
+/// (laminate data sheets give tan delta to 10 % at best); one pole for a
+/// band of 1.5:1 such as the 2.4 GHz patch's 1.9-3.0 GHz, three for 10:1;
+/// at most 1.5 a decade over the band widened by a decade each side.
 pub fn fit_debye(target: impl Fn(f64) -> Complex64, f_lo: f64, f_hi: f64) -> PoleFit {
     let (f_lo, f_hi) = (f_lo.min(f_hi), f_hi.max(f_lo));
     let f_hi = f_hi.max(f_lo * 1.01);
-    let (a, b) = ((f_lo / 10.0).log10(), (f_hi * 10.0).log10());
-    let npoles = ((b - a) * 1.5).ceil() as usize + 1;
-    let fk: Vec<f64> = (0..npoles).map(|k| 10f64.powf(a + (b - a) * k as f64 / (npoles - 1) as f64)).collect();
+    let most = (((f_hi * 10.0).log10() - (f_lo / 10.0).log10()) * 1.5).ceil() as usize + 1;
+    let mut best: Option<PoleFit> = None;
+    for n in 1..=most {
+        let fit = fit_n(&target, f_lo, f_hi, n);
+        let good = fit.eps_err < 2e-3 && fit.tan_err < 2e-2;
+        if best.as_ref().is_none_or(|b| fit.tan_err + fit.eps_err < b.tan_err + b.eps_err) {
+            best = Some(fit);
+        }
+        if good {
+            break;
+        }
+    }
+    best.expect("at least one fit")
+}
+
+/// The fit with `npoles` poles log-spaced over the band (the band's geometric
+/// centre for one, else from a decade below to a decade above, narrowed to
+/// the band's own span for few poles).
+fn fit_n(target: &impl Fn(f64) -> Complex64, f_lo: f64, f_hi: f64, npoles: usize) -> PoleFit {
+    let widen = 10f64.min(1.0 + npoles as f64 * 3.0);
+    let (a, b) = ((f_lo / widen).log10(), (f_hi * widen).log10());
+    let fk: Vec<f64> = if npoles == 1 {
+        vec![(f_lo * f_hi).sqrt()]
+    } else {
+        (0..npoles).map(|k| 10f64.powf(a + (b - a) * k as f64 / (npoles - 1) as f64)).collect()
+    };
     let nw = 60;
     let ws: Vec<f64> = (0..nw).map(|i| 2.0 * PI * 10f64.powf(f_lo.log10() + (f_hi.log10() - f_lo.log10()) * i as f64 / (nw - 1) as f64)).collect();
     let t: Vec<Complex64> = ws.iter().map(|&w| target(w)).collect();
@@ -159,12 +187,12 @@ mod tests {
     }
 
     #[test]
-    fn a_few_debye_poles_fit_fr4_within_half_a_percent_over_every_band() {
-        for (lo, hi) in [(2e9, 3e9), (1e9, 10e9), (0.1e9, 6e9), (26e9, 40e9), (0.5e9, 1e9)] {
+    fn a_few_debye_poles_fit_fr4_within_two_percent_over_every_band() {
+        for (lo, hi) in [(1.9e9, 3e9), (1e9, 10e9), (0.1e9, 6e9), (26e9, 40e9), (0.5e9, 1e9), (0.01e9, 20e9)] {
             let ds = DjordjevicSarkar::new(4.3, 0.02, (lo * hi as f64).sqrt());
             let fit = fit_debye(|w| ds.eps(w), lo, hi);
             eprintln!("{lo:e}-{hi:e}: {} poles, sigma {:.3e}, eps' err {:.2e}, tan err {:.2e}", fit.poles.len(), fit.sigma, fit.eps_err, fit.tan_err);
-            assert!(fit.eps_err < 2e-3 && fit.tan_err < 5e-3, "{lo}-{hi}: {fit:?}");
+            assert!(fit.eps_err < 2e-3 && fit.tan_err < 2e-2, "{lo}-{hi}: {fit:?}");
             assert!(fit.poles.len() <= 8 && fit.sigma >= 0.0 && fit.eps_inf >= 1.0);
             assert!(fit.poles.iter().all(|p| matches!(p, Pole::Debye { delta_eps, .. } if *delta_eps > 0.0)));
         }
