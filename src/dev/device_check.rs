@@ -207,6 +207,35 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     j.label = "graded: 2.5D wr28 iris".into();
     v.push(j);
 
+    // Edge currents (kernel fdtd_edges): a medium with Debye, Lorentz and Drude
+    // poles partly filling the line, a series R-L-C and a parallel R-C load.
+    // Not in the small set (the kernel emulator has no edge kernel).
+    if !small {
+        let mut j = v[1].clone();
+        j.label = "edge currents: poles, loads, cpml z".into();
+        let tau = 2.0 * std::f64::consts::PI;
+        j.materials[2] = Material {
+            name: "dispersive".into(),
+            eps_r: 2.0,
+            sigma: 0.01,
+            mu_r: 1.0,
+            pec: false,
+            poles: vec![
+                Pole::Debye { delta_eps: 2.0, tau: 1.0 / (tau * 6e9) },
+                Pole::Lorentz { delta_eps: 0.5, omega0: tau * 20e9, delta: tau * 2e9 },
+                Pole::Drude { omega_p: tau * 3e9, gamma: tau * 1e9 },
+            ],
+        };
+        j.loads = vec![
+            Load { name: "rlc".into(), axis: Axis::Y, start: [3, 2, nz / 3 + 4], len: 2, r: Some(20.0), l: Some(2e-9), c: Some(1e-12), topology: Topology::Series },
+            Load { name: "rc".into(), axis: Axis::X, start: [2, 2, 32], len: 3, r: Some(100.0), l: None, c: Some(0.5e-12), topology: Topology::Parallel },
+        ];
+        v.push(j.clone());
+        let mut j = graded(j, 1.3);
+        j.label = "graded: edge currents".into();
+        v.push(j);
+    }
+
     for j in &mut v {
         j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50 };
     }
