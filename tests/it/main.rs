@@ -41,5 +41,6 @@ mod run_limits;
 mod run_machinery;
 mod run_signals;
 mod smoothness;
+mod step_cap;
 mod tlm_onchip_emu;
 mod uniform_regression;
