@@ -1,10 +1,11 @@
 //! The integration tests, as one test binary (`cargo test --release --test it`).
 //!
-//! Why one binary: each file of `tests/*.rs` is a binary of its own that links
-//! the whole library and its dependencies; 25 of them took about 4 minutes of
-//! a clean 2-core CI build. Here each file is a module, so the library is
-//! linked into one test binary and libtest runs the tests of every file in one
-//! pool.
+//! Why one binary: each file of `tests/*.rs` is a binary of its own that
+//! links the whole library and its dependencies and compiles its own copy of
+//! the generic code it uses; with 25 of them that was a large part of a clean
+//! 2-core CI build, and cargo ran the binaries one after another, a one-test
+//! binary leaving a core idle. Here each file is a module: one test binary,
+//! and libtest runs the tests of every file in one pool.
 //!
 //! Adding a test file: put it here as `tests/it/<name>.rs` and add `mod <name>;`
 //! below (a group of files goes in `tests/it/<name>/` with a `mod.rs`). In it,
