@@ -9,5 +9,5 @@ if ! command -v chromium >/dev/null 2>&1; then
     apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 SHOT=$(realpath -m "${1:-target/report-check.png}")
-EMVOLVE_REQUIRE_CHROMIUM=1 EMVOLVE_REPORT_SCREENSHOT="$SHOT" cargo test --release --test report -- --nocapture
+EMVOLVE_REQUIRE_CHROMIUM=1 EMVOLVE_REPORT_SCREENSHOT="$SHOT" cargo test --release --test it report:: -- --nocapture
 echo "screenshot: $SHOT"

@@ -114,10 +114,17 @@ pub fn decay(jobs: &[SimJob], outputs: &[SimOutput]) -> crate::ga::Decay {
         };
         d.reached_db = d.reached_db.max(db);
         d.target_db = d.target_db.max(j.stop.decay_db);
-        // At the cap, a decay already past the target is as good as converged.
-        d.truncated |= capped && db > j.stop.decay_db;
+        // At the cap, a decay already past the target is as good as converged,
+        // and so is a run whose ringing tail was continued within its stated error.
+        d.truncated |= capped && db > j.stop.decay_db && continued(j, o).is_none();
     }
     d
+}
+
+/// The continuation past the step cap of a run cut off there (see `analysis::tail`).
+fn continued(job: &SimJob, out: &SimOutput) -> Option<crate::analysis::tail::Continued> {
+    let plain = crate::analysis::tail::PortDfts::of(job, out);
+    crate::analysis::tail::continue_run(job, out, &plain)
 }
 
 /// A warning line for files and output when a simulation was truncated.
@@ -138,7 +145,15 @@ fn run_summary(jobs: &[SimJob], outputs: &[SimOutput]) -> String {
         .map(|(o, j)| {
             let why = match o.ended {
                 EndReason::EnergyDecay { db } => format!("energy decayed to {db:.1} dB"),
-                EndReason::MaxSteps { db } => format!("step cap reached (energy at {db:.1} dB)"),
+                EndReason::MaxSteps { db } => match (db > j.stop.decay_db).then(|| continued(j, o)).flatten() {
+                    Some(c) => format!(
+                        "step cap reached (energy at {db:.1} dB), tail continued: one mode at {:.3} GHz, Q {:.0}, |S| within {:.0e}",
+                        c.freq_hz / 1e9,
+                        c.q,
+                        c.error.max(1e-12)
+                    ),
+                    None => format!("step cap reached (energy at {db:.1} dB)"),
+                },
             };
             let drive = j.ports.get(j.drive).map_or("?", |p| p.name.as_str());
             format!("drive {drive}: {} steps of {:.3} ps, {} cells, {why}", o.steps, o.dt * 1e12, o.cells)

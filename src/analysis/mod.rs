@@ -8,6 +8,7 @@ pub mod nf2ff;
 pub mod pattern;
 pub mod sparams;
 pub mod sparams_csv;
+pub mod tail;
 pub mod touchstone;
 pub mod touchstone_read;
 

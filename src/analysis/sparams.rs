@@ -12,7 +12,7 @@
 use num_complex::Complex64;
 use serde::{Deserialize, Serialize};
 
-use super::dft::dft;
+use super::tail::PortDfts;
 use crate::consts::C0;
 use crate::job::{PortKind, SimJob, SimOutput};
 
@@ -25,13 +25,23 @@ pub struct Waves {
     pub i: Vec<Vec<Complex64>>,
 }
 
-/// Compute waves at every port of `job` from one simulation's output.
+/// Compute waves at every port of `job` from one simulation's output. A run
+/// cut off at the step cap while one mode still rang is continued past the
+/// cap where that is measured to be right ([`super::tail`]).
 pub fn waves(job: &SimJob, out: &SimOutput) -> Waves {
+    let plain = PortDfts::of(job, out);
+    match super::tail::continue_run(job, out, &plain) {
+        Some(c) => waves_from(job, &c.dfts),
+        None => waves_from(job, &plain),
+    }
+}
+
+/// The waves from the port DFTs `d`.
+pub fn waves_from(job: &SimJob, d: &PortDfts) -> Waves {
     let f = &job.freqs;
     let mut w = Waves { a: vec![], b: vec![], v: vec![], i: vec![] };
-    for (port, tr) in job.ports.iter().zip(&out.traces) {
-        let v = dft(&tr.v, out.dt, out.v_offset, f);
-        let i = dft(&tr.i, out.dt, out.i_offset, f);
+    for (port, (v, i)) in job.ports.iter().zip(d.v.iter().zip(&d.i)) {
+        let (v, i) = (v.clone(), i.clone());
         let mut a = Vec::with_capacity(f.len());
         let mut b = Vec::with_capacity(f.len());
         for (k, &fk) in f.iter().enumerate() {
@@ -59,6 +69,13 @@ pub fn waves(job: &SimJob, out: &SimOutput) -> Waves {
         w.i.push(i);
     }
     w
+}
+
+/// `S_(i, drive)` for every port i over the band, from the port DFTs `d` of `job`.
+pub fn column(job: &SimJob, d: &PortDfts) -> Vec<Vec<Complex64>> {
+    let w = waves_from(job, d);
+    let j = job.drive;
+    w.b.iter().map(|b| b.iter().zip(&w.a[j]).map(|(b, a)| b / a).collect()).collect()
 }
 
 /// The scattering matrix over the band. Columns of undriven ports are `None`.

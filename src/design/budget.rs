@@ -157,7 +157,7 @@ mod tests {
 
     #[test]
     fn the_budget_is_at_most_the_address_space_limit() {
-        // tests/design_errors.rs runs the binary under `ulimit -v`; here the parts agree.
+        // tests/it/design_errors.rs runs the binary under `ulimit -v`; here the parts agree.
         let m = MemoryBudget::machine();
         assert!(m.bytes <= machine_memory().unwrap_or(u64::MAX), "{m:?}");
         if let Some(left) = address_space_left() {

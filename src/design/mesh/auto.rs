@@ -11,7 +11,7 @@
 //! reference topology (the design's mesh at its parameters' midpoint, which
 //! [`crate::design::Design`] keeps) a candidate keeps the reference's counts
 //! wherever they still fit, so counts change far more rarely (the smoothness
-//! this gives the optimiser is measured in tests/smoothness.rs).
+//! this gives the optimiser is measured in tests/it/smoothness.rs).
 
 use std::sync::Arc;
 

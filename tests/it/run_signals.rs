@@ -5,7 +5,7 @@
 //! resume, the run directory's lock keeps a second writer out (inspect reads
 //! anyway), and output into a closed pipe ends the process quietly.
 
-mod common;
+use crate::common;
 
 use std::os::fd::FromRawFd;
 use std::os::unix::process::ExitStatusExt;

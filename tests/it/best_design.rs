@@ -12,7 +12,7 @@ use emvolve::optimise::{BestObserver, DesignProblem, Simulator};
 use emvolve::run::observe::Observer;
 use emvolve::run::{checkpoint, RunDir, Runner};
 
-mod common;
+use crate::common;
 use common::recording::Recording;
 
 /// The Touchstone lines that carry numbers (comments name the generation).

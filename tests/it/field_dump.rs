@@ -3,8 +3,7 @@
 //! waveguide (|E| ~ sin(pi x / a)); and the CUDA field DFT kernel on the CPU
 //! emulation of the device agrees with the CPU engine (where g++ exists).
 
-#[path = "common/skip.rs"]
-mod skip;
+use crate::common::skip;
 
 use std::path::Path;
 use std::process::Command;

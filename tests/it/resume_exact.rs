@@ -1,7 +1,7 @@
 //! A run of 6 generations and a run of 3 generations resumed for 3 more are the
 //! same run: same history.csv rows (timings aside), same best design, same state.
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod recording;
+pub mod skip;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

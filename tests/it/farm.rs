@@ -9,7 +9,7 @@
 //! PATH, or EMVOLVE_NATS_SERVER). Without one these tests say so and skip,
 //! unless EMVOLVE_REQUIRE_NATS is set (CI sets it when the install worked).
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

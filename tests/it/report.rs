@@ -4,8 +4,7 @@
 //! so the check can fail). The per-generation snapshots and the best design's
 //! RF plots the report shows are checked here too.
 
-#[path = "common/skip.rs"]
-mod skip;
+use crate::common::skip;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

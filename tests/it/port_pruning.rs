@@ -14,7 +14,7 @@ use emvolve::evaluate::evaluate_designs;
 use emvolve::ga::problem::Problem;
 use emvolve::optimise::{DesignProblem, Simulator};
 
-mod common;
+use crate::common;
 use common::recording::Recording;
 
 /// The shipped iris filter on a coarse mesh, made asymmetric (the last iris

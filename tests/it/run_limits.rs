@@ -1,7 +1,7 @@
 //! Stop rules changed on resume, and simulations cut off by the step cap, through
 //! the binary on the tiny fixture design.
 
-mod common;
+use crate::common;
 
 use common::cli::*;
 use emvolve::ga::TerminationReason;

@@ -1,15 +1,12 @@
 //! GPU tests: the CUDA backend against the CPU engines, on a small cavity and
 //! on each shipped design's jobs for a few hundred steps. Each test skips
 //! itself, saying why, where no CUDA device can be used (every CI build); on
-//! the device machine they run for real (`cargo test --release --test device`).
+//! the device machine they run for real (`cargo test --release --test it device::`).
 
-mod device {
-    pub mod cavity;
-    pub mod common;
-    pub mod designs;
-    #[path = "../common/skip.rs"]
-    pub mod skip;
-}
+mod cavity;
+mod common;
+mod designs;
+use crate::common::skip;
 
 /// A skip is told where `cargo test` shows it: the `SKIPPED` line of a test
 /// that passed reaches the output of the test binary run as cargo runs it
@@ -17,7 +14,7 @@ mod device {
 #[test]
 fn a_skip_is_shown_without_nocapture() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["skip_demo", "--exact", "--test-threads", "1"])
+        .args(["device::skip_demo", "--exact", "--test-threads", "1"])
         .env("EMVOLVE_SKIP_DEMO", "1")
         .output()
         .unwrap();
@@ -34,6 +31,6 @@ fn a_skip_is_shown_without_nocapture() {
 fn skip_demo() {
     if std::env::var_os("EMVOLVE_SKIP_DEMO").is_some() {
         eprintln!("captured line");
-        device::skip::skipped("skip_demo", "asked to by EMVOLVE_SKIP_DEMO");
+        skip::skipped("skip_demo", "asked to by EMVOLVE_SKIP_DEMO");
     }
 }

@@ -2,7 +2,7 @@
 //! place and the cause, within seconds, with exit status 1 -- never a hang, an
 //! abort, an overwritten run or a raw Debug value.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

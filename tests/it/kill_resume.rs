@@ -4,7 +4,7 @@
 //! latest checkpoint is never damaged, and the run, once finished, equals a run
 //! never interrupted, row for row and state for state.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

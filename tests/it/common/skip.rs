@@ -9,6 +9,9 @@ use std::io::Write;
 
 /// Say that `test` skipped because of `why`, where `cargo test` shows it.
 pub fn skipped(test: &str, why: &str) {
-    // Written to the unbuffered handle, not through eprintln!, which libtest captures.
-    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {why}");
+    // Written to the unbuffered handle, not through eprintln!, which libtest
+    // captures; in one write, so that libtest's own lines (other tests of the
+    // binary finishing meanwhile) never land inside it.
+    let line = format!("SKIPPED {test}: {why}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }

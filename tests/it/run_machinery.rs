@@ -1,7 +1,7 @@
 //! The runner through real files: determinism, failures, Ctrl-C, checkpoint
 //! fallback, refusals on resume, stop rules, progress output.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
