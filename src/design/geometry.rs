@@ -318,8 +318,15 @@ impl Geometry {
                 Shape::Block { mat, .. } | Shape::Iris { mat, .. } | Shape::Post { mat, .. } | Shape::Extruded { mat, .. } => mat,
             };
             let m = &self.materials[mat as usize];
-            if !m.pec && m.eps_r * m.mu_r > best.1 {
-                best = (m.name.clone(), m.eps_r * m.mu_r);
+            // A dispersive medium's eps_r is its value at infinite frequency: its
+            // static value (plus the Debye and Lorentz strengths) bounds it in the band.
+            let eps = m.eps_r
+                + m.poles.iter().map(|p| match *p {
+                    crate::job::Pole::Debye { delta_eps, .. } | crate::job::Pole::Lorentz { delta_eps, .. } => delta_eps.max(0.0),
+                    crate::job::Pole::Drude { .. } => 0.0,
+                }).sum::<f64>();
+            if !m.pec && eps * m.mu_r > best.1 {
+                best = (m.name.clone(), eps * m.mu_r);
             }
         }
         (best.0, best.1.sqrt())
