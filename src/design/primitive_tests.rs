@@ -245,3 +245,43 @@ fn dispersive_media_are_checked_for_passivity_with_the_path() {
     assert!(e.contains("poles[0].f0"), "{e}");
     assert!(Design::parse(&text("Drude(f_p: 5e9, gamma: 1e9), Debye(delta_eps: 2, tau: 1e-11)"), "t.ron").is_ok());
 }
+
+/// A design file with a lumped port and a `Load` beside it, joined by the PEC
+/// floor and a sheet: through parse, mesh, voxels and the CPU engine, the
+/// port sees the load's resistance (plus the 1 mm loop it closes: about 1 nH,
+/// 3 ohm at 0.5 GHz, hence the low band).
+fn loaded_port_s11(load: &str) -> Vec<f64> {
+    let text = format!(
+        r#"Design(
+            name: "loaded",
+            units: Millimetre,
+            parameters: {{ "r": Real(min: 10.0, max: 100.0) }},
+            geometry: [
+                Sheet(min: (1, 2, 1), max: (2, 2.5, 1)),
+                {load}
+            ],
+            domain: (x: (0, 4), y: (0, 4), z: (0, 2)),
+            boundaries: (x: Pec, y: Pec, z: Pec),
+            ports: [Lumped(name: "p", from: (1, 2, 0), to: (1, 2, 1))],
+            band: (start: 0.1e9, stop: 0.5e9, points: 9),
+            engine: Fdtd(cell: 0.25),
+            goals: [Goal(s: (1, 1), band: (0.2e9, 0.3e9), below_db: -10.0)],
+        )"#
+    );
+    let d = Design::parse(&text, "loaded.ron").unwrap_or_else(|e| panic!("{e}"));
+    let mut job = job_at(&d, &[]);
+    job.stop.decay_db = -60.0;
+    assert_eq!(job.loads.len(), 1);
+    let out = crate::engine::fdtd::cpu_batch::run(&job).unwrap();
+    let sp = crate::analysis::SParams::from_runs(&[&job], &[&out]);
+    sp.db(1, 1).unwrap()
+}
+
+#[test]
+fn a_load_in_a_design_file_terminates_a_port() {
+    // 50 ohm against the 50 ohm port: matched; 20 ohm: |S11| = 30/70 = -7.4 dB.
+    let matched = loaded_port_s11(r#"Load(name: "r50", from: (2, 2, 0), to: (2, 2, 1), r: 50)"#);
+    assert!(matched.iter().all(|&x| x < -25.0), "{matched:?}");
+    let low = loaded_port_s11(r#"Load(name: "r20", from: (2, 2, 0), to: (2, 2, 1), r: 20)"#);
+    assert!(low.iter().all(|&x| (x - 20.0 * (30.0f64 / 70.0).log10()).abs() < 0.3), "{low:?}");
+}

@@ -35,6 +35,7 @@
 //! pole does not lose its current to f32 cancellation).
 
 use crate::consts::EPS0;
+use rayon::prelude::*;
 use crate::job::{Load, Pole, SimFailure, SimJob, Topology};
 
 use super::operator::{Operator, PEC_INDEX};
@@ -212,41 +213,48 @@ fn material_edges(job: &SimJob, op: &Operator, dispersive: &[bool], out: &mut Ve
         let (a, b) = ((c + 1) % 3, (c + 2) % 3);
         let mut hi = [n[0], n[1], n[2]];
         hi[c] = n[c] - 1;
-        for k in 0..=hi[2] {
-            for j in 0..=hi[1] {
-                for i in 0..=hi[0] {
-                    let p = [i as isize, j as isize, k as isize];
-                    let flat = op.at3(p);
-                    if op.mat[c][flat] == PEC_INDEX {
-                        continue;
-                    }
-                    let mut cells = [None; 4];
-                    for (t, (da, db)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
-                        let mut q = p;
-                        q[a] -= da;
-                        q[b] -= db;
-                        cells[t] = cell(q);
-                    }
-                    if !cells.iter().flatten().any(|&m| dispersive[m]) {
-                        continue;
-                    }
-                    let cnt = cells.iter().flatten().count() as f64;
-                    let mut eb = EdgeBuild::default();
-                    // Each dispersive material once, weighted by its cells.
-                    let mut seen: [usize; 4] = [usize::MAX; 4];
-                    for (t, m) in cells.iter().enumerate() {
-                        let Some(m) = *m else { continue };
-                        if !dispersive[m] || seen[..t].contains(&m) {
+        // One z plane per task (a GA generation builds dozens of operators).
+        let planes: Vec<Vec<((u8, u32), EdgeBuild)>> = (0..=hi[2])
+            .into_par_iter()
+            .map(|k| {
+                let mut out = vec![];
+                for j in 0..=hi[1] {
+                    for i in 0..=hi[0] {
+                        let p = [i as isize, j as isize, k as isize];
+                        let flat = op.at3(p);
+                        if op.mat[c][flat] == PEC_INDEX {
                             continue;
                         }
-                        seen[t] = m;
-                        let w = cells.iter().flatten().filter(|&&x| x == m).count() as f64 / cnt;
-                        eb.poles.extend(job.materials[m].poles.iter().map(|p| material_pole(p, w, op.dt)));
+                        let mut cells = [None; 4];
+                        for (t, (da, db)) in [(0, 0), (0, 1), (1, 0), (1, 1)].into_iter().enumerate() {
+                            let mut q = p;
+                            q[a] -= da;
+                            q[b] -= db;
+                            cells[t] = cell(q);
+                        }
+                        if !cells.iter().flatten().any(|&m| dispersive[m]) {
+                            continue;
+                        }
+                        let cnt = cells.iter().flatten().count() as f64;
+                        let mut eb = EdgeBuild::default();
+                        // Each dispersive material once, weighted by its cells.
+                        let mut seen: [usize; 4] = [usize::MAX; 4];
+                        for (t, m) in cells.iter().enumerate() {
+                            let Some(m) = *m else { continue };
+                            if !dispersive[m] || seen[..t].contains(&m) {
+                                continue;
+                            }
+                            seen[t] = m;
+                            let w = cells.iter().flatten().filter(|&&x| x == m).count() as f64 / cnt;
+                            eb.poles.extend(job.materials[m].poles.iter().map(|p| material_pole(p, w, op.dt)));
+                        }
+                        out.push(((c as u8, flat as u32), eb));
                     }
-                    out.push(((c as u8, flat as u32), eb));
                 }
-            }
-        }
+                out
+            })
+            .collect();
+        out.extend(planes.into_iter().flatten());
     }
 }
 
