@@ -779,23 +779,12 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Aff
             if el.iter().all(|x| x.is_none()) {
                 return Err(cx.err(at, format!("load `{name}` has no element: give r (ohm), l (henry) and/or c (farad)")));
             }
-            let differ: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
-            if differ.len() != 1 {
-                let which = if differ.is_empty() { "none".into() } else { differ.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ") };
-                return Err(cx.err(at, format!("load `{name}`: from and to must differ along exactly one axis (they differ along {which})")));
-            }
-            for (end, pt) in [("from", f), ("to", t)] {
-                for a in Axis::ALL {
-                    if let Some(m) = outside(cx, g, a, pt[a.index()]) {
-                        return Err(cx.err(format!("{at}.{end}"), format!("load `{name}`: {m}")));
-                    }
-                }
-            }
+            let axis = segment_axis(cx, g, f, t, at, &format!("load `{name}`"))?;
             if g.loads.iter().any(|x| x.name == *name) {
                 return Err(cx.err(at, format!("a load named `{name}` already exists (in a Repeat, name each copy apart or use one Load per copy)")));
             }
             let topology = if *parallel { Topology::Parallel } else { Topology::Series };
-            g.loads.push(LoadGeom { name: name.clone(), from: f, to: t, axis: differ[0], r: el[0], l: el[1], c: el[2], topology, origin });
+            g.loads.push(LoadGeom { name: name.clone(), from: f, to: t, axis, r: el[0], l: el[1], c: el[2], topology, origin });
         }
         Primitive::Box { material: name, min, max } => {
             let lo = cx.point(min, &format!("{at}.min"))?;
@@ -979,6 +968,24 @@ fn outside(cx: &Ctx, g: &Geometry, a: Axis, x: f64) -> Option<String> {
     Some(format!("{} = {} lies outside the domain {}{padding}", a.name(), cx.show(x), cx.range(lo, hi)))
 }
 
+/// The axis along which a lumped port's or load's `from` and `to` differ (the
+/// only one), both ends inside the domain; `what` names it in messages.
+fn segment_axis(cx: &Ctx, g: &Geometry, f: [f64; 3], t: [f64; 3], at: &str, what: &str) -> Result<Axis, DesignError> {
+    let differ: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
+    if differ.len() != 1 {
+        let which = if differ.is_empty() { "none".into() } else { differ.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ") };
+        return Err(cx.err(at, format!("{what}: from and to must differ along exactly one axis (they differ along {which})")));
+    }
+    for (end, pt) in [("from", f), ("to", t)] {
+        for a in Axis::ALL {
+            if let Some(m) = outside(cx, g, a, pt[a.index()]) {
+                return Err(cx.err(format!("{at}.{end}"), format!("{what}: {m}")));
+            }
+        }
+    }
+    Ok(differ[0])
+}
+
 fn port(cx: &Ctx, g: &Geometry, p: &PortSpec, origin: Origin) -> Result<PortGeom, DesignError> {
     let at = origin.at.as_str();
     let name = p.name().to_string();
@@ -990,19 +997,7 @@ fn port(cx: &Ctx, g: &Geometry, p: &PortSpec, origin: Origin) -> Result<PortGeom
             if r_ohm <= 0.0 {
                 return Err(cx.err(format!("{at}.r"), format!("must be positive (got {r_ohm})")));
             }
-            let differ: Vec<Axis> = Axis::ALL.into_iter().filter(|a| (t[a.index()] - f[a.index()]).abs() > cx.tol).collect();
-            if differ.len() != 1 {
-                let which = if differ.is_empty() { "none".into() } else { differ.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ") };
-                return Err(cx.err(at, format!("port `{name}`: from and to must differ along exactly one axis (they differ along {which})")));
-            }
-            let axis = differ[0];
-            for (end, pt) in [("from", f), ("to", t)] {
-                for a in Axis::ALL {
-                    if let Some(m) = outside(cx, g, a, pt[a.index()]) {
-                        return Err(cx.err(format!("{at}.{end}"), format!("port `{name}`: {m}")));
-                    }
-                }
-            }
+            let axis = segment_axis(cx, g, f, t, at, &format!("port `{name}`"))?;
             if let Some(inv) = g.collapse {
                 let i = inv.index();
                 if axis != inv || !spans(g, inv, f[i].min(t[i]), f[i].max(t[i])) {

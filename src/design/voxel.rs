@@ -286,20 +286,21 @@ fn snap_sheet(s: &Snap, x: &SheetGeom, u: &Units) -> Result<Sheet, DesignError> 
 
 /// A load's nodes on the mesh (its ends are mesh lines: geometry events).
 fn snap_load(s: &Snap, l: &super::geometry::LoadGeom, u: &Units) -> Result<Load, DesignError> {
-    let at = l.origin.at.as_str();
-    let (f, t) = (l.from, l.to);
+    let (start, len) = snap_segment(s, l.from, l.to, l.axis, l.origin.at.as_str(), &format!("load `{}`", l.name), u)?;
+    Ok(Load { name: l.name.clone(), axis: l.axis, start, len, r: l.r, l: l.l, c: l.c, topology: l.topology })
+}
+
+/// The lower node and the edge count of a segment from `f` to `t` along
+/// `axis` (a lumped port's or load's), refused where both ends snap to one node.
+fn snap_segment(s: &Snap, f: [f64; 3], t: [f64; 3], axis: Axis, at: &str, what: &str, u: &Units) -> Result<([usize; 3], usize), DesignError> {
     let nf: [usize; 3] = std::array::from_fn(|i| s.node(i, f[i]));
     let nt: [usize; 3] = std::array::from_fn(|i| s.node(i, t[i]));
-    let ai = l.axis.index();
+    let ai = axis.index();
     let len = nf[ai].abs_diff(nt[ai]);
     if len == 0 {
-        return Err(u.err(
-            at,
-            format!("load `{}`: both ends snap to the same grid node (length {}, cell {})", l.name, u.show((t[ai] - f[ai]).abs()), u.show(s.cell_at(ai, f[ai]))),
-        ));
+        return Err(u.err(at, format!("{what}: both ends snap to the same grid node (length {}, cell {})", u.show((t[ai] - f[ai]).abs()), u.show(s.cell_at(ai, f[ai])))));
     }
-    let start = if nf[ai] <= nt[ai] { nf } else { nt };
-    Ok(Load { name: l.name.clone(), axis: l.axis, start, len, r: l.r, l: l.l, c: l.c, topology: l.topology })
+    Ok((if nf[ai] <= nt[ai] { nf } else { nt }, len))
 }
 
 fn snap_port(s: &Snap, p: &super::geometry::PortGeom, u: &Units) -> Result<Port, DesignError> {
@@ -307,21 +308,7 @@ fn snap_port(s: &Snap, p: &super::geometry::PortGeom, u: &Units) -> Result<Port,
     let name = &p.name;
     let kind = match p.kind {
         PortGeomKind::Lumped { from: f, to: t, axis, r_ohm } => {
-            let nf: [usize; 3] = std::array::from_fn(|i| s.node(i, f[i]));
-            let nt: [usize; 3] = std::array::from_fn(|i| s.node(i, t[i]));
-            let ai = axis.index();
-            let len = nf[ai].abs_diff(nt[ai]);
-            if len == 0 {
-                return Err(u.err(
-                    at,
-                    format!(
-                        "port `{name}`: both ends snap to the same grid node (length {}, cell {})",
-                        u.show((t[ai] - f[ai]).abs()),
-                        u.show(s.cell_at(ai, f[ai]))
-                    ),
-                ));
-            }
-            let start = if nf[ai] <= nt[ai] { nf } else { nt };
+            let (start, len) = snap_segment(s, f, t, axis, at, &format!("port `{name}`"), u)?;
             for a in Axis::ALL {
                 let i = a.index();
                 let (n0, n1) = (start[i], start[i] + if a == axis { len } else { 0 });
