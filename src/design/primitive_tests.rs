@@ -251,20 +251,22 @@ fn dispersive_media_are_checked_for_passivity_with_the_path() {
 /// port sees the load's resistance (plus the 1 mm loop it closes: about 1 nH,
 /// 3 ohm at 0.5 GHz, hence the low band).
 fn loaded_port_s11(load: &str) -> Vec<f64> {
+    loaded_port_s11_with(&format!("Sheet(min: (1, 2, 1), max: (2, 2.5, 1)), {load}"), "cell: 0.25")
+}
+
+/// `loaded_port_s11` with the whole geometry and the engine's mesh given.
+fn loaded_port_s11_with(geometry: &str, mesh: &str) -> Vec<f64> {
     let text = format!(
         r#"Design(
             name: "loaded",
             units: Millimetre,
             parameters: {{ "r": Real(min: 10.0, max: 100.0) }},
-            geometry: [
-                Sheet(min: (1, 2, 1), max: (2, 2.5, 1)),
-                {load}
-            ],
+            geometry: [{geometry}],
             domain: (x: (0, 4), y: (0, 4), z: (0, 2)),
             boundaries: (x: Pec, y: Pec, z: Pec),
             ports: [Lumped(name: "p", from: (1, 2, 0), to: (1, 2, 1))],
             band: (start: 0.1e9, stop: 0.5e9, points: 9),
-            engine: Fdtd(cell: 0.25),
+            engine: Fdtd({mesh}),
             goals: [Goal(s: (1, 1), band: (0.2e9, 0.3e9), below_db: -10.0)],
         )"#
     );
@@ -284,4 +286,25 @@ fn a_load_in_a_design_file_terminates_a_port() {
     assert!(matched.iter().all(|&x| x < -25.0), "{matched:?}");
     let low = loaded_port_s11(r#"Load(name: "r20", from: (2, 2, 0), to: (2, 2, 1), r: 20)"#);
     assert!(low.iter().all(|&x| (x - 20.0 * (30.0f64 / 70.0).log10()).abs() < 0.3), "{low:?}");
+}
+
+#[test]
+fn moving_a_load_in_small_steps_moves_the_answer_smoothly() {
+    // A 50 ohm load 1.00 to 1.42 mm from the port in 0.07 mm steps (under a third of a
+    // cell): the loop it closes grows, so |S11| at 0.5 GHz rises with every step,
+    // with no plateau or cliff (the load's ends are mesh lines of the automatic mesh).
+    let s11: Vec<f64> = (0..=6)
+        .map(|k| {
+            let x = 2.0 + 0.07 * k as f64;
+            let geometry = format!("Sheet(min: (1, 2, 1), max: ({x}, 2.5, 1)), Load(name: \"r50\", from: ({x}, 2, 0), to: ({x}, 2, 1), r: 50)");
+            *loaded_port_s11_with(&geometry, "mesh: Auto(max_cell: 0.25, edge_cell: 0.25)").last().unwrap()
+        })
+        .collect();
+    let steps: Vec<f64> = s11.windows(2).map(|w| w[1] - w[0]).collect();
+    let mut sorted = steps.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[sorted.len() / 2];
+    eprintln!("|S11| at 0.5 GHz: {s11:.3?}; steps {steps:.3?}");
+    assert!(steps.iter().all(|&d| d > 0.0), "not monotonic: {steps:?}");
+    assert!(steps.iter().all(|&d| d < 3.0 * median && d > median / 3.0), "uneven steps: {steps:?}");
 }
