@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub mod conductor;
 pub mod huygens;
 pub mod mesh;
+pub use conductor::{Conductor, Surfaces};
 pub use mesh::{Mesh, MeshError};
 
 /// A Cartesian axis.
@@ -385,6 +387,9 @@ pub struct SimJob {
     /// Lumped R, L, C loads (FDTD only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loads: Vec<Load>,
+    /// Lossy metal surfaces (FDTD only; empty: every metal is perfect).
+    #[serde(default, skip_serializing_if = "Surfaces::is_empty")]
+    pub surfaces: Surfaces,
     pub ports: Vec<Port>,
     /// Field monitors beyond the ports (results in [`SimOutput::monitors`]).
     pub monitors: Vec<Monitor>,
@@ -417,6 +422,7 @@ impl SimJob {
             && self.materials == other.materials
             && self.sheets == other.sheets
             && self.loads == other.loads
+            && self.surfaces == other.surfaces
             && self.ports == other.ports
             && self.pulse == other.pulse
             && self.courant == other.courant

@@ -27,6 +27,7 @@ pub fn box_job(n: usize, steps: usize) -> SimJob {
         materials: vec![Material::vacuum()],
         sheets: vec![],
         loads: vec![],
+        surfaces: Default::default(),
         ports: vec![Port { name: "p1".into(), kind: PortKind::Lumped { axis: Axis::Z, start: [n / 4, n / 2, n / 2 - 1], len: 2, r_ohm: 50.0 } }],
         drive: 0,
         monitors: vec![],

@@ -147,6 +147,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         cell_mat: cell_mat.into(),
         sheets,
         loads,
+        surfaces: Default::default(),
         ports,
         drive: 0,
         monitors: vec![],

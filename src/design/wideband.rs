@@ -124,39 +124,8 @@ fn fit_n(target: &impl Fn(f64) -> Complex64, f_lo: f64, f_hi: f64, npoles: usize
         rows.push(((0..ncol).map(|c| column(c, w).re / re_s).collect(), t[i].re / re_s));
         rows.push(((0..ncol).map(|c| column(c, w).im / im_s).collect(), t[i].im / im_s));
     }
-    // Active-set NNLS (Lawson-Hanson's idea, simplified): solve, drop the most negative, repeat.
-    let mut active: Vec<usize> = (0..ncol).collect();
-    let x = loop {
-        let n = active.len();
-        let mut ata = vec![0.0; n * n];
-        let mut atb = vec![0.0; n];
-        for (r, y) in &rows {
-            for (p, &cp) in active.iter().enumerate() {
-                atb[p] += r[cp] * y;
-                for (q, &cq) in active.iter().enumerate() {
-                    ata[p * n + q] += r[cp] * r[cq];
-                }
-            }
-        }
-        // A whisker of ridge keeps nearly dependent columns solvable.
-        let tr = (0..n).map(|p| ata[p * n + p]).sum::<f64>() / n as f64;
-        for p in 0..n {
-            ata[p * n + p] += 1e-12 * tr;
-        }
-        let l = linalg::cholesky(&ata, n).expect("normal equations of the pole fit are positive definite");
-        let sol = linalg::solve_upper_t(&l, n, &linalg::solve_lower(&l, n, &atb));
-        let worst = active.iter().zip(&sol).filter(|(&c, &v)| c != 0 && v < 0.0).min_by(|a, b| a.1.total_cmp(b.1)).map(|(&c, _)| c);
-        match worst {
-            Some(c) => active.retain(|&x| x != c),
-            None => {
-                let mut x = vec![0.0; ncol];
-                for (&c, v) in active.iter().zip(sol) {
-                    x[c] = v;
-                }
-                break x;
-            }
-        }
-    };
+    // eps_inf may be any sign (it is usually positive anyway); the rest stay non-negative.
+    let x = linalg::nnls(&rows, ncol, &[0]);
     let poles: Vec<Pole> = (0..npoles).filter(|&k| x[k + 2] > 0.0).map(|k| Pole::Debye { delta_eps: x[k + 2], tau: 1.0 / (2.0 * PI * fk[k]) }).collect();
     let mut fit = PoleFit { eps_inf: x[0], sigma: x[1] * wmax * EPS0, poles, eps_err: 0.0, tan_err: 0.0 };
     for (i, &w) in ws.iter().enumerate() {

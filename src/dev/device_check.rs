@@ -91,6 +91,7 @@ pub fn base_job(label: &str, n: [usize; 3], d: f64, bnd: [[Boundary; 2]; 3], pml
         cell_mat: vec![0; cells].into(),
         sheets: vec![],
         loads: vec![],
+        surfaces: Default::default(),
         ports: vec![],
         drive: 0,
         monitors: vec![],

@@ -618,7 +618,7 @@ impl<'a> FdtdDevBatch<'a> {
     /// Copy design `d`'s current fields back into a CPU [`Fields`] (psi left empty).
     fn download_fields(&mut self, d: usize) -> Result<Fields, EngineError> {
         let (off, len) = (self.plan.designs[d].off as usize, self.ops[d].len);
-        let mut f = Fields { e: [vec![], vec![], vec![]], h: [vec![], vec![], vec![]], psi_e: Default::default(), psi_h: Default::default(), edges: Default::default() };
+        let mut f = Fields { e: [vec![], vec![], vec![]], h: [vec![], vec![], vec![]], psi_e: Default::default(), psi_h: Default::default(), edges: Default::default(), surface: Default::default() };
         for c in 0..3 {
             f.e[c] = download_vec(self.dev, self.pools.e[self.cur][c], off, len)?;
             f.h[c] = download_vec(self.dev, self.pools.h[self.cur][c], off, len)?;
@@ -916,6 +916,8 @@ pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], ini
             Err("field DFT monitors run on the streaming path".to_string())
         } else if !o.edges.is_empty() {
             Err("edge currents (dispersive media, loads) run on the streaming path".to_string())
+        } else if !o.surface.is_empty() {
+            Err("lossy metal faces run on the streaming path".to_string())
         } else {
             onchip::plan_design(o, jobs[i].drive, max_shared, gstride, init.map(|f| &f[i]))
         };
@@ -929,6 +931,8 @@ pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], ini
                     Err("one step a pass asked for".to_string())
                 } else if !o.edges.is_empty() {
                     Err("edge currents need their pass after every step".to_string())
+                } else if !o.surface.is_empty() {
+                    Err("lossy metal faces need their pass after every step".to_string())
                 } else {
                     slim::fits(o, &jobs[i], opts.slim_min_plane)
                 };

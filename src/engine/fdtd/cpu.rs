@@ -300,6 +300,14 @@ pub fn fdtd_inject(op: &Operator, f: &mut Fields, d: usize, g: f64) {
     }
 }
 
+/// The lossy metal faces after the step and the sources, before the edge
+/// currents (twin of the CUDA kernel `fdtd_surface`).
+pub fn fdtd_surface(op: &Operator, f: &mut Fields) {
+    if !op.surface.is_empty() {
+        super::surface::apply(&op.surface, &mut f.h, &mut f.e, &mut f.surface);
+    }
+}
+
 /// The edge currents (dispersive media, lumped loads) after the step and the
 /// sources, before the port samples (twin of the CUDA kernel `fdtd_edges`).
 pub fn fdtd_edges(op: &Operator, f: &mut Fields) {

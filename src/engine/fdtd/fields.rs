@@ -4,6 +4,7 @@
 
 use super::edges::EdgeState;
 use super::operator::Operator;
+use super::surface::SurfaceState;
 
 /// Field and CPML auxiliary arrays of one job.
 pub struct Fields {
@@ -14,6 +15,8 @@ pub struct Fields {
     pub psi_h: [[Vec<f32>; 3]; 3],
     /// Memories of the edge currents (dispersive media, loads).
     pub edges: EdgeState,
+    /// Memories of the lossy metal faces.
+    pub surface: SurfaceState,
 }
 
 impl Fields {
@@ -26,6 +29,7 @@ impl Fields {
             psi_e: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
             psi_h: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
             edges: EdgeState::new(&op.edges),
+            surface: SurfaceState::new(&op.surface),
         }
     }
 }

@@ -8,11 +8,14 @@ pub mod edges;
 pub mod fast;
 pub mod fields;
 pub mod operator;
+pub mod surface;
 
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod edges_tests;
+#[cfg(test)]
+mod surface_tests;
 #[cfg(test)]
 mod shape_tests;
 

@@ -21,6 +21,7 @@
 
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use super::edges::EdgeTerms;
+use super::surface::SurfaceTerms;
 use crate::job::{Axis, Boundary, PortKind, SimFailure, SimJob};
 use rayon::prelude::*;
 
@@ -125,6 +126,9 @@ pub struct Operator {
     /// Extra currents on some E edges: dispersive media and lumped loads
     /// (`super::edges`), applied after the step and the port sources.
     pub edges: EdgeTerms,
+    /// Lossy metal faces (`super::surface`), applied after the sources and
+    /// before the edge currents.
+    pub surface: SurfaceTerms,
 }
 
 impl Operator {
@@ -199,6 +203,7 @@ impl Operator {
             e_rows: [vec![], vec![], vec![]],
             h_rows: [vec![], vec![], vec![]],
             edges: EdgeTerms::default(),
+            surface: SurfaceTerms::default(),
         };
         let mut table = CoefTable::default();
         fill(&mut op, job, &mut table)?;
@@ -212,6 +217,7 @@ impl Operator {
         }
         rows(&mut op);
         op.edges = EdgeTerms::build(job, &op)?;
+        op.surface = SurfaceTerms::build(job, &op)?;
         Ok(op)
     }
 

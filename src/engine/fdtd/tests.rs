@@ -21,6 +21,7 @@ pub(crate) fn empty_job(n: [usize; 3], d: [f64; 3], bnd: [[Boundary; 2]; 3], pml
         cell_mat: vec![0; cells].into(),
         sheets: vec![],
         loads: vec![],
+        surfaces: Default::default(),
         ports: vec![],
         drive: 0,
         monitors: vec![],

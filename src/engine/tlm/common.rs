@@ -168,6 +168,9 @@ pub(super) fn check_job(job: &SimJob) -> Result<(), SimFailure> {
     if let Some(m) = job.materials.iter().find(|m| !m.poles.is_empty()) {
         return bad(format!("material '{}' is dispersive: the TLM engines model constant eps, sigma and mu only (use the FDTD engine)", m.name));
     }
+    if let Some(c) = job.surfaces.conductors.first() {
+        return bad(format!("conductor '{}': the TLM engines have no lossy metal (use the FDTD engine)", c.name));
+    }
     if let Some(l) = job.loads.first() {
         return bad(format!("load '{}': the TLM engines have no lumped loads (use the FDTD engine)", l.name));
     }

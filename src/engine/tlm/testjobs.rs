@@ -15,6 +15,7 @@ pub fn pec_box(n: [usize; 3], d: f64) -> SimJob {
         cell_mat: vec![0; n[0] * n[1] * n[2]].into(),
         sheets: vec![],
         loads: vec![],
+        surfaces: Default::default(),
         ports: vec![],
         drive: 0,
         monitors: vec![],
@@ -61,6 +62,7 @@ pub fn wr28(engine: EngineKind, nx: usize, ny: usize, nz: usize, pad: usize, por
         cell_mat: vec![0; nx * ny * nz].into(),
         sheets: vec![],
         loads: vec![],
+        surfaces: Default::default(),
         ports: vec![
             Port { name: "p1".into(), kind: wg(pad + port_gap, 1) },
             Port { name: "p2".into(), kind: wg(nz - pad - port_gap, -1) },

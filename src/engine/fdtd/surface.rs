@@ -1,0 +1,431 @@
+//! Surface impedance: the FDTD extension for lossy metal (finite
+//! conductivity, skin effect, roughness) on the faces of PEC-drawn solids,
+//! sheets and domain walls.
+//!
+//! Metal stays PEC on the grid: its tangential E edges are zero. The field
+//! a real conductor's face has, `E_t = Zs J_s` with `J_s = n x H`, enters
+//! where that E would: in the Faraday update of each tangential H node half
+//! a cell off the face, whose loop contains the face edge. Written out, the
+//! face edge adds `-(Zs / d) H` to `mu0 dH/dt` (`d` the primal cell across
+//! the face; the sign is that of a loss whichever side the metal is on), the
+//! surface-impedance boundary of Beggs, Luebbers, Yee & Kunz ("Finite-
+//! difference time-domain implementation of surface impedance boundary
+//! conditions", IEEE T-AP 40(1), 1992) with H taken at the node, half a cell
+//! off the face. An H node next to several lossy faces sums their `1/d`.
+//!
+//! `Zs(s)` is fitted over the job's band (`fit`) as a Foster network that is
+//! passive by construction: `Zs = r0 + l0 s + sum_k r_k s / (s + p_k)`, every
+//! coefficient non-negative (a resistor, an inductor, parallel R-L cells in
+//! series). The exact impedance of a conducting slab has this form
+//! (`x coth x = 1 + sum 2 x^2 / (x^2 + n^2 pi^2)`), so a few poles fit it
+//! to a fraction of a percent over a band. Each cell is one first-order
+//! memory `psi_k = s / (s + p_k) H`, advanced by the trapezoidal rule; `H` at
+//! step n is the mean of its two half steps, so the update is implicit in
+//! the node's own new value only: one scalar equation per node.
+//!
+//! Where it runs: after the Yee step and the port sources, before the edge
+//! currents and the port samples. The step left `H*` (without the face term)
+//! and an `E(n+1)` computed from `H*`; the pass solves for the node's true
+//! `H`, stores it, and adds `cb curl(dH)` to the three or four E edges that
+//! read the node, which is exactly what the E update would have given with
+//! the true H (the update is linear). Every Yee kernel stays untouched, as
+//! for the edge currents (CUDA twin: `fdtd_surface`, kernels/fdtd_surface.cuh).
+//! Nodes within a cell of a CPML are left out (their E edges' stretched
+//! memories would need the correction too); PMC mirror ghosts are handled by
+//! counting the mirrored node's share in the face edge.
+
+use crate::ga::linalg;
+use crate::job::{Boundary, Conductor, SimFailure, SimJob};
+use num_complex::Complex64;
+use std::f64::consts::PI;
+
+use super::operator::{Operator, PEC_INDEX};
+
+/// `Zs(s) = r0 + l0 s + sum_k r_k s / (s + p_k)` (ohms, s in rad/s).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Foster {
+    pub r0: f64,
+    pub l0: f64,
+    /// (r_k, p_k): parallel R-L cells with R = r_k, L = r_k / p_k.
+    pub cells: Vec<(f64, f64)>,
+    /// The largest error over the fitted band, relative to |Zs|: of the
+    /// real part (the loss), and a fifth of that of the imaginary part (a
+    /// fiftieth for a rough metal).
+    pub err: f64,
+}
+
+impl Foster {
+    pub fn z(&self, w: f64) -> Complex64 {
+        let s = Complex64::new(0.0, w);
+        self.r0 + self.l0 * s + self.cells.iter().map(|&(r, p)| r * s / (s + p)).sum::<Complex64>()
+    }
+}
+
+/// Relative error a fit must reach over the band: the loss (Re Zs) is what
+/// users read as insertion loss and Q, wanted to a per cent or better.
+pub const FIT_TOL: f64 = 2e-3;
+/// The same for a rough metal, whose roughness model is good to 10 % at best.
+pub const FIT_TOL_ROUGH: f64 = 1e-2;
+
+/// The tolerance of [`fit`] for conductor `c`.
+pub fn fit_tol(c: &Conductor) -> f64 {
+    if c.roughness > 0.0 { FIT_TOL_ROUGH } else { FIT_TOL }
+}
+
+/// Fit the surface impedance of `c` over `f_lo..f_hi` Hz with the fewest
+/// poles (log-spaced from a decade below the band to a decade above) that
+/// reach [`fit_tol`]; at most three per decade of that span.
+pub fn fit(c: &Conductor, f_lo: f64, f_hi: f64) -> Foster {
+    let (f_lo, f_hi) = (f_lo.min(f_hi).max(1.0), f_hi.max(f_lo));
+    let f_hi = f_hi.max(f_lo * 1.05);
+    let most = ((f_hi / f_lo).log10() + 2.0) * 3.0;
+    let mut best: Option<Foster> = None;
+    for n in 1..=most.ceil() as usize {
+        let f = fit_n(c, f_lo, f_hi, n);
+        let good = f.err < fit_tol(c);
+        if best.as_ref().is_none_or(|b| f.err < b.err) {
+            best = Some(f);
+        }
+        if good {
+            break;
+        }
+    }
+    best.expect("at least one fit")
+}
+
+fn fit_n(c: &Conductor, f_lo: f64, f_hi: f64, npoles: usize) -> Foster {
+    let widen = 10f64.min(1.0 + npoles as f64 * 2.0);
+    let (a, b) = ((f_lo / widen).log10(), (f_hi * widen).log10());
+    let pk: Vec<f64> = if npoles == 1 {
+        vec![2.0 * PI * (f_lo * f_hi).sqrt()]
+    } else {
+        (0..npoles).map(|k| 2.0 * PI * 10f64.powf(a + (b - a) * k as f64 / (npoles - 1) as f64)).collect()
+    };
+    let nw = 48;
+    let ws: Vec<f64> = (0..nw).map(|i| 2.0 * PI * 10f64.powf(f_lo.log10() + (f_hi.log10() - f_lo.log10()) * i as f64 / (nw - 1) as f64)).collect();
+    let wmax = ws[nw - 1];
+    let zref = c.surface_impedance(wmax).norm();
+    // Columns (all scaled to O(zref)): r0, l0 in units of zref / wmax, r_k.
+    let column = |col: usize, w: f64| -> Complex64 {
+        let s = Complex64::new(0.0, w);
+        match col {
+            0 => Complex64::from(zref),
+            1 => zref * s / wmax,
+            k => zref * s / (s + pk[k - 2]),
+        }
+    };
+    let ncol = npoles + 2;
+    let mut rows = vec![];
+    let iw = im_weight(c);
+    for &w in &ws {
+        // Errors relative to |Zs|; the reactance weighs a fifth: the loss is
+        // what a user reads, and a roughness factor on a causal Zs is not
+        // causal, so the two parts cannot both be met then.
+        let t = c.surface_impedance(w);
+        let sc = t.norm();
+        rows.push(((0..ncol).map(|k| column(k, w).re / sc).collect::<Vec<_>>(), t.re / sc));
+        rows.push(((0..ncol).map(|k| iw * column(k, w).im / sc).collect::<Vec<_>>(), iw * t.im / sc));
+    }
+    let x = linalg::nnls(&rows, ncol, &[]);
+    let mut f = Foster {
+        r0: x[0] * zref,
+        l0: x[1] * zref / wmax,
+        cells: (0..npoles).filter(|&k| x[k + 2] > 0.0).map(|k| (x[k + 2] * zref, pk[k])).collect(),
+        err: 0.0,
+    };
+    f.err = ws.iter().map(|&w| fit_error(&f, c, w)).fold(0.0, f64::max);
+    f
+}
+
+/// How much less the reactance counts than the resistance in a fit: a
+/// fifth for a smooth metal; for a rough one (whose Hammerstad factor on a
+/// causal Zs is not causal) next to nothing, so that the loss is met and
+/// the network's own causal reactance follows from it.
+fn im_weight(c: &Conductor) -> f64 {
+    if c.roughness > 0.0 { 0.02 } else { 0.2 }
+}
+
+/// The error measure of [`Foster::err`] at one frequency.
+pub fn fit_error(f: &Foster, c: &Conductor, w: f64) -> f64 {
+    let (z, t) = (f.z(w), c.surface_impedance(w));
+    ((z.re - t.re).abs()).max(im_weight(c) * (z.im - t.im).abs()) / t.norm()
+}
+
+/// The surface-impedance terms of one job (struct of arrays, as uploaded to
+/// the GPU). A term is one H node next to lossy metal.
+#[derive(Debug, Clone, Default)]
+pub struct SurfaceTerms {
+    /// Per term: H component, flat index, conductor.
+    pub comp: Vec<u8>,
+    pub idx: Vec<u32>,
+    pub metal: Vec<u8>,
+    /// Per term: `k = db * sum(1/d)`, `1 / (1 + k A)` and `k B` of its conductor's `A`, `B`.
+    pub k: Vec<f32>,
+    pub inv_den: Vec<f32>,
+    pub kb: Vec<f32>,
+    /// Per term, 4 E edges reading the node (flat indices; components
+    /// `[b, b, a, a]` with `(a, b)` cyclic after the H component) and the
+    /// change of each per unit change of the node (`cb` times the inverse
+    /// dual spacing, signed; 0 for a PEC edge).
+    pub e_idx: Vec<u32>,
+    pub e_w: Vec<f32>,
+    /// Per term: the first of its memories (length terms + 1).
+    pub first: Vec<u32>,
+    /// Per conductor: its cells `cell_first[m]..cell_first[m+1]`.
+    pub cell_first: Vec<u32>,
+    /// Per cell: `psi(n+1/2) = alpha psi + beta (H(n+1/2) - H(n-1/2))`, and
+    /// its weight `rho = r (1 + alpha) / 2` in `E(n)` from the old memory.
+    pub alpha: Vec<f32>,
+    pub beta: Vec<f32>,
+    pub rho: Vec<f32>,
+}
+
+/// The memories of a job's surface terms (part of its [`super::fields::Fields`]).
+#[derive(Debug, Clone, Default)]
+pub struct SurfaceState {
+    /// Per term: the node's H after the previous step.
+    pub h_prev: Vec<f32>,
+    /// Per term and cell of its conductor.
+    pub psi: Vec<f32>,
+}
+
+impl SurfaceState {
+    pub fn new(t: &SurfaceTerms) -> SurfaceState {
+        SurfaceState { h_prev: vec![0.0; t.len()], psi: vec![0.0; t.first.last().copied().unwrap_or(0) as usize] }
+    }
+}
+
+/// The band a job's conductors are fitted over: its frequencies.
+pub fn band(job: &SimJob) -> (f64, f64) {
+    let lo = job.freqs.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = job.freqs.iter().copied().fold(0.0, f64::max);
+    if lo.is_finite() && hi > 0.0 {
+        (lo, hi)
+    } else {
+        (job.pulse.f0 * 0.5, job.pulse.f0 * 1.5)
+    }
+}
+
+impl SurfaceTerms {
+    pub fn len(&self) -> usize {
+        self.comp.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.comp.is_empty()
+    }
+
+    /// Gather the surface terms of `job` on its operator (sheets and ports
+    /// in place). Empty unless the job has lossy metal.
+    pub fn build(job: &SimJob, op: &Operator) -> Result<SurfaceTerms, SimFailure> {
+        let sf = &job.surfaces;
+        if sf.is_empty() {
+            return Ok(SurfaceTerms::default());
+        }
+        let bad = |m: String| SimFailure::Invalid(format!("{}: {m}", job.label));
+        for c in &sf.conductors {
+            if !(c.sigma.is_finite() && c.sigma > 0.0) {
+                return Err(bad(format!("conductor '{}': conductivity must be positive (got {} S/m)", c.name, c.sigma)));
+            }
+        }
+        let metal = edge_metals(job, op);
+        let mut t = SurfaceTerms::default();
+        // Per conductor: its fitted network in the discrete form.
+        let (f_lo, f_hi) = band(job);
+        let dt = op.dt;
+        let mut ab = vec![];
+        for c in &sf.conductors {
+            let fit = fit(c, f_lo, f_hi);
+            let mut a = fit.r0 / 2.0 + fit.l0 / dt;
+            let mut b = fit.r0 / 2.0 - fit.l0 / dt;
+            t.cell_first.push(t.alpha.len() as u32);
+            for &(r, p) in &fit.cells {
+                let (al, be) = ((1.0 - p * dt / 2.0) / (1.0 + p * dt / 2.0), 1.0 / (1.0 + p * dt / 2.0));
+                a += r * be / 2.0;
+                b -= r * be / 2.0;
+                t.alpha.push(al as f32);
+                t.beta.push(be as f32);
+                t.rho.push((r * (1.0 + al) / 2.0) as f32);
+            }
+            ab.push((a, b));
+        }
+        t.cell_first.push(t.alpha.len() as u32);
+        let n = op.n;
+        // Outside the CPML and its first neighbour on every axis that has one.
+        let clear = |pos: [usize; 3]| (0..3).all(|ax| (job.pml[ax][0] == 0 || pos[ax] > job.pml[ax][0]) && (job.pml[ax][1] == 0 || pos[ax] + job.pml[ax][1] + 2 <= n[ax]));
+        t.first.push(0);
+        for c in 0..3 {
+            let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+            let (sa, sb) = (op.stride[a], op.stride[b]);
+            let mut hr = [n[0], n[1], n[2]];
+            hr[c] = n[c] + 1;
+            for k in 0..hr[2] {
+                for j in 0..hr[1] {
+                    for i in 0..hr[0] {
+                        let pos = [i, j, k];
+                        if !clear(pos) {
+                            continue;
+                        }
+                        let p = op.at(i as isize, j as isize, k as isize);
+                        let edges = [(b, p, a, pos[a]), (b, p + sa, a, pos[a]), (a, p, b, pos[b]), (a, p + sb, b, pos[b])];
+                        if edges.iter().all(|&(ec, q, _, _)| op.mat[ec][q] == PEC_INDEX) {
+                            continue; // inside metal or on its face: always zero
+                        }
+                        // Lossy faces among the loop's edges: 1/d per face, by conductor.
+                        // (Two different metals on one node: all faces take the dominant one's Zs.)
+                        let mut g: Vec<(usize, f64)> = vec![];
+                        for &(ec, q, ax, qa) in &edges {
+                            let m = metal[ec][q];
+                            if m > 0 && op.mat[ec][q] == PEC_INDEX {
+                                let d = op.inv_h[ax][qa + 1] as f64;
+                                match g.iter_mut().find(|x| x.0 == m as usize - 1) {
+                                    Some(x) => x.1 += d,
+                                    None => g.push((m as usize - 1, d)),
+                                }
+                            }
+                        }
+                        let Some(&(m, _)) = g.iter().max_by(|x, y| x.1.total_cmp(&y.1)) else { continue };
+                        let gsum: f64 = g.iter().map(|x| x.1).sum();
+                        let kk = op.db as f64 * gsum;
+                        let (aa, bb) = ab[m];
+                        t.comp.push(c as u8);
+                        t.idx.push(p as u32);
+                        t.metal.push(m as u8);
+                        t.k.push(kk as f32);
+                        t.inv_den.push((1.0 / (1.0 + kk * aa)) as f32);
+                        t.kb.push((kk * bb) as f32);
+                        // The E edges reading this node: E_b at p (-) and p + sa (+) across a,
+                        // E_a at p (+) and p + sb (-) across b; a mirrored PMC ghost doubles the face edge's share.
+                        let w = |ec: usize, q: usize, ax: usize, qd: usize, sign: f64, ghost: bool| -> f32 {
+                            let m = op.mat[ec][q] as usize;
+                            (sign * op.cb[m] as f64 * op.inv_e[ax][qd + 1] as f64 * if ghost { 2.0 } else { 1.0 }) as f32
+                        };
+                        let (pa, pb) = (pos[a], pos[b]);
+                        t.e_idx.extend([p as u32, (p + sa) as u32, p as u32, (p + sb) as u32]);
+                        t.e_w.extend([
+                            w(b, p, a, pa, -1.0, op.pmc[a][0] && pa == 0),
+                            w(b, p + sa, a, pa + 1, 1.0, op.pmc[a][1] && pa + 1 == n[a]),
+                            w(a, p, b, pb, 1.0, op.pmc[b][0] && pb == 0),
+                            w(a, p + sb, b, pb + 1, -1.0, op.pmc[b][1] && pb + 1 == n[b]),
+                        ]);
+                        let cells = t.cell_first[m + 1] - t.cell_first[m];
+                        t.first.push(t.first.last().unwrap() + cells);
+                    }
+                }
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// Per E component and flat index: 1 + the conductor of the lossy metal
+/// the edge lies on (0: none or perfect). Lossy solids mark the twelve edges
+/// of each of their cells, lossy sheets their edges, lossy PEC domain faces
+/// the edges lying in them.
+fn edge_metals(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
+    let sf = &job.surfaces;
+    let mut out = [vec![0u8; op.len], vec![0u8; op.len], vec![0u8; op.len]];
+    let n = op.n;
+    let by_mat: Vec<u8> = (0..job.materials.len()).map(|m| sf.of_material(m as u8).map_or(0, |c| c + 1)).collect();
+    if by_mat.iter().any(|&m| m > 0) {
+        for k in 0..n[2] {
+            for j in 0..n[1] {
+                for i in 0..n[0] {
+                    let m = by_mat[job.cell_mat[job.mesh.idx(i, j, k)] as usize];
+                    if m == 0 {
+                        continue;
+                    }
+                    let cell = [i as isize, j as isize, k as isize];
+                    for c in 0..3 {
+                        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+                        for (da, db) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                            let mut q = cell;
+                            q[a] += da;
+                            q[b] += db;
+                            out[c][op.at3(q)] = m;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for &(si, m) in &sf.sheets {
+        let s = &job.sheets[si];
+        let nrm = s.normal.index();
+        let (u, v) = (s.normal.others().0.index(), s.normal.others().1.index());
+        // As the operator's sheets: E along u on cells lo..hi-1 and nodes lo..=hi along v, and the converse.
+        for (c, hu, hv) in [(u, s.hi[0].saturating_sub(1), s.hi[1]), (v, s.hi[0], s.hi[1].saturating_sub(1))] {
+            if (c == u && s.hi[0] == s.lo[0]) || (c == v && s.hi[1] == s.lo[1]) {
+                continue;
+            }
+            for iu in s.lo[0]..=hu {
+                for iv in s.lo[1]..=hv {
+                    let mut p = [0isize; 3];
+                    p[nrm] = s.plane as isize;
+                    p[u] = iu as isize;
+                    p[v] = iv as isize;
+                    out[c][op.at3(p)] = m + 1;
+                }
+            }
+        }
+    }
+    for ax in 0..3 {
+        for side in 0..2 {
+            let Some(m) = sf.walls[ax][side] else { continue };
+            if job.boundaries[ax][side] != Boundary::Pec {
+                continue;
+            }
+            let at = if side == 0 { 0 } else { n[ax] };
+            for c in (0..3).filter(|&c| c != ax) {
+                let mut r = [n[0] + 1, n[1] + 1, n[2] + 1];
+                r[c] = n[c];
+                for k in 0..r[2] {
+                    for j in 0..r[1] {
+                        for i in 0..r[0] {
+                            let mut p = [i, j, k];
+                            if p[ax] != at {
+                                continue;
+                            }
+                            p[ax] = at;
+                            out[c][op.at3([p[0] as isize, p[1] as isize, p[2] as isize])] = m + 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One step of the surface terms: solve each node's H, advance its memories
+/// and carry the change into the E edges that read it.
+pub fn apply(t: &SurfaceTerms, h: &mut [Vec<f32>; 3], e: &mut [Vec<f32>; 3], st: &mut SurfaceState) {
+    for i in 0..t.len() {
+        let c = t.comp[i] as usize;
+        let p = t.idx[i] as usize;
+        let m = t.metal[i] as usize;
+        let (c0, c1) = (t.cell_first[m] as usize, t.cell_first[m + 1] as usize);
+        let off = t.first[i] as usize;
+        let h_star = h[c][p];
+        let h_old = st.h_prev[i];
+        let mut rest = 0.0f32;
+        for q in 0..c1 - c0 {
+            rest += t.rho[c0 + q] * st.psi[off + q];
+        }
+        let h_new = t.inv_den[i] * (h_star - t.kb[i] * h_old - t.k[i] * rest);
+        let dh_t = h_new - h_old;
+        for q in 0..c1 - c0 {
+            let s = &mut st.psi[off + q];
+            *s = t.alpha[c0 + q] * *s + t.beta[c0 + q] * dh_t;
+        }
+        st.h_prev[i] = h_new;
+        h[c][p] = h_new;
+        let dh = h_new - h_star;
+        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+        for (q, ec) in [b, b, a, a].into_iter().enumerate() {
+            let w = t.e_w[4 * i + q];
+            if w != 0.0 {
+                e[ec][t.e_idx[4 * i + q] as usize] += w * dh;
+            }
+        }
+    }
+}
