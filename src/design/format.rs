@@ -154,6 +154,27 @@ pub enum MaterialSpec {
         poles: Vec<PoleSpec>,
     },
     Pec,
+    /// A good conductor (FDTD): drawn as PEC, its loss and skin effect
+    /// through a surface impedance. `conductivity` in S/m; `thickness` (m)
+    /// of a sheet of it (a `Sheet`, `Disc`, `Polygon` or ground plane; solids
+    /// and walls are thick); `roughness` the rms surface roughness (m).
+    /// `Copper`, `Aluminium`, `Silver` and `Gold` are built in (thick, smooth).
+    Metal {
+        conductivity: f64,
+        #[serde(default)]
+        thickness: Option<f64>,
+        #[serde(default)]
+        roughness: Option<f64>,
+    },
+}
+
+/// The built-in metals (S/m at room temperature; Pozar, Microwave
+/// Engineering, 4th ed., Appendix F), matched case-insensitively.
+pub const BUILTIN_METALS: &[(&str, f64)] = &[("Copper", 5.813e7), ("Aluminium", 3.816e7), ("Aluminum", 3.816e7), ("Silver", 6.173e7), ("Gold", 4.098e7)];
+
+/// The conductivity of built-in metal `name`, if it is one.
+pub fn builtin_metal(name: &str) -> Option<f64> {
+    BUILTIN_METALS.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|&(_, s)| s)
 }
 
 /// How a `tan_delta` becomes a medium.
@@ -207,8 +228,14 @@ pub enum Objective {
 pub enum Primitive {
     /// A block of `material` (a name of `materials`, or `Pec` / `Vacuum`).
     Box { material: String, min: Vec3, max: Vec3 },
-    /// A zero-thickness PEC rectangle: exactly one axis has min == max.
-    Sheet { min: Vec3, max: Vec3 },
+    /// A zero-thickness metal rectangle: exactly one axis has min == max;
+    /// `material` is `Pec` (default) or a metal.
+    Sheet {
+        min: Vec3,
+        max: Vec3,
+        #[serde(default = "pec_name")]
+        material: String,
+    },
     /// A PEC wall across the whole cross-section normal to `axis`, from `z` to
     /// `z + thickness` along it, with a centred aperture of width `aperture` along
     /// the guide's wide axis, open over the full height.
@@ -219,6 +246,9 @@ pub enum Primitive {
         aperture: Expr,
         #[serde(default = "axis_z")]
         axis: Axis,
+        /// `Pec` (default) or a metal.
+        #[serde(default = "pec_name")]
+        material: String,
     },
     /// A cylinder of `material` (default PEC) along `axis` through the whole
     /// domain; `center`'s component along `axis` is ignored.
@@ -231,13 +261,16 @@ pub enum Primitive {
         material: String,
     },
     /// A dielectric slab over the domain's whole x/y extent from `z0` to
-    /// `z0 + thickness`, with a PEC ground sheet at `z0` when `ground` is true.
+    /// `z0 + thickness`, with a ground sheet at `z0` when `ground` is true,
+    /// of `ground_material` (`Pec` by default, or a metal).
     Substrate {
         material: String,
         z0: Expr,
         thickness: Expr,
         #[serde(default)]
         ground: bool,
+        #[serde(default = "pec_name")]
+        ground_material: String,
     },
     /// A finite cylinder of `material` (default PEC) along `axis`, from `from`
     /// to `to` along it, its axis through `center` (whose component along
@@ -265,8 +298,9 @@ pub enum Primitive {
         #[serde(default = "pec_name")]
         material: String,
     },
-    /// A zero-thickness PEC disc (an annulus with `inner_radius`) in the plane
-    /// `normal = at`, centred on `center` (the plane's `(u, v)`).
+    /// A zero-thickness disc (an annulus with `inner_radius`) in the plane
+    /// `normal = at`, centred on `center` (the plane's `(u, v)`), of
+    /// `material` (`Pec` by default, or a metal).
     Disc {
         #[serde(default = "axis_z")]
         normal: Axis,
@@ -275,13 +309,18 @@ pub enum Primitive {
         radius: Expr,
         #[serde(default)]
         inner_radius: Option<Expr>,
+        #[serde(default = "pec_name")]
+        material: String,
     },
-    /// A zero-thickness PEC polygon in the plane `normal = at`.
+    /// A zero-thickness polygon in the plane `normal = at`, of `material`
+    /// (`Pec` by default, or a metal).
     Polygon {
         #[serde(default = "axis_z")]
         normal: Axis,
         at: Expr,
         points: Vec<Vec2>,
+        #[serde(default = "pec_name")]
+        material: String,
     },
     /// A lumped load (a chip resistor, inductor or capacitor, or an R-L-C
     /// combination) between `from` and `to`, which differ along one axis:
@@ -419,6 +458,10 @@ pub struct Boundaries {
     pub x: FacePair,
     pub y: FacePair,
     pub z: FacePair,
+    /// The metal of every `Pec` face (a waveguide's or cavity's walls):
+    /// a built-in metal or a `Metal` of `materials`; perfect when left out.
+    #[serde(default)]
+    pub walls: Option<String>,
 }
 
 /// A port. Port numbers in goals are positions in `ports` + 1.

@@ -13,12 +13,12 @@ use std::collections::BTreeMap;
 
 use super::error::DesignError;
 use super::expr::{Expr, Scope};
-use super::format::{DesignFile, LossModel, MaterialSpec, PortSpec, Primitive, Transform, Vec2, Vec3};
+use super::format::{builtin_metal, DesignFile, LossModel, MaterialSpec, PortSpec, Primitive, Transform, Vec2, Vec3};
 use super::placement::Affine;
 pub use super::region::Region;
 use super::validate::{boundary_faces, invariant_faces_problem};
 use crate::consts::EPS0;
-use crate::job::{Axis, Boundary, EngineKind, Material, Topology};
+use crate::job::{Axis, Boundary, Conductor, EngineKind, Material, Surfaces, Topology};
 
 /// A solid to paint onto the cells (cell-centre rule; later solids win).
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +76,8 @@ pub struct SheetGeom {
     pub lo: [f64; 2],
     pub hi: [f64; 2],
     pub origin: Origin,
+    /// Its metal (index into [`Geometry::surfaces`]' conductors); perfect when `None`.
+    pub conductor: Option<u8>,
 }
 
 /// A zero-thickness PEC region (a `Disc` or `Polygon`) in the plane
@@ -87,6 +89,7 @@ pub struct ShapedSheet {
     pub coord: f64,
     pub region: Region,
     pub origin: Origin,
+    pub conductor: Option<u8>,
 }
 
 /// A port in metres.
@@ -137,6 +140,9 @@ pub struct Geometry {
     pub shaped: Vec<ShapedSheet>,
     pub loads: Vec<LoadGeom>,
     pub ports: Vec<PortGeom>,
+    /// Lossy metal: the conductors, which PEC materials are one, the walls
+    /// (the sheets' own are in [`SheetGeom::conductor`]).
+    pub surfaces: Surfaces,
     /// Lengths closer than this are equal (metres).
     pub tol: f64,
 }
@@ -469,8 +475,19 @@ pub(crate) fn evaluate(d: &DesignFile, file: &str, values: &BTreeMap<String, f64
         shaped: vec![],
         loads: vec![],
         ports: vec![],
+        surfaces: Surfaces::default(),
         tol,
     };
+    if let Some(w) = &d.boundaries.walls {
+        let c = metal_of(&cx, &mut g, w, "boundaries.walls", false)?.ok_or_else(|| cx.err("boundaries.walls", "`Pec` walls are the default: name a metal (Copper, ...) or leave `walls` out"))?;
+        for (a, faces) in g.boundaries.iter().enumerate() {
+            for (side, f) in faces.iter().enumerate() {
+                if *f == Boundary::Pec {
+                    g.surfaces.walls[a][side] = Some(c);
+                }
+            }
+        }
+    }
     for (i, p) in d.geometry.iter().enumerate() {
         let mut part = 0;
         place(&cx, &mut g, p, i, &mut part, &format!("geometry[{i}] ({})", p.kind()), &Affine::IDENTITY)?;
@@ -522,9 +539,18 @@ fn material(cx: &Ctx, g: &mut Geometry, name: &str, at: &str) -> Result<u8, Desi
         return Ok(0);
     } else if name.eq_ignore_ascii_case("pec") {
         Material::pec()
+    } else if builtin_metal(name).is_some() || matches!(cx.d.materials.get(name), Some(MaterialSpec::Metal { .. })) {
+        // A solid of metal: PEC on the grid, lossy through its (thick) faces.
+        let c = metal_of(cx, g, name, at, false)?.expect("a metal");
+        let k = material_slot(cx, g, Material { name: name.into(), ..Material::pec() }, at)?;
+        if g.surfaces.of_material(k).is_none() {
+            g.surfaces.materials.push((k, c));
+        }
+        return Ok(k);
     } else {
         match cx.d.materials.get(name) {
             Some(MaterialSpec::Pec) => Material { name: name.into(), ..Material::pec() },
+            Some(MaterialSpec::Metal { .. }) => unreachable!("handled above"),
             Some(&MaterialSpec::Dielectric { eps_r, tan_delta, sigma, mu_r, loss, f_ref }) => {
                 let fc = 0.5 * (cx.d.band.start + cx.d.band.stop);
                 let mu_r = mu_r.unwrap_or(1.0);
@@ -551,6 +577,11 @@ fn material(cx: &Ctx, g: &mut Geometry, name: &str, at: &str) -> Result<u8, Desi
             None => return Err(cx.err(at, format!("unknown material `{name}`"))),
         }
     };
+    material_slot(cx, g, m, at)
+}
+
+/// The index of medium `m` in the geometry's table (added if new).
+fn material_slot(cx: &Ctx, g: &mut Geometry, m: Material, at: &str) -> Result<u8, DesignError> {
     if let Some(k) = g.materials.iter().position(|x| x.name == m.name) {
         return Ok(k as u8);
     }
@@ -559,6 +590,36 @@ fn material(cx: &Ctx, g: &mut Geometry, name: &str, at: &str) -> Result<u8, Desi
     }
     g.materials.push(m);
     Ok((g.materials.len() - 1) as u8)
+}
+
+/// The conductor of metal `name` as a sheet (`sheet`: with the thickness
+/// the material gives) or as a thick solid or wall; `None` for `Pec`.
+fn metal_of(cx: &Ctx, g: &mut Geometry, name: &str, at: &str, sheet: bool) -> Result<Option<u8>, DesignError> {
+    let c = if name.eq_ignore_ascii_case("pec") {
+        return Ok(None);
+    } else if let Some(sigma) = builtin_metal(name) {
+        Conductor { name: name.into(), sigma, thickness: None, roughness: 0.0 }
+    } else {
+        match cx.d.materials.get(name) {
+            Some(MaterialSpec::Pec) => return Ok(None),
+            Some(&MaterialSpec::Metal { conductivity, thickness, roughness }) => {
+                Conductor { name: name.into(), sigma: conductivity, thickness: if sheet { thickness } else { None }, roughness: roughness.unwrap_or(0.0) }
+            }
+            Some(_) => return Err(cx.err(at, format!("`{name}` is not a metal: this needs `Pec`, a built-in metal (Copper, Aluminium, Silver, Gold) or a `Metal` of `materials`"))),
+            None => return Err(cx.err(at, format!("unknown material `{name}`"))),
+        }
+    };
+    if g.kind != EngineKind::Fdtd {
+        return Err(cx.err(at, format!("metal `{name}` is lossy: the TLM engines model perfect metal only (use the FDTD engine, or `Pec`)")));
+    }
+    if let Some(k) = g.surfaces.conductors.iter().position(|x| *x == c) {
+        return Ok(Some(k as u8));
+    }
+    if g.surfaces.conductors.len() >= u8::MAX as usize {
+        return Err(cx.err(at, "more than 254 distinct lossy metals"));
+    }
+    g.surfaces.conductors.push(c);
+    Ok(Some((g.surfaces.conductors.len() - 1) as u8))
 }
 
 /// Whether `lo..hi` covers the whole domain along `a` (to the tolerance).
@@ -746,18 +807,20 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Aff
             let (ax, lo, hi, region) = moved_region(cx, at, "Prism", xf, *axis, f, t, region)?;
             extruded(cx, g, name, origin, SolidKind::Prism, ax, lo, hi, region)?;
         }
-        Primitive::Disc { normal, at: z, center, radius, inner_radius } => {
+        Primitive::Disc { normal, at: z, center, radius, inner_radius, material } => {
             let z = cx.len(z, &format!("{at}.at"))?;
             let c = vec2(cx, center, &format!("{at}.center"))?;
             let (r, r_in) = radii(cx, radius, inner_radius, at)?;
             let (n, c0, _, region) = moved_region(cx, at, "Disc", xf, *normal, z, z, Region::Disc { c, r, r_in })?;
-            shaped_sheet(cx, g, origin, n, c0, region)?;
+            let conductor = metal_of(cx, g, material, &format!("{at}.material"), true)?;
+            shaped_sheet(cx, g, origin, n, c0, region, conductor)?;
         }
-        Primitive::Polygon { normal, at: z, points } => {
+        Primitive::Polygon { normal, at: z, points, material } => {
             let z = cx.len(z, &format!("{at}.at"))?;
             let region = polygon(cx, points, at)?;
             let (n, c0, _, region) = moved_region(cx, at, "Polygon", xf, *normal, z, z, region)?;
-            shaped_sheet(cx, g, origin, n, c0, region)?;
+            let conductor = metal_of(cx, g, material, &format!("{at}.material"), true)?;
+            shaped_sheet(cx, g, origin, n, c0, region, conductor)?;
         }
         Primitive::Load { name, from, to, r, l, c, parallel } => {
             if g.kind != EngineKind::Fdtd {
@@ -806,15 +869,17 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Aff
             let mat = material(cx, g, name, &format!("{at}.material"))?;
             g.solids.push(Solid { shape: Shape::Block { mat, min: lo, max: hi }, primitive: SolidKind::Box, origin });
         }
-        Primitive::Sheet { min, max } => {
+        Primitive::Sheet { min, max, material } => {
             let lo = cx.point(min, &format!("{at}.min"))?;
             let hi = cx.point(max, &format!("{at}.max"))?;
             axis_kept("Sheet")?;
             let (lo, hi) = moved_box(xf, lo, hi);
-            let s = sheet(cx, g, lo, hi, origin)?;
+            let conductor = metal_of(cx, g, material, &format!("{at}.material"), true)?;
+            let mut s = sheet(cx, g, lo, hi, origin)?;
+            s.conductor = conductor;
             g.sheets.push(s);
         }
-        Primitive::Iris { z, thickness, aperture, axis } => {
+        Primitive::Iris { z, thickness, aperture, axis, material: iris_metal } => {
             fixed("an Iris")?;
             let z0 = cx.len(z, &format!("{at}.z"))?;
             let t = cx.len(thickness, &format!("{at}.thickness"))?;
@@ -840,7 +905,9 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Aff
                 }
                 debug_assert_eq!(a, narrow);
             }
-            let mat = material(cx, g, "Pec", at)?;
+            // A wall of metal: metal_of refuses anything else.
+            metal_of(cx, g, iris_metal, &format!("{at}.material"), false)?;
+            let mat = material(cx, g, iris_metal, &format!("{at}.material"))?;
             let centre = 0.5 * (wlo + whi);
             let shape = Shape::Iris { mat, axis: *axis, wide, z0, z1: z0 + t, centre, half: 0.5 * w };
             g.solids.push(Solid { shape, primitive: SolidKind::Iris, origin });
@@ -862,7 +929,7 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Aff
             let mat = material(cx, g, name, &format!("{at}.material"))?;
             g.solids.push(Solid { shape: Shape::Post { mat, axis: *axis, centre: c, radius: rad }, primitive: SolidKind::Post, origin });
         }
-        Primitive::Substrate { material: name, z0, thickness, ground } => {
+        Primitive::Substrate { material: name, z0, thickness, ground, ground_material } => {
             fixed("a Substrate")?;
             let z0 = cx.len(z0, &format!("{at}.z0"))?;
             let t = cx.len(thickness, &format!("{at}.thickness"))?;
@@ -881,8 +948,9 @@ fn primitive(cx: &Ctx, g: &mut Geometry, p: &Primitive, origin: Origin, xf: &Aff
             let shape = Shape::Block { mat, min: [-inf, -inf, z0], max: [inf, inf, z0 + t] };
             g.solids.push(Solid { shape, primitive: SolidKind::Substrate, origin: origin.clone() });
             if *ground {
+                let conductor = metal_of(cx, g, ground_material, &format!("{at}.ground_material"), true)?;
                 let (x, y) = (g.domain[0], g.domain[1]);
-                g.sheets.push(SheetGeom { normal: Axis::Z, coord: z0, lo: [x[0], y[0]], hi: [x[1], y[1]], origin });
+                g.sheets.push(SheetGeom { normal: Axis::Z, coord: z0, lo: [x[0], y[0]], hi: [x[1], y[1]], origin, conductor });
             }
         }
     }
@@ -905,13 +973,14 @@ fn extruded(cx: &Ctx, g: &mut Geometry, name: &str, origin: Origin, kind: SolidK
 }
 
 /// A Disc or Polygon sheet in metres, checked.
-fn shaped_sheet(cx: &Ctx, g: &mut Geometry, origin: Origin, normal: Axis, coord: f64, region: Region) -> Result<(), DesignError> {
+#[allow(clippy::too_many_arguments)]
+fn shaped_sheet(cx: &Ctx, g: &mut Geometry, origin: Origin, normal: Axis, coord: f64, region: Region, conductor: Option<u8>) -> Result<(), DesignError> {
     let at = origin.at.as_str();
     inside_domain(cx, g, at, normal, coord, coord, &region)?;
     if g.collapse.is_some() {
         return Err(cx.err(at, "a Disc or Polygon sheet is not uniform along the invariant axis: use Sheet or Prism there"));
     }
-    g.shaped.push(ShapedSheet { normal, coord, region, origin });
+    g.shaped.push(ShapedSheet { normal, coord, region, origin, conductor });
     Ok(())
 }
 
@@ -951,7 +1020,7 @@ fn sheet(cx: &Ctx, g: &Geometry, lo: [f64; 3], hi: [f64; 3], origin: Origin) -> 
         clo[k] = a0;
         chi[k] = a1;
     }
-    Ok(SheetGeom { normal, coord: lo[ni], lo: clo, hi: chi, origin })
+    Ok(SheetGeom { normal, coord: lo[ni], lo: clo, hi: chi, origin, conductor: None })
 }
 
 /// Where `x` lies outside the domain along `a`, as a message (None: inside).

@@ -36,7 +36,8 @@ impl Design {
             match m {
                 // Scalar eps, sigma and mu: symmetric tensors.
                 MaterialSpec::Dielectric { .. } | MaterialSpec::Dispersive { .. } => {}
-                MaterialSpec::Pec => {}
+                // A scalar surface impedance is reciprocal too.
+                MaterialSpec::Pec | MaterialSpec::Metal { .. } => {}
             }
         }
         for pair in [self.file.boundaries.x, self.file.boundaries.y, self.file.boundaries.z] {

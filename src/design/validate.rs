@@ -62,8 +62,23 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
 
     for (name, m) in &d.materials {
         let at = format!("materials.{name}");
-        if BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(name)) {
+        if BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(name)) || super::format::builtin_metal(name).is_some() {
             return bad(&at, format!("`{name}` is a built-in material; choose another name"));
+        }
+        if let MaterialSpec::Metal { conductivity, thickness, roughness } = *m {
+            if !(conductivity > 0.0 && conductivity.is_finite()) {
+                return bad(&format!("{at}.conductivity"), format!("must be a positive conductivity in S/m (got {conductivity}; copper is 5.8e7)"));
+            }
+            if let Some(t) = thickness {
+                if !(t > 0.0 && t.is_finite()) {
+                    return bad(&format!("{at}.thickness"), format!("must be a positive thickness in metres (got {t}; 1 oz copper is 35e-6)"));
+                }
+            }
+            if let Some(r) = roughness {
+                if !(r >= 0.0 && r.is_finite()) {
+                    return bad(&format!("{at}.roughness"), format!("must be an rms roughness >= 0 in metres (got {r})"));
+                }
+            }
         }
         if let Some(m) = file_name_problem(name) {
             return bad(&at, m);
@@ -129,9 +144,10 @@ pub(crate) fn check_static(d: &DesignFile, file: &str) -> Result<Checked, Design
             | Primitive::Substrate { material, .. } => material,
             _ => continue,
         };
-        let builtin = BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(material));
+        let builtin = BUILTIN_MATERIALS.iter().any(|b| b.eq_ignore_ascii_case(material)) || super::format::builtin_metal(material).is_some();
         if !builtin && !d.materials.contains_key(material) {
             let mut names: Vec<&str> = BUILTIN_MATERIALS.to_vec();
+            names.extend(super::format::BUILTIN_METALS.iter().map(|m| m.0));
             names.extend(d.materials.keys().map(String::as_str));
             return bad(&format!("{at}.material"), format!("unknown material `{material}` (known: {})", names.join(", ")));
         }
@@ -661,7 +677,7 @@ pub(crate) fn numeric_fields(d: &DesignFile) -> Vec<(String, &Expr)> {
                     }
                 }
             }
-            Primitive::Box { min, max, .. } | Primitive::Sheet { min, max } => {
+            Primitive::Box { min, max, .. } | Primitive::Sheet { min, max, .. } => {
                 out.extend(vec3(format!("{at}.min"), min));
                 out.extend(vec3(format!("{at}.max"), max));
             }

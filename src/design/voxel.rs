@@ -16,7 +16,7 @@ use super::geometry::{Geometry, PortGeomKind, Shape, ShapedSheet, SheetGeom, Sol
 use super::mesh::Meshed;
 use super::validate::MIN_CELLS_PER_WAVELENGTH;
 use crate::consts::C0;
-use crate::job::{Axis, Boundary, Load, Port, PortKind, Pulse, Sheet, SimJob, StopRule};
+use crate::job::{Axis, Boundary, Load, Mesh, Port, PortKind, Pulse, Sheet, SimJob, StopRule, Surfaces};
 
 /// Cells between a waveguide port's reference plane and its source plane.
 pub const SOURCE_OFFSET: usize = 3;
@@ -102,11 +102,16 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
     let mut sheets = vec![];
     // The field path of each snapped sheet, for messages.
     let mut sheet_at = vec![];
+    // (sheet index, conductor) of the lossy ones.
+    let mut lossy_sheets = vec![];
     for (_, solid, sheet) in order {
         if let Some(x) = solid {
             check_covers(&s, x, u)?;
         }
         if let Some(x) = sheet {
+            if let Some(c) = x.conductor {
+                lossy_sheets.push((sheets.len(), c));
+            }
             sheets.push(snap_sheet(&s, x, u)?);
             sheet_at.push(x.origin.at.clone());
         }
@@ -132,9 +137,14 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         if sheets.len() == before {
             return Err(u.err(x.origin.at.as_str(), "covers no cell centre of its plane: it is smaller than a cell here; refine the mesh or enlarge it"));
         }
+        if let Some(c) = x.conductor {
+            lossy_sheets.extend((before..sheets.len()).map(|i| (i, c)));
+        }
         sheet_at.extend(std::iter::repeat(x.origin.at.clone()).take(sheets.len() - before));
     }
     check_ports_not_shorted(geo, m, &ports, (&sheets, &sheet_at), &cell_mat, u)?;
+    let surfaces = if geo.surfaces.is_empty() { Default::default() } else { Surfaces { sheets: lossy_sheets, ..geo.surfaces.clone() } };
+    check_metals(&surfaces, &sheets, &sheet_at, g, d.band.start.max(d.band.stop * 1e-3), u)?;
     let opts = d.engine.options();
     let stop_default = StopRule::default();
     Ok(SimJob {
@@ -147,7 +157,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         cell_mat: cell_mat.into(),
         sheets,
         loads,
-        surfaces: Default::default(),
+        surfaces,
         ports,
         drive: 0,
         monitors: vec![],
@@ -546,6 +556,49 @@ fn check_ports_not_shorted(
                     }
                 }
             }
+        }
+    }
+    Ok(())
+}
+
+/// Lossy metal the surface impedance can model: a sheet no thicker than
+/// the cells beside it (a thicker one is a solid), and a skin depth below
+/// half the smallest cell at the band's low edge (else the metal is not a
+/// good conductor at this mesh: a dielectric with `sigma` models it).
+fn check_metals(sf: &Surfaces, sheets: &[Sheet], sheet_at: &[String], g: &Mesh, f_lo: f64, u: &Units) -> Result<(), DesignError> {
+    let w = 2.0 * std::f64::consts::PI * f_lo;
+    let dmin = (0..3).map(|a| g.min_d(a)).fold(f64::INFINITY, f64::min);
+    for c in &sf.conductors {
+        let delta = c.skin_depth(w);
+        if delta > 0.5 * dmin && c.thickness.is_none_or(|t| t > delta) {
+            return Err(u.err(
+                format!("materials.{}", c.name).as_str(),
+                format!(
+                    "a conductivity of {} S/m has a skin depth of {} at the band's low edge, more than half the smallest cell ({}): \
+                     the surface impedance needs a good conductor; model it as Dielectric(eps_r: 1, sigma: {})",
+                    crate::numfmt::short(c.sigma), u.show(delta), u.show(dmin), crate::numfmt::short(c.sigma)
+                ),
+            ));
+        }
+    }
+    for &(i, c) in &sf.sheets {
+        let (s, cond) = (&sheets[i], &sf.conductors[c as usize]);
+        let Some(t) = cond.thickness else { continue };
+        let a = s.normal.index();
+        let beside = [s.plane.checked_sub(1), (s.plane < g.n()[a]).then_some(s.plane)];
+        let d = beside.iter().flatten().map(|&k| g.d(a)[k]).fold(f64::INFINITY, f64::min);
+        if t > d {
+            return Err(u.err(
+                sheet_at[i].as_str(),
+                format!(
+                    "its metal `{}` is {} thick, more than the {} cell beside it along {}: draw it as a Box of `{}` (a solid) instead of a sheet",
+                    cond.name,
+                    u.show(t),
+                    u.show(d),
+                    s.normal.name(),
+                    cond.name
+                ),
+            ));
         }
     }
     Ok(())

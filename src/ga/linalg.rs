@@ -115,6 +115,47 @@ pub fn symmetric_eigen(a: &[f64], n: usize) -> (Vec<f64>, Vec<f64>) {
     ((0..n).map(|i| m[i * n + i]).collect(), v)
 }
 
+/// Least squares `min |A x - y|` over `rows` (a row of `A` with its `y`) with
+/// every `x[c] >= 0` except the columns listed in `free`: an active-set
+/// method in the spirit of Lawson & Hanson (Solving Least Squares Problems,
+/// 1974, ch. 23), simplified: solve the normal equations of the active
+/// columns, drop the most negative constrained one, repeat. Non-negative
+/// weights are what keep a fitted pole model passive.
+pub fn nnls(rows: &[(Vec<f64>, f64)], ncol: usize, free: &[usize]) -> Vec<f64> {
+    let mut active: Vec<usize> = (0..ncol).collect();
+    loop {
+        let n = active.len();
+        let mut ata = vec![0.0; n * n];
+        let mut atb = vec![0.0; n];
+        for (r, y) in rows {
+            for (p, &cp) in active.iter().enumerate() {
+                atb[p] += r[cp] * y;
+                for (q, &cq) in active.iter().enumerate() {
+                    ata[p * n + q] += r[cp] * r[cq];
+                }
+            }
+        }
+        // A whisker of ridge keeps nearly dependent columns solvable.
+        let tr = (0..n).map(|p| ata[p * n + p]).sum::<f64>() / n.max(1) as f64;
+        for p in 0..n {
+            ata[p * n + p] += 1e-12 * tr;
+        }
+        let l = cholesky(&ata, n).expect("normal equations of a ridged least-squares fit are positive definite");
+        let sol = solve_upper_t(&l, n, &solve_lower(&l, n, &atb));
+        let worst = active.iter().zip(&sol).filter(|(c, &v)| !free.contains(c) && v < 0.0).min_by(|a, b| a.1.total_cmp(b.1)).map(|(&c, _)| c);
+        match worst {
+            Some(c) => active.retain(|&x| x != c),
+            None => {
+                let mut x = vec![0.0; ncol];
+                for (&c, v) in active.iter().zip(sol) {
+                    x[c] = v;
+                }
+                return x;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,47 +221,6 @@ mod tests {
         let o = matmul(&bt, &b, n);
         for i in 0..n {
             assert!((o[i * n + i] - 1.0).abs() < 1e-12, "eigenvectors not orthonormal");
-        }
-    }
-}
-
-/// Least squares `min |A x - y|` over `rows` (a row of `A` with its `y`) with
-/// every `x[c] >= 0` except the columns listed in `free`: an active-set
-/// method in the spirit of Lawson & Hanson (Solving Least Squares Problems,
-/// 1974, ch. 23), simplified: solve the normal equations of the active
-/// columns, drop the most negative constrained one, repeat. Non-negative
-/// weights are what keep a fitted pole model passive.
-pub fn nnls(rows: &[(Vec<f64>, f64)], ncol: usize, free: &[usize]) -> Vec<f64> {
-    let mut active: Vec<usize> = (0..ncol).collect();
-    loop {
-        let n = active.len();
-        let mut ata = vec![0.0; n * n];
-        let mut atb = vec![0.0; n];
-        for (r, y) in rows {
-            for (p, &cp) in active.iter().enumerate() {
-                atb[p] += r[cp] * y;
-                for (q, &cq) in active.iter().enumerate() {
-                    ata[p * n + q] += r[cp] * r[cq];
-                }
-            }
-        }
-        // A whisker of ridge keeps nearly dependent columns solvable.
-        let tr = (0..n).map(|p| ata[p * n + p]).sum::<f64>() / n.max(1) as f64;
-        for p in 0..n {
-            ata[p * n + p] += 1e-12 * tr;
-        }
-        let l = cholesky(&ata, n).expect("normal equations of a ridged least-squares fit are positive definite");
-        let sol = solve_upper_t(&l, n, &solve_lower(&l, n, &atb));
-        let worst = active.iter().zip(&sol).filter(|(c, &v)| !free.contains(c) && v < 0.0).min_by(|a, b| a.1.total_cmp(b.1)).map(|(&c, _)| c);
-        match worst {
-            Some(c) => active.retain(|&x| x != c),
-            None => {
-                let mut x = vec![0.0; ncol];
-                for (&c, v) in active.iter().zip(sol) {
-                    x[c] = v;
-                }
-                return x;
-            }
         }
     }
 }

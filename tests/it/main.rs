@@ -34,6 +34,7 @@ mod field_dump;
 mod filter_physics;
 mod kill_resume;
 mod mesh_robust;
+mod metal_loss;
 mod port_pruning;
 mod report;
 mod resume_exact;
