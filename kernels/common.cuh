@@ -31,6 +31,7 @@
 // Threads per block of fdtd_dft.
 #define EMV_DFT_THREADS 256
 #define EMV_EDGE_THREADS 128
+#define EMV_SURF_THREADS 128
 
 // One design of the batch: its grid, where its arrays start in the pools and
 // how its blocks tile it.
@@ -200,6 +201,37 @@ struct EdgePtrs {
     float* dd;
     int n_edges;
     int pad;
+};
+
+// Tables of the surface-impedance kernel (fdtd_surface, fdtd_surface.cuh;
+// built by surface.rs SurfacePlan from src/engine/fdtd/surface.rs).
+struct SurfacePtrs {
+    float* e[3];
+    float* h[3];
+    const FdtdDesign* designs;
+    const int* active;
+    const int* design;
+    const int* comp;
+    const int* idx;
+    const float* k;
+    const float* inv_den;
+    const float* kb;
+    const int* first;
+    const int* cell0;
+    const float* alpha;
+    const float* beta;
+    const float* rho;
+    float* h_prev;
+    float* psi;
+    float* dh;
+    const int* e_design;
+    const int* e_comp;
+    const int* e_idx;
+    const int* e_first;
+    const int* e_term;
+    const float* e_w;
+    int n_terms;
+    int n_reads;
 };
 
 // Tables of the two-step pass for slim designs (fdtd_step2, fdtd_slim.cuh;

@@ -235,6 +235,29 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
         let mut j = graded(j, 1.3);
         j.label = "graded: edge currents".into();
         v.push(j);
+
+        // Lossy metal faces (kernel fdtd_surface): copper walls and iris of the guide;
+        // a thin copper sheet, rough gold walls, PMC faces (mirrored ghosts), CPML z,
+        // and edge currents on the same job (the surface pass runs first).
+        let metal = |name: &str, sigma: f64, thickness: Option<f64>, roughness: f64| Conductor { name: name.into(), sigma, thickness, roughness };
+        let mut j = v[iris].clone();
+        j.label = "surface: copper walls and iris".into();
+        let pec = j.materials.iter().position(|m| m.pec).expect("the iris is PEC") as u8;
+        j.surfaces = Surfaces { conductors: vec![metal("copper", 5.8e7, None, 0.0)], materials: vec![(pec, 0)], walls: [[Some(0); 2]; 3], ..Default::default() };
+        v.push(j.clone());
+        let mut j = graded(flat(j), 1.3);
+        j.label = "graded: 2.5D copper wr28 iris".into();
+        v.push(j);
+        let mut j = v[v.len() - 4].clone();
+        j.label = "surface: sheet, rough walls, pmc x, cpml z, edge currents".into();
+        j.sheets.push(Sheet { normal: Axis::Z, plane: 2 * nz / 3, lo: [2, 2], hi: [8, 6] });
+        j.surfaces = Surfaces {
+            conductors: vec![metal("copper 35 um", 5.8e7, Some(35e-6), 0.0), metal("rough gold", 4.1e7, None, 1e-6)],
+            sheets: vec![(0, 0)],
+            walls: [[None; 2], [Some(1); 2], [None; 2]],
+            ..Default::default()
+        };
+        v.push(j);
     }
 
     for j in &mut v {

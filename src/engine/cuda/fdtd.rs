@@ -20,6 +20,7 @@ use std::time::Instant;
 use super::abi::{self, DftPtrs, FdtdPtrs, PortPtrs, SlimPtrs};
 use super::dft::DftPlan;
 use super::edges::{DevEdges, EdgePlan};
+use super::surface::{DevSurface, SurfacePlan};
 use super::batch::{self, Plan, Tile};
 use super::onchip;
 use super::slim::{self, SlimPlan};
@@ -193,6 +194,7 @@ pub struct FdtdDevBatch<'a> {
     dft: Option<DevDft>,
     /// The edge currents (dispersive media, lumped loads), if any design has them.
     edges: Option<DevEdges>,
+    surface: Option<DevSurface>,
     oc: Option<OcRun>,
     slim: Option<SlimRun>,
     /// The source values of the chunk expected next (its first step, steps),
@@ -411,6 +413,16 @@ impl<'a> FdtdDevBatch<'a> {
         } else {
             None
         };
+        // Lossy metal faces: likewise, launched before the edge currents.
+        let surface = if ops.iter().any(|o| !o.surface.is_empty()) {
+            if onchip || two_step {
+                return Err(EngineError::Cuda("lossy metal faces run on the streaming path only".into()));
+            }
+            let plan = SurfacePlan::new(&ops).map_err(EngineError::Cuda)?;
+            Some(DevSurface::new(dev, plan, pools.e, pools.h, live.designs, live.active, init.as_deref())?)
+        } else {
+            None
+        };
         let any_pmc = ops.iter().any(|o| o.pmc.iter().flatten().any(|&b| b));
         let oc = if onchip { Some(Self::onchip_setup(dev, &ops, &drives, &plan, kcap, &opts, init.as_deref(), checks, &jobs)?) } else { None };
         let slim = if two_step && !onchip && fused { Some(Self::slim_setup(dev, m, &ops, &plan, &opts, &pptrs[0])?) } else { None };
@@ -452,6 +464,7 @@ impl<'a> FdtdDevBatch<'a> {
             step_bytes,
             dft,
             edges,
+            surface,
             oc,
             slim,
             g_next: None,
@@ -600,6 +613,9 @@ impl<'a> FdtdDevBatch<'a> {
                 let dims = Dims::linear((n_src as u32).div_ceil(abi::INJECT_THREADS), abi::INJECT_THREADS);
                 device::launch(self.dev, m, abi::Kernel::Inject as usize, dims, &[&self.pptrs[cur], &si])?;
             }
+            if let Some(sf) = &self.surface {
+                sf.launch(self.dev, m, cur)?;
+            }
             if let Some(ed) = &self.edges {
                 ed.launch(self.dev, m, cur)?;
             }
@@ -625,6 +641,9 @@ impl<'a> FdtdDevBatch<'a> {
         }
         if let Some(ed) = &self.edges {
             f.edges = ed.state(self.dev, d, &self.ops[d].edges)?;
+        }
+        if let Some(sf) = &self.surface {
+            f.surface = sf.state(self.dev, d, &self.ops[d].surface)?;
         }
         Ok(f)
     }

@@ -18,6 +18,7 @@ pub mod fdtd;
 pub mod onchip;
 pub mod options;
 pub mod slim;
+pub mod surface;
 pub mod tlm;
 
 use std::path::Path;

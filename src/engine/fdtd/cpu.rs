@@ -301,11 +301,18 @@ pub fn fdtd_inject(op: &Operator, f: &mut Fields, d: usize, g: f64) {
 }
 
 /// The lossy metal faces after the step and the sources, before the edge
-/// currents (twin of the CUDA kernel `fdtd_surface`).
+/// currents: their H nodes (twin of the CUDA kernel `fdtd_surface`), then
+/// the E edges that read them ([`fdtd_surface_e`]).
 pub fn fdtd_surface(op: &Operator, f: &mut Fields) {
     if !op.surface.is_empty() {
-        super::surface::apply(&op.surface, &mut f.h, &mut f.e, &mut f.surface);
+        super::surface::apply_h(&op.surface, &mut f.h, &mut f.surface);
+        fdtd_surface_e(op, f);
     }
+}
+
+/// The second half of [`fdtd_surface`] (twin of the CUDA kernel `fdtd_surface_e`).
+pub fn fdtd_surface_e(op: &Operator, f: &mut Fields) {
+    super::surface::apply_e(&op.surface, &mut f.e, &f.surface);
 }
 
 /// The edge currents (dispersive media, lumped loads) after the step and the

@@ -163,11 +163,16 @@ pub struct SurfaceTerms {
     pub k: Vec<f32>,
     pub inv_den: Vec<f32>,
     pub kb: Vec<f32>,
-    /// Per term, 4 E edges reading the node (flat indices; components
-    /// `[b, b, a, a]` with `(a, b)` cyclic after the H component) and the
-    /// change of each per unit change of the node (`cb` times the inverse
-    /// dual spacing, signed; 0 for a PEC edge).
+    /// The E edges reading some node (component, flat index), each with its
+    /// nodes `e_first[j]..e_first[j+1]` of `e_term` (ascending) and the
+    /// change of the edge per unit change of that node (`cb` times the
+    /// inverse dual spacing, signed). Gathered per edge rather than scattered
+    /// per node so that the sum's order, and so its bits, are the same on
+    /// every device.
+    pub e_comp: Vec<u8>,
     pub e_idx: Vec<u32>,
+    pub e_first: Vec<u32>,
+    pub e_term: Vec<u32>,
     pub e_w: Vec<f32>,
     /// Per term: the first of its memories (length terms + 1).
     pub first: Vec<u32>,
@@ -187,11 +192,14 @@ pub struct SurfaceState {
     pub h_prev: Vec<f32>,
     /// Per term and cell of its conductor.
     pub psi: Vec<f32>,
+    /// Per term: the change of its node in this step (scratch between the
+    /// two halves of a step).
+    pub dh: Vec<f32>,
 }
 
 impl SurfaceState {
     pub fn new(t: &SurfaceTerms) -> SurfaceState {
-        SurfaceState { h_prev: vec![0.0; t.len()], psi: vec![0.0; t.first.last().copied().unwrap_or(0) as usize] }
+        SurfaceState { h_prev: vec![0.0; t.len()], psi: vec![0.0; t.first.last().copied().unwrap_or(0) as usize], dh: vec![0.0; t.len()] }
     }
 }
 
@@ -253,6 +261,8 @@ impl SurfaceTerms {
         // Outside the CPML and its first neighbour on every axis that has one.
         let clear = |pos: [usize; 3]| (0..3).all(|ax| (job.pml[ax][0] == 0 || pos[ax] > job.pml[ax][0]) && (job.pml[ax][1] == 0 || pos[ax] + job.pml[ax][1] + 2 <= n[ax]));
         t.first.push(0);
+        // (E component, flat index) -> its (term, weight) list, in term order.
+        let mut reads: std::collections::BTreeMap<(u8, u32), Vec<(u32, f32)>> = Default::default();
         for c in 0..3 {
             let (a, b) = ((c + 1) % 3, (c + 2) % 3);
             let (sa, sb) = (op.stride[a], op.stride[b]);
@@ -300,18 +310,32 @@ impl SurfaceTerms {
                             (sign * op.cb[m] as f64 * op.inv_e[ax][qd + 1] as f64 * if ghost { 2.0 } else { 1.0 }) as f32
                         };
                         let (pa, pb) = (pos[a], pos[b]);
-                        t.e_idx.extend([p as u32, (p + sa) as u32, p as u32, (p + sb) as u32]);
-                        t.e_w.extend([
-                            w(b, p, a, pa, -1.0, op.pmc[a][0] && pa == 0),
-                            w(b, p + sa, a, pa + 1, 1.0, op.pmc[a][1] && pa + 1 == n[a]),
-                            w(a, p, b, pb, 1.0, op.pmc[b][0] && pb == 0),
-                            w(a, p + sb, b, pb + 1, -1.0, op.pmc[b][1] && pb + 1 == n[b]),
-                        ]);
+                        let term = t.comp.len() as u32 - 1;
+                        for (ec, q, wt) in [
+                            (b, p, w(b, p, a, pa, -1.0, op.pmc[a][0] && pa == 0)),
+                            (b, p + sa, w(b, p + sa, a, pa + 1, 1.0, op.pmc[a][1] && pa + 1 == n[a])),
+                            (a, p, w(a, p, b, pb, 1.0, op.pmc[b][0] && pb == 0)),
+                            (a, p + sb, w(a, p + sb, b, pb + 1, -1.0, op.pmc[b][1] && pb + 1 == n[b])),
+                        ] {
+                            if wt != 0.0 {
+                                reads.entry((ec as u8, q as u32)).or_default().push((term, wt));
+                            }
+                        }
                         let cells = t.cell_first[m + 1] - t.cell_first[m];
                         t.first.push(t.first.last().unwrap() + cells);
                     }
                 }
             }
+        }
+        t.e_first.push(0);
+        for ((c, q), list) in reads {
+            t.e_comp.push(c);
+            t.e_idx.push(q);
+            for (term, w) in list {
+                t.e_term.push(term);
+                t.e_w.push(w);
+            }
+            t.e_first.push(t.e_term.len() as u32);
         }
         Ok(t)
     }
@@ -396,9 +420,9 @@ fn edge_metals(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
     out
 }
 
-/// One step of the surface terms: solve each node's H, advance its memories
-/// and carry the change into the E edges that read it.
-pub fn apply(t: &SurfaceTerms, h: &mut [Vec<f32>; 3], e: &mut [Vec<f32>; 3], st: &mut SurfaceState) {
+/// First half of a step of the surface terms: solve each node's H and
+/// advance its memories (twin of the CUDA kernel `fdtd_surface`).
+pub fn apply_h(t: &SurfaceTerms, h: &mut [Vec<f32>; 3], st: &mut SurfaceState) {
     for i in 0..t.len() {
         let c = t.comp[i] as usize;
         let p = t.idx[i] as usize;
@@ -419,13 +443,19 @@ pub fn apply(t: &SurfaceTerms, h: &mut [Vec<f32>; 3], e: &mut [Vec<f32>; 3], st:
         }
         st.h_prev[i] = h_new;
         h[c][p] = h_new;
-        let dh = h_new - h_star;
-        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
-        for (q, ec) in [b, b, a, a].into_iter().enumerate() {
-            let w = t.e_w[4 * i + q];
-            if w != 0.0 {
-                e[ec][t.e_idx[4 * i + q] as usize] += w * dh;
-            }
+        st.dh[i] = h_new - h_star;
+    }
+}
+
+/// Second half: carry each node's change into the E edges that read it
+/// (twin of the CUDA kernel `fdtd_surface_e`).
+pub fn apply_e(t: &SurfaceTerms, e: &mut [Vec<f32>; 3], st: &SurfaceState) {
+    for j in 0..t.e_idx.len() {
+        let x = &mut e[t.e_comp[j] as usize][t.e_idx[j] as usize];
+        let mut v = *x;
+        for k in t.e_first[j] as usize..t.e_first[j + 1] as usize {
+            v += t.e_w[k] * st.dh[t.e_term[k] as usize];
         }
+        *x = v;
     }
 }
