@@ -423,39 +423,40 @@ fn edge_metals(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
 /// First half of a step of the surface terms: solve each node's H and
 /// advance its memories (twin of the CUDA kernel `fdtd_surface`).
 pub fn apply_h(t: &SurfaceTerms, h: &mut [Vec<f32>; 3], st: &mut SurfaceState) {
-    for i in 0..t.len() {
-        let c = t.comp[i] as usize;
-        let p = t.idx[i] as usize;
-        let m = t.metal[i] as usize;
-        let (c0, c1) = (t.cell_first[m] as usize, t.cell_first[m + 1] as usize);
-        let off = t.first[i] as usize;
-        let h_star = h[c][p];
-        let h_old = st.h_prev[i];
-        let mut rest = 0.0f32;
-        for q in 0..c1 - c0 {
-            rest += t.rho[c0 + q] * st.psi[off + q];
-        }
-        let h_new = t.inv_den[i] * (h_star - t.kb[i] * h_old - t.k[i] * rest);
+    // Slices and zips rather than indices: no bounds check in the inner
+    // loops (this pass touches every H node of a 2.5D guide every step).
+    let cells: Vec<(&[f32], &[f32], &[f32])> = (0..t.cell_first.len().saturating_sub(1))
+        .map(|m| {
+            let (c0, c1) = (t.cell_first[m] as usize, t.cell_first[m + 1] as usize);
+            (&t.rho[c0..c1], &t.alpha[c0..c1], &t.beta[c0..c1])
+        })
+        .collect();
+    let terms = t.comp.iter().zip(&t.idx).zip(&t.metal).zip(t.first.windows(2)).zip(t.inv_den.iter().zip(&t.kb).zip(&t.k));
+    let state = st.h_prev.iter_mut().zip(st.dh.iter_mut());
+    for (((((&c, &p), &m), w), ((&inv_den, &kb), &k)), (h_prev, dh)) in terms.zip(state) {
+        let (rho, alpha, beta) = cells[m as usize];
+        let psi = &mut st.psi[w[0] as usize..w[1] as usize];
+        let x = &mut h[c as usize][p as usize];
+        let h_star = *x;
+        let h_old = *h_prev;
+        let rest = rho.iter().zip(psi.iter()).fold(0.0f32, |acc, (r, s)| acc + r * s);
+        let h_new = inv_den * (h_star - kb * h_old - k * rest);
         let dh_t = h_new - h_old;
-        for q in 0..c1 - c0 {
-            let s = &mut st.psi[off + q];
-            *s = t.alpha[c0 + q] * *s + t.beta[c0 + q] * dh_t;
+        for ((s, a), b) in psi.iter_mut().zip(alpha).zip(beta) {
+            *s = a * *s + b * dh_t;
         }
-        st.h_prev[i] = h_new;
-        h[c][p] = h_new;
-        st.dh[i] = h_new - h_star;
+        *h_prev = h_new;
+        *x = h_new;
+        *dh = h_new - h_star;
     }
 }
 
 /// Second half: carry each node's change into the E edges that read it
 /// (twin of the CUDA kernel `fdtd_surface_e`).
 pub fn apply_e(t: &SurfaceTerms, e: &mut [Vec<f32>; 3], st: &SurfaceState) {
-    for j in 0..t.e_idx.len() {
-        let x = &mut e[t.e_comp[j] as usize][t.e_idx[j] as usize];
-        let mut v = *x;
-        for k in t.e_first[j] as usize..t.e_first[j + 1] as usize {
-            v += t.e_w[k] * st.dh[t.e_term[k] as usize];
-        }
-        *x = v;
+    for ((&c, &q), w) in t.e_comp.iter().zip(&t.e_idx).zip(t.e_first.windows(2)) {
+        let (k0, k1) = (w[0] as usize, w[1] as usize);
+        let x = &mut e[c as usize][q as usize];
+        *x = t.e_w[k0..k1].iter().zip(&t.e_term[k0..k1]).fold(*x, |v, (&wt, &term)| v + wt * st.dh[term as usize]);
     }
 }
