@@ -445,3 +445,48 @@ fn unit_slips_get_a_message_that_says_what_to_write() {
         "ms.ron: ports[1]: port `p2` is short-circuited: its edge from (2, 0, 0) mm along x lies in sheet 0 (geometry[0] (Substrate), in the plane z = 0 mm)"
     );
 }
+
+/// Parse `base` with `from` replaced by `to` and build its midpoint's jobs,
+/// expecting an error at one of the two.
+fn err_built(base: &str, from: &str, to: &str) -> String {
+    assert!(base.contains(from), "test setup: `{from}` not in the base design");
+    match Design::parse(&base.replacen(from, to, 1), "metal.ron") {
+        Err(e) => e.to_string(),
+        Ok(d) => match d.jobs(&d.midpoint_values(), &[0], None) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("expected an error after replacing `{from}` with `{to}`"),
+        },
+    }
+}
+
+/// Lossy metal the surface impedance cannot model, or written wrong: each
+/// named with its field and what to do instead.
+#[test]
+fn bad_metals_are_named_with_the_fix() {
+    let sub = r#""sub": Dielectric(eps_r: 3.55, tan_delta: 0.0027)"#;
+    let with = |metal: &str| format!("{sub}, \"cu\": {metal}");
+    let sheet = r#"Sheet(min: ("-len", -1, "h"), max: ("len", 1, "h"))"#;
+    let cu_sheet = r#"Sheet(min: ("-len", -1, "h"), max: ("len", 1, "h"), material: "cu")"#;
+    let ms = MS.replacen(sheet, cu_sheet, 1);
+    let m = err_built(&ms, sub, &with("Metal(conductivity: -5.8e7)"));
+    assert!(m.contains("materials.cu.conductivity") && m.contains("positive conductivity"), "{m}");
+    let m = err_built(&ms, sub, &with("Metal(conductivity: 5.8e7, thickness: 0)"));
+    assert!(m.contains("materials.cu.thickness"), "{m}");
+    let m = err_built(&ms, sub, &with("Metal(conductivity: 5.8e7, roughness: -1e-6)"));
+    assert!(m.contains("materials.cu.roughness"), "{m}");
+    // A sheet of 1 mm copper on 0.4 mm cells is a solid.
+    let m = err_built(&ms, sub, &with("Metal(conductivity: 5.8e7, thickness: 1e-3)"));
+    assert!(m.contains("geometry[1] (Sheet)") && m.contains("draw it as a Box"), "{m}");
+    // Carbon-loaded foam is no good conductor at 1 GHz on 0.4 mm cells.
+    let m = err_built(&ms, sub, &with("Metal(conductivity: 10)"));
+    assert!(m.contains("skin depth") && m.contains("Dielectric(eps_r: 1, sigma: 10)"), "{m}");
+    // A sheet of a dielectric.
+    let m = err_built(MS, sheet, r#"Sheet(min: ("-len", -1, "h"), max: ("len", 1, "h"), material: "sub")"#);
+    assert!(m.contains("geometry[1] (Sheet).material") && m.contains("is not a metal"), "{m}");
+    // Copper walls on the TLM engine.
+    let m2 = err_built(&WG.replace("engine: Fdtd(cell: \"a/28\", invariant: Y)", "engine: Tlm2d(cell: \"a/28\")"), "boundaries: (x: Pec, y: Pec, z: Absorbing)", r#"boundaries: (x: Pec, y: Pec, z: Absorbing, walls: "Copper")"#);
+    assert!(m2.contains("boundaries.walls") && m2.contains("TLM"), "{m2}");
+    // A user material may not take a built-in metal's name.
+    let m = err_built(MS, sub, &format!("{sub}, \"Gold\": Pec"));
+    assert!(m.contains("materials.Gold") && m.contains("built-in"), "{m}");
+}
