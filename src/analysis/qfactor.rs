@@ -427,6 +427,43 @@ impl Resonance {
     }
 }
 
+/// How the numbers were found, as `resonances.json` states it.
+pub const METHOD: &str = "Q-circle fit of each driven column of S, S_ij = C_ij + B_ij / (1 + j QL (f/f0 - f0/f)) (Kajfez, Q Factor, 1994; Gregory, NPL Report MAT 58, 2021); \
+unloaded Q = QL / (1 - sum_i d_ii / 2) with d_ii the diameter of S_ii's circle (one-port: scaled by 1/|S_V|, Kajfez's beta = d/(2-d); \
+equally coupled two-port: Pozar's QL / (1 - |S21(f0)|)); coupling beta_i = Q0 / Qe_i";
+
+/// `resonances.json`: the method, the criterion, the port names, the clear resonances and those seen but not clear.
+pub fn to_json(sp: &SParams, r: &Resonances) -> serde_json::Value {
+    serde_json::json!({
+        "method": METHOD,
+        "criterion": {
+            "min_points_in_half_power_width": CLEAR.min_points_in_width,
+            "max_fit_residual": CLEAR.max_residual,
+            "min_circle_diameter": CLEAR.min_diameter,
+            "min_loss_share_for_unloaded_q": CLEAR.min_loss_share,
+        },
+        "ports": sp.ports,
+        "resonances": r.found,
+        "not_clear": r.not_clear,
+    })
+}
+
+/// What the terminal shows: one line per clear resonance, or that there is none.
+pub fn summary_lines(sp: &SParams, r: &Resonances) -> Vec<String> {
+    let unclear = match r.not_clear.len() {
+        0 => String::new(),
+        n => format!(" ({n} more seen but not clear: resonances.json says why)"),
+    };
+    if r.found.is_empty() {
+        return vec![format!("resonances: none clear in the band{unclear}")];
+    }
+    let mut out: Vec<String> = r.found.iter().map(|x| format!("resonance at {}", x.line(&sp.ports))).collect();
+    if !unclear.is_empty() {
+        out.push(format!("resonances:{unclear}"));
+    }
+    out
+}
+
 /// Three significant digits: what a Q from a fit is worth.
 pub fn round3(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {

@@ -36,6 +36,7 @@ mod kill_resume;
 mod mesh_robust;
 mod port_pruning;
 mod report;
+mod resonance_q;
 mod resume_exact;
 mod rf_outputs;
 mod run_limits;
