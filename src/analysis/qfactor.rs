@@ -280,7 +280,7 @@ fn levenberg_marquardt(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usiz
     let mut r = resid(x[0], x[1]);
     for _ in 0..100 {
         // Steps for the forward differences: relative to the half-power width in f_L.
-        let h = [fl / lq.exp().max(1.0) * 1e-6, 1e-6];
+        let h = [x[0] / x[1].exp().max(1.0) * 1e-6, 1e-6];
         let cols: Vec<Vec<f64>> = (0..2)
             .map(|p| {
                 let mut xp = x;
@@ -450,16 +450,14 @@ pub fn to_json(sp: &SParams, r: &Resonances) -> serde_json::Value {
 
 /// What the terminal shows: one line per clear resonance, or that there is none.
 pub fn summary_lines(sp: &SParams, r: &Resonances) -> Vec<String> {
-    let unclear = match r.not_clear.len() {
-        0 => String::new(),
-        n => format!(" ({n} more seen but not clear: resonances.json says why)"),
-    };
+    let n = r.not_clear.len();
     if r.found.is_empty() {
-        return vec![format!("resonances: none clear in the band{unclear}")];
+        let seen = if n == 0 { String::new() } else { format!(" ({n} seen but not clear: resonances.json says why)") };
+        return vec![format!("resonances: none clear in the band{seen}")];
     }
     let mut out: Vec<String> = r.found.iter().map(|x| format!("resonance at {}", x.line(&sp.ports))).collect();
-    if !unclear.is_empty() {
-        out.push(format!("resonances:{unclear}"));
+    if n > 0 {
+        out.push(format!("{n} more seen but not clear: resonances.json says why"));
     }
     out
 }
@@ -779,5 +777,12 @@ mod tests {
             note: None,
         };
         assert_eq!(r.line(&["feed".into()]), "2.4412 GHz: loaded Q 17.3, unloaded Q 35.1, coupling beta feed 1.03");
+        let sp = net(vec![1e9], vec![vec![vec![Complex64::default()]]]);
+        let unclear = NotClear { drive: 1, near_hz: 1e9, why: "x".into() };
+        assert_eq!(summary_lines(&sp, &Resonances::default()), ["resonances: none clear in the band"]);
+        let both = Resonances { found: vec![r.clone()], not_clear: vec![unclear.clone()] };
+        assert_eq!(summary_lines(&sp, &both), ["resonance at 2.4412 GHz: loaded Q 17.3, unloaded Q 35.1, coupling beta p1 1.03", "1 more seen but not clear: resonances.json says why"]);
+        let none = Resonances { found: vec![], not_clear: vec![unclear] };
+        assert_eq!(summary_lines(&sp, &none), ["resonances: none clear in the band (1 seen but not clear: resonances.json says why)"]);
     }
 }
