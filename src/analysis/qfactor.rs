@@ -109,7 +109,8 @@ pub fn find(sp: &SParams) -> Resonances {
 pub fn find_with(sp: &SParams, crit: &Criterion) -> Resonances {
     let mut out = Resonances::default();
     let f = &sp.freqs;
-    if f.len() < 2 * crit.min_points_in_width || f.windows(2).any(|w| w[1] <= w[0]) || f[0] <= 0.0 {
+    // A DC point (a measured file may have one) lies outside every fit window.
+    if f.len() < 2 * crit.min_points_in_width || f.windows(2).any(|w| w[1] <= w[0]) || f[0] < 0.0 {
         return out;
     }
     let n = sp.n_ports();
@@ -724,6 +725,12 @@ mod tests {
         // Noise alone.
         let r = find(&net(f.clone(), vec![vec![noisy(vec![Complex64::new(0.3, 0.1); f.len()], 0.003, 9)]]));
         assert!(r.found.is_empty(), "{r:#?}");
+        // A DC point in front changes nothing.
+        let mut f_dc = vec![0.0];
+        f_dc.extend(&f);
+        let mut s_dc = vec![Complex64::new(-1.0, 0.0)];
+        s_dc.extend(parallel_rlc_s11(&f, 2e9, 40.0, 1.0));
+        close(one(&find(&net(f_dc, vec![vec![s_dc]]))).q_unloaded.unwrap(), 40.0, 1e-6, "Q0 with a DC point");
         // Too few points, NaN, and a constant trace.
         assert_eq!(find(&net(vec![1e9, 2e9], vec![vec![vec![Complex64::default(); 2]]])), Resonances::default());
         let mut bad = parallel_rlc_s11(&f, 2e9, 40.0, 1.0);
