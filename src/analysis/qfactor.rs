@@ -14,6 +14,12 @@
 //! `B_ij` follow by linear least squares, so `(f_L, Q_L)` are fitted by
 //! Levenberg-Marquardt over those two numbers alone (variable projection),
 //! starting from the peak of the speed `|dS/df|` of the column and its width.
+//! A line between a port's reference plane and the resonator turns the whole
+//! response with frequency, `e^{-j 2 pi f tau_i}` on trace i, which bends the
+//! circle enough to move Q0 by several % for a low-Q resonance (MAT 58's
+//! NLQFIT7 fits one such delay): the fit is repeated with each trace's delay
+//! free, and that one is kept where it halves the misfit (a line was there,
+//! not noise, which the extra numbers would otherwise fit).
 //!
 //! Unloaded Q, by energy balance (coupled-mode theory; Haus, "Waves and Fields
 //! in Optoelectronics", 1984, ch. 7): the diameter of S_ii's circle is
@@ -34,6 +40,8 @@
 //! to see. Unloaded Q is given only where the fit resolves the loss (a
 //! lossless resonator has none to measure). Everything else is listed as not
 //! clear, with the reason, rather than given a number that may be wrong.
+
+use std::f64::consts::PI;
 
 use num_complex::Complex64;
 use serde::{Deserialize, Serialize};
@@ -216,95 +224,138 @@ fn window(f: &[f64], fl: f64, ql: f64) -> std::ops::Range<usize> {
     a..b.max(a)
 }
 
-/// For fixed `(f_L, Q_L)`: each trace's `C`, `B` by least squares, and the summed squared misfit.
-fn project(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usize>, fl: f64, ql: f64) -> (Vec<Complex64>, Vec<Complex64>, f64) {
-    let y: Vec<Complex64> = f[w.clone()].iter().map(|&x| 1.0 / Complex64::new(1.0, ql * (x / fl - fl / x))).collect();
+/// The numbers fitted: `x = [f_L, ln Q_L, tau_1, .., tau_n]`, with `tau_i`
+/// trace i's delay (s) between the ports' reference planes and the
+/// resonator: a line turns the whole response with frequency, `S_ij
+/// e^{-j 2 pi (f - f_L) tau_i}` (MAT 58's NLQFIT7 fits one such line).
+/// For fixed `x`: each trace's `C`, `B` by least squares, and the summed squared misfit.
+fn project(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usize>, x: &[f64]) -> (Vec<Complex64>, Vec<Complex64>, f64) {
+    let (fl, ql) = (x[0], x[1].exp());
+    let y: Vec<Complex64> = f[w.clone()].iter().map(|&v| 1.0 / Complex64::new(1.0, ql * (v / fl - fl / v))).collect();
     let n = y.len() as f64;
     let sy: Complex64 = y.iter().sum();
     let syy: f64 = y.iter().map(|z| z.norm_sqr()).sum();
     let det = n * syy - sy.norm_sqr();
     let (mut cs, mut bs, mut cost) = (vec![], vec![], 0.0);
-    for t in col {
-        let s = &t[w.clone()];
+    for (t, tau) in col.iter().zip(&x[2..]) {
+        let s = unturned(f, t, w, fl, *tau);
         let ss: Complex64 = s.iter().sum();
-        let sys: Complex64 = y.iter().zip(s).map(|(y, s)| y.conj() * s).sum();
+        let sys: Complex64 = y.iter().zip(&s).map(|(y, s)| y.conj() * s).sum();
         let (c, b) = if det > 0.0 { ((ss * syy - sy * sys) / det, (n * sys - sy.conj() * ss) / det) } else { (ss / n, Complex64::default()) };
-        cost += y.iter().zip(s).map(|(y, s)| (s - c - b * y).norm_sqr()).sum::<f64>();
+        cost += y.iter().zip(&s).map(|(y, s)| (s - c - b * y).norm_sqr()).sum::<f64>();
         cs.push(c);
         bs.push(b);
     }
     (cs, bs, cost)
 }
 
-/// Fit `(f_L, Q_L)` from the start `(fl, ql)`: Levenberg-Marquardt on
-/// `(f_L, ln Q_L)` within a window, the window then re-centred on the result
-/// until it stays put.
+/// Trace `t` over the window with its line `tau` taken off (turned back about `f_L`).
+fn unturned(f: &[f64], t: &[Complex64], w: &std::ops::Range<usize>, fl: f64, tau: f64) -> Vec<Complex64> {
+    f[w.clone()].iter().zip(&t[w.clone()]).map(|(&v, s)| s * Complex64::from_polar(1.0, 2.0 * PI * (v - fl) * tau)).collect()
+}
+
+/// The misfit of every trace at every window point as (re, im) pairs.
+fn residuals(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usize>, x: &[f64]) -> Vec<f64> {
+    let (fl, ql) = (x[0], x[1].exp());
+    let (c, b, _) = project(f, col, w, x);
+    let mut r = Vec::with_capacity(2 * w.len() * col.len());
+    for ((t, tau), (c, b)) in col.iter().zip(&x[2..]).zip(c.iter().zip(&b)) {
+        for (s, &v) in unturned(f, t, w, fl, *tau).iter().zip(&f[w.clone()]) {
+            let e = s - c - b / Complex64::new(1.0, ql * (v / fl - fl / v));
+            r.extend([e.re, e.im]);
+        }
+    }
+    r
+}
+
+/// Fit from the start `(fl, ql)`: first `f_L` and `Q_L` alone, then with
+/// the traces' delays free as well; the delays are kept only where they
+/// explain the data (halve the misfit: a line, not noise, was there), since
+/// every parameter fitted to noise loosens the circles' diameters.
 fn fit(f: &[f64], col: &[&[Complex64]], fl: f64, ql: f64) -> Result<Fit, String> {
-    let (mut fl, mut lq) = (fl, ql.max(0.5).ln());
-    let mut w = window(f, fl, lq.exp());
+    let mut x = vec![fl, ql.max(0.5).ln()];
+    x.resize(2 + col.len(), 0.0);
+    let plain = converge(f, col, x, 2)?;
+    let lined = converge(f, col, plain.0.clone(), 2 + col.len());
+    let (x, w, rms) = match lined {
+        Ok(l) if l.2 < 0.5 * plain.2 => l,
+        _ => plain,
+    };
+    let (c, b, _) = project(f, col, &w, &x);
+    Ok(Fit { fl: x[0], ql: x[1].exp(), c, b, rms, window: w })
+}
+
+/// Levenberg-Marquardt on the first `free` numbers of `x` within a window,
+/// the window then re-centred on the result until it stays put: the numbers,
+/// the window and the rms misfit per point and trace.
+fn converge(f: &[f64], col: &[&[Complex64]], mut x: Vec<f64>, free: usize) -> Result<(Vec<f64>, std::ops::Range<usize>, f64), String> {
+    let mut w = window(f, x[0], x[1].exp());
     for _ in 0..8 {
         if w.len() < 4 {
             return Err(format!("too few sweep points near it ({}) to fit a circle", w.len()));
         }
-        (fl, lq) = levenberg_marquardt(f, col, &w, fl, lq);
-        if !(fl > f[0] && fl < f[f.len() - 1]) {
+        x = levenberg_marquardt(f, col, &w, x, free);
+        if !(x[0] > f[0] && x[0] < f[f.len() - 1]) {
             return Err("the fit puts it outside the band".into());
         }
-        let next = window(f, fl, lq.exp());
+        let next = window(f, x[0], x[1].exp());
         if next == w {
             break;
         }
         w = next;
     }
-    let (c, b, cost) = project(f, col, &w, fl, lq.exp());
+    let (_, _, cost) = project(f, col, &w, &x);
     let rms = (cost / (w.len() * col.len()) as f64).sqrt();
-    Ok(Fit { fl, ql: lq.exp(), c, b, rms, window: w })
+    Ok((x, w, rms))
 }
 
-/// Minimise the projected misfit over `(f_L, ln Q_L)` on the window `w`.
-fn levenberg_marquardt(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usize>, fl: f64, lq: f64) -> (f64, f64) {
-    // The residual vector (re, im of every trace's misfit at every window point).
-    let resid = |fl: f64, lq: f64| -> Vec<f64> {
-        let ql = lq.exp();
-        let (c, b, _) = project(f, col, w, fl, ql);
-        let mut r = Vec::with_capacity(2 * w.len() * col.len());
-        for (t, (c, b)) in col.iter().zip(c.iter().zip(&b)) {
-            for k in w.clone() {
-                let e = t[k] - c - b / Complex64::new(1.0, ql * (f[k] / fl - fl / f[k]));
-                r.extend([e.re, e.im]);
-            }
-        }
-        r
-    };
-    let cost = |r: &[f64]| r.iter().map(|x| x * x).sum::<f64>();
-    let (mut x, mut lambda) = ([fl, lq], 1e-3);
-    let mut r = resid(x[0], x[1]);
-    for _ in 0..100 {
-        // Steps for the forward differences: relative to the half-power width in f_L.
-        let h = [x[0] / x[1].exp().max(1.0) * 1e-6, 1e-6];
-        let cols: Vec<Vec<f64>> = (0..2)
-            .map(|p| {
-                let mut xp = x;
-                xp[p] += h[p];
-                resid(xp[0], xp[1]).iter().zip(&r).map(|(a, b)| (a - b) / h[p]).collect()
+/// Minimise the projected misfit over the first `p` numbers of `x` on the
+/// window `w`. Marquardt's damping is scaled by the diagonal, so the
+/// parameters' units do not matter.
+fn levenberg_marquardt(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usize>, mut x: Vec<f64>, p: usize) -> Vec<f64> {
+    let cost = |r: &[f64]| r.iter().map(|v| v * v).sum::<f64>();
+    let mut lambda = 1e-3;
+    let mut r = residuals(f, col, w, &x);
+    for _ in 0..200 {
+        // Forward-difference steps: a millionth of the half-power width in
+        // f_L, of ln Q_L, and a delay turning the phase by a microradian over that width.
+        let width = x[0] / x[1].exp().max(1.0);
+        let h: Vec<f64> = (0..p)
+            .map(|i| match i {
+                0 => width * 1e-6,
+                1 => 1e-6,
+                _ => 1e-6 / (2.0 * PI * width),
             })
             .collect();
-        let a = [[dot(&cols[0], &cols[0]), dot(&cols[0], &cols[1])], [dot(&cols[1], &cols[0]), dot(&cols[1], &cols[1])]];
-        let g = [dot(&cols[0], &r), dot(&cols[1], &r)];
+        let jac: Vec<Vec<f64>> = (0..p)
+            .map(|i| {
+                let mut xp = x.clone();
+                xp[i] += h[i];
+                residuals(f, col, w, &xp).iter().zip(&r).map(|(a, b)| (a - b) / h[i]).collect()
+            })
+            .collect();
+        let a: Vec<Vec<f64>> = (0..p).map(|i| (0..p).map(|j| dot(&jac[i], &jac[j])).collect()).collect();
+        let g: Vec<f64> = (0..p).map(|i| dot(&jac[i], &r)).collect();
         let c0 = cost(&r);
         let mut improved = false;
         while lambda < 1e12 {
-            let m = [[a[0][0] * (1.0 + lambda), a[0][1]], [a[1][0], a[1][1] * (1.0 + lambda)]];
-            let det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
-            if det.abs() < f64::MIN_POSITIVE || !det.is_finite() {
+            let mut m = a.clone();
+            for (i, row) in m.iter_mut().enumerate() {
+                // A delay that moves nothing (a trace of zeros) has a zero column: unit scale keeps it at rest.
+                let scale = if a[i][i] > 0.0 { a[i][i] } else { 1.0 };
+                row[i] = a[i][i] + (lambda + 1e-12) * scale;
+            }
+            let Some(dx) = solve(m, g.iter().map(|v| -v).collect()) else {
                 lambda *= 10.0;
                 continue;
+            };
+            let mut xn = x.clone();
+            for (a, d) in xn.iter_mut().zip(&dx) {
+                *a += d;
             }
-            let dx = [-(m[1][1] * g[0] - m[0][1] * g[1]) / det, -(m[0][0] * g[1] - m[1][0] * g[0]) / det];
-            let xn = [x[0] + dx[0], x[1] + dx[1]];
-            let rn = resid(xn[0], xn[1]);
+            let rn = residuals(f, col, w, &xn);
             if xn[0] > 0.0 && cost(&rn) < c0 {
-                let small = (dx[0] / x[0]).abs() < 1e-12 && dx[1].abs() < 1e-10;
+                let small = (dx[0] / width).abs() < 1e-10 && dx[1].abs() < 1e-10 && dx.iter().skip(2).all(|d| (d * 2.0 * PI * width).abs() < 1e-10);
                 (x, r, lambda) = (xn, rn, (lambda / 10.0).max(1e-12));
                 improved = !small;
                 break;
@@ -315,7 +366,35 @@ fn levenberg_marquardt(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usiz
             break;
         }
     }
-    (x[0], x[1])
+    x
+}
+
+/// `a x = b` by Gaussian elimination with partial pivoting; `None` when singular.
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let n = b.len();
+    for col in 0..n {
+        let piv = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if !(a[piv][col].abs() > 0.0) {
+            return None;
+        }
+        a.swap(col, piv);
+        b.swap(col, piv);
+        for i in col + 1..n {
+            let k = a[i][col] / a[col][col];
+            for j in col..n {
+                let v = a[col][j];
+                a[i][j] -= k * v;
+            }
+            let v = b[col];
+            b[i] -= k * v;
+        }
+    }
+    let mut x = vec![0.0; n];
+    for i in (0..n).rev() {
+        let sum: f64 = (i + 1..n).map(|j| a[i][j] * x[j]).sum();
+        x[i] = (b[i] - sum) / a[i][i];
+    }
+    x.iter().all(|v| v.is_finite()).then_some(x)
 }
 
 fn dot(a: &[f64], b: &[f64]) -> f64 {
@@ -368,15 +447,15 @@ fn judge(f: &[f64], fit: &Fit, j: usize, n: usize, crit: &Criterion) -> Result<R
         (0..n).map(|i| if i == j - 1 { djj } else { d[i] * d[i] / djj }).collect()
     };
     let loss = 1.0 - dii.iter().sum::<f64>() / 2.0;
+    // The loss share must stand clear of what the misfit could move it by.
+    let floor = crit.min_loss_share.max(3.0 * fit.rms);
     let base = Resonance { drive: j, f0_hz: fl, q_loaded: ql, q_unloaded: None, coupling: None, diameters: d, points_in_width: points, residual, note: None };
-    if loss <= 0.0 {
+    if loss < -floor {
         return Err(format!(
             "its circles are larger than one passive resonance allows (sum of d_ii / 2 = {:.3} > 1): not a single resonance",
             1.0 - loss
         ));
     }
-    // The loss share must stand clear of what the misfit could move it by.
-    let floor = crit.min_loss_share.max(3.0 * fit.rms);
     if loss < floor {
         return Ok(Resonance {
             note: Some(format!("no loss resolved: unloaded Q above {:.0} (1 - sum d_ii / 2 = {loss:.2e}, below {floor:.2e})", ql / floor)),
@@ -595,6 +674,29 @@ mod tests {
         let res = one(&found);
         close(res.q_unloaded.unwrap(), q0, 1e-6, "Q0");
         close(res.q_loaded, q0 / (1.0 + beta), 1e-6, "QL");
+    }
+
+    #[test]
+    fn a_resonator_behind_a_line_gives_its_q0() {
+        // The parallel RLC behind 6 mm and 60 mm of air line: its whole
+        // response turns with frequency (3.5 and 35 degrees over the fit
+        // window), which moves the circle's far side by as much as its size
+        // would change with a few % of Q0: the fit takes the line's delay out.
+        let f = sweep(1.9e9, 3.0e9, 221);
+        for tau in [0.02e-9, 0.2e-9] {
+            let s11: Vec<Complex64> = parallel_rlc_s11(&f, 2.45e9, 60.0, 1.0)
+                .into_iter()
+                .zip(&f)
+                .map(|(g, &x)| g * Complex64::from_polar(1.0, -4.0 * PI * x * tau))
+                .collect();
+            let found = find(&net(f.clone(), vec![vec![s11.clone()]]));
+            let r = one(&found);
+            close(r.q_unloaded.unwrap(), 60.0, 1e-6, "Q0 behind a line");
+            close(r.q_loaded, 30.0, 1e-6, "QL behind a line");
+            // With noise at 0.3 % of full scale per component, within 2 %.
+            let found = find(&net(f.clone(), vec![vec![noisy(s11, 0.003, 13)]]));
+            close(one(&found).q_unloaded.unwrap(), 60.0, 0.02, "Q0 behind a line, with noise");
+        }
     }
 
     /// A series RLC between two 50-ohm ports: a band-pass pole coupled equally
