@@ -115,7 +115,7 @@ fn resonances(h: &mut String, dir: &Path) -> anyhow::Result<()> {
         }
         h.push_str("</ul>\n");
     }
-    h.push_str("<p class=\"note\">Loaded Q and f<sub>0</sub> from a fit of the Q-circle of each driven column of S (Kajfez 1994; NPL MAT 58); unloaded Q = Q<sub>L</sub> / (1 &minus; &Sigma;<sub>i</sub> d<sub>ii</sub>/2) from the circles' diameters. A resonance is listed where at least 5 sweep points fall in its half-power width, its half-power band lies in the sweep and the fit residual is at most 5 % of the circle (README, \"Resonances and Q\").</p>\n");
+    h.push_str("<p class=\"note\">Loaded Q and f<sub>0</sub> from a fit of the Q-circle of each driven column of S (Kajfez 1994; NPL MAT 58); unloaded Q = Q<sub>L</sub> / (1 &minus; &Sigma;<sub>i</sub> d<sub>ii</sub>/2) from the circles' diameters. A resonance is listed where at least 5 sweep points fall in its half-power width, its half-power band lies in the sweep and the fit residual is at most 2 % of the circle (README, \"Resonances and Q\").</p>\n");
     Ok(())
 }
 

@@ -63,7 +63,7 @@ pub struct Criterion {
 }
 
 /// The criterion the outputs use.
-pub const CLEAR: Criterion = Criterion { min_points_in_width: 5, max_residual: 0.05, min_diameter: 0.02, min_loss_share: 0.01 };
+pub const CLEAR: Criterion = Criterion { min_points_in_width: 5, max_residual: 0.02, min_diameter: 0.02, min_loss_share: 0.01 };
 
 /// Half-widths of the fit window each side of `f_L`, in half-power half-widths (`|Q_L u| <= WINDOW`).
 const WINDOW: f64 = 3.0;
@@ -345,7 +345,7 @@ fn levenberg_marquardt(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usiz
                 let scale = if a[i][i] > 0.0 { a[i][i] } else { 1.0 };
                 row[i] = a[i][i] + (lambda + 1e-12) * scale;
             }
-            let Some(dx) = solve(m, g.iter().map(|v| -v).collect()) else {
+            let Some(dx) = solve(&m, &g.iter().map(|v| -v).collect::<Vec<f64>>()) else {
                 lambda *= 10.0;
                 continue;
             };
@@ -369,31 +369,14 @@ fn levenberg_marquardt(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usiz
     x
 }
 
-/// `a x = b` by Gaussian elimination with partial pivoting; `None` when singular.
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+/// `a x = b` for the symmetric positive-definite damped normal matrix `a`
+/// (Cholesky, the GA's own); `None` when it is not positive definite.
+fn solve(a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
+    use crate::ga::linalg::{cholesky, solve_lower, solve_upper_t};
     let n = b.len();
-    for col in 0..n {
-        let piv = (col..n).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if !(a[piv][col].abs() > 0.0) {
-            return None;
-        }
-        a.swap(col, piv);
-        b.swap(col, piv);
-        for i in col + 1..n {
-            let k = a[i][col] / a[col][col];
-            for j in col..n {
-                let v = a[col][j];
-                a[i][j] -= k * v;
-            }
-            let v = b[col];
-            b[i] -= k * v;
-        }
-    }
-    let mut x = vec![0.0; n];
-    for i in (0..n).rev() {
-        let sum: f64 = (i + 1..n).map(|j| a[i][j] * x[j]).sum();
-        x[i] = (b[i] - sum) / a[i][i];
-    }
+    let flat: Vec<f64> = a.iter().flatten().copied().collect();
+    let l = cholesky(&flat, n)?;
+    let x = solve_upper_t(&l, n, &solve_lower(&l, n, b));
     x.iter().all(|v| v.is_finite()).then_some(x)
 }
 

@@ -46,7 +46,7 @@ fn a_parallel_rlc_load_at_a_port_gives_its_unloaded_q() {
     assert_eq!(found.len(), 1, "{json:#}");
     let res = &found[0];
     let (f, ql, q) = (res["f0_hz"].as_f64().unwrap(), res["q_loaded"].as_f64().unwrap(), res["q_unloaded"].as_f64().unwrap());
-    eprintln!("parallel RLC at a port: f0 {f:.6e} Hz, QL {ql:.3}, Q0 {q:.3} (circuit: 3e8, 10, 20)");
+    eprintln!("parallel RLC at a port: f0 {f:.6e} Hz, QL {ql:.3}, Q0 {q:.3} (circuit: 3e8, 10, 20), fit residual {}", res["residual"]);
     assert!((f / f0 - 1.0).abs() < 0.02, "f0 {f}");
     assert!((q / q0 - 1.0).abs() < 0.03, "Q0 {q} against {q0}");
     assert!((ql / (q0 / 2.0) - 1.0).abs() < 0.05, "QL {ql} against {}", q0 / 2.0);
