@@ -1,9 +1,10 @@
 //! The files that show one simulated design: a Touchstone file (when every
 //! port was driven), a CSV of the S-parameters, the RF plots (|S| with the goal
-//! masks, phase and group delay, Smith chart, input impedance), the port time
+//! masks, phase and group delay, Smith chart, input impedance, and the power
+//! balance of a multi-port), the resonances with their Q, the port time
 //! series and the fitness with its per-goal breakdown. `emvolve simulate` and
 //! `emvolve inspect` write them all; the run's `best/` writes its Touchstone
-//! file and plots the same way.
+//! file, plots and resonances the same way.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -23,17 +24,19 @@ pub fn parameter_list(values: &BTreeMap<String, f64>) -> String {
     values.iter().map(|(k, v)| format!("{k}={}", short(*v))).collect::<Vec<_>>().join(", ")
 }
 
-/// What [`write_design_files`] left in the directory, and what it could not write (a note).
+/// What [`write_design_files`] left in the directory, what it found worth
+/// saying (the resonances), and what it could not write (a note).
 #[derive(Debug, Default)]
 pub struct Written {
     pub files: Vec<PathBuf>,
+    pub summary: Vec<String>,
     pub notes: Vec<String>,
 }
 
-/// The notes, then "wrote:" and one file a line.
+/// The summary and the notes, then "wrote:" and one file a line.
 impl std::fmt::Display for Written {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        for n in &self.notes {
+        for n in self.summary.iter().chain(&self.notes) {
             writeln!(f, "{n}")?;
         }
         writeln!(f, "wrote:")?;
@@ -72,6 +75,9 @@ pub fn write_design_files(design: &Design, values: &BTreeMap<String, f64>, s: &S
     w.files.push(csv);
     let title = format!("{} ({params})", design.name());
     w.files.extend(crate::plot::write_rf_plots(dir, &s.sparams, &masks(design), &title)?);
+    let (files, summary) = write_analysis_files(&s.sparams, dir)?;
+    w.files.extend(files);
+    w.summary.extend(summary);
     for (job, out) in s.jobs.iter().zip(&s.outputs) {
         let drive = job.ports.get(job.drive).map_or("?", |p| p.name.as_str());
         let path = dir.join(format!("timeseries_drive_{drive}.csv"));
@@ -86,6 +92,26 @@ pub fn write_design_files(design: &Design, values: &BTreeMap<String, f64>, s: &S
     std::fs::write(&summary, serde_json::to_string_pretty(&json)?).with_context(|| format!("writing {}", summary.display()))?;
     w.files.push(summary);
     Ok(w)
+}
+
+/// `resonances.json` (always: an empty list says there is no clear
+/// resonance) and, for two or more ports, `loss.csv` (the power balance of
+/// each driven port) into `dir`. Returns the files and one line per
+/// resonance for the terminal.
+pub fn write_analysis_files(sp: &SParams, dir: &Path) -> anyhow::Result<(Vec<PathBuf>, Vec<String>)> {
+    use crate::analysis::qfactor;
+    let mut files = vec![];
+    let found = qfactor::find(sp);
+    let json = dir.join("resonances.json");
+    let text = serde_json::to_string_pretty(&qfactor::to_json(sp, &found))?;
+    crate::run::rundir::write_atomic(&json, text.as_bytes()).with_context(|| format!("writing {}", json.display()))?;
+    files.push(json);
+    if let Some(csv) = crate::analysis::power_balance::render_csv(sp) {
+        let path = dir.join("loss.csv");
+        crate::run::rundir::write_atomic(&path, csv.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+        files.push(path);
+    }
+    Ok((files, qfactor::summary_lines(sp, &found)))
 }
 
 /// The far-field files into `dir`: `farfield.csv` (the theta/phi grid at

@@ -1,6 +1,7 @@
 //! The run report: one self-contained HTML page (inline CSS, PNGs as data:
 //! URIs, no script, nothing fetched) with the design, the goals and how the
-//! best design meets them, its parameters and RF plots (and radiation patterns),
+//! best design meets them, its parameters, resonances with their Q, RF plots
+//! and power balance (and radiation patterns),
 //! the fitness history and
 //! parameter trajectories, snapshots of the best design by generation, and the
 //! run's settings and timing. It reads only the run directory; where `best/`
@@ -48,18 +49,73 @@ fn num(v: f64) -> String {
     }
 }
 
-/// Draw the best design's RF plots from its Touchstone file where `best/` has none.
+/// Draw the best design's RF plots, and find its resonances and power
+/// balance, from its Touchstone file where `best/` has none (an older run).
 fn fill_best_plots(dir: &Path, design: &Design) -> anyhow::Result<()> {
     let best = dir.join("best");
-    if best.join("smith.png").is_file() || !best.is_dir() {
+    let plots = !best.join("smith.png").is_file();
+    let analysis = !best.join("resonances.json").is_file();
+    if !(plots || analysis) || !best.is_dir() {
         return Ok(());
     }
     let ts = best.join(format!("{}.s{}p", design.name(), design.port_names().len()));
     if !ts.is_file() {
         return Ok(());
     }
-    let net = crate::analysis::touchstone_read::read(&ts).map_err(anyhow::Error::msg)?;
-    crate::plot::write_rf_plots(&best, &net.to_sparams(), &crate::plot::sparams::masks(design), &format!("{} best", design.name()))?;
+    let sp = crate::analysis::touchstone_read::read(&ts).map_err(anyhow::Error::msg)?.to_sparams();
+    let title = format!("{} best", design.name());
+    if plots {
+        crate::plot::write_rf_plots(&best, &sp, &crate::plot::sparams::masks(design), &title)?;
+    } else {
+        crate::plot::loss::plot(&best.join("loss.png"), &sp, &format!("Power balance: {title}"))?;
+    }
+    if analysis {
+        crate::outputs::write_analysis_files(&sp, &best)?;
+    }
+    Ok(())
+}
+
+/// The best design's resonances (`best/resonances.json`): a table of the
+/// clear ones, a list of those seen but not clear; nothing without the file.
+fn resonances(h: &mut String, dir: &Path) -> anyhow::Result<()> {
+    use crate::analysis::qfactor::{round3, NotClear, Resonance};
+    let path = dir.join("best").join("resonances.json");
+    let Ok(text) = std::fs::read_to_string(&path) else { return Ok(()) };
+    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    let found: Vec<Resonance> = serde_json::from_value(v["resonances"].clone()).with_context(|| format!("reading the resonances of {}", path.display()))?;
+    let unclear: Vec<NotClear> = serde_json::from_value(v["not_clear"].clone()).unwrap_or_default();
+    let ports: Vec<String> = serde_json::from_value(v["ports"].clone()).unwrap_or_default();
+    let port = |i: usize| ports.get(i).cloned().unwrap_or_else(|| format!("{}", i + 1));
+    h.push_str("<h3>Resonances</h3>\n");
+    if found.is_empty() {
+        h.push_str("<p>No clear resonance in the band.</p>\n");
+    } else {
+        h.push_str("<table class=\"num\">\n<tr><th>f<sub>0</sub> (GHz)</th><th>loaded Q</th><th>unloaded Q</th><th>coupling &beta; per port</th><th>port driven</th><th>points in half-power width</th><th>fit residual</th></tr>\n");
+        for r in &found {
+            let q0 = r.q_unloaded.map_or_else(|| esc(r.note.as_deref().unwrap_or("not resolved")), |q| num(round3(q)));
+            let beta = r.coupling.as_ref().map_or(String::new(), |c| {
+                c.iter().enumerate().map(|(i, b)| format!("{} {}", esc(&port(i)), num(round3(*b)))).collect::<Vec<_>>().join(", ")
+            });
+            let _ = writeln!(
+                h,
+                "<tr><td>{:.4}</td><td>{}</td><td>{q0}</td><td>{beta}</td><td>{}</td><td>{}</td><td>{:.2} %</td></tr>",
+                r.f0_hz / 1e9,
+                num(round3(r.q_loaded)),
+                esc(&port(r.drive - 1)),
+                r.points_in_width,
+                100.0 * r.residual
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    if !unclear.is_empty() {
+        h.push_str("<p>Seen but not clear enough for a Q:</p>\n<ul>\n");
+        for u in &unclear {
+            let _ = writeln!(h, "<li>near {:.4} GHz ({} driven): {}</li>", u.near_hz / 1e9, esc(&port(u.drive - 1)), esc(&u.why));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("<p class=\"note\">Loaded Q and f<sub>0</sub> from a fit of the Q-circle of each driven column of S (Kajfez 1994; NPL MAT 58); unloaded Q = Q<sub>L</sub> / (1 &minus; &Sigma;<sub>i</sub> d<sub>ii</sub>/2) from the circles' diameters. A resonance is listed where at least 5 sweep points fall in its half-power width, its half-power band lies in the sweep and the fit residual is at most 2 % of the circle (README, \"Resonances and Q\").</p>\n");
     Ok(())
 }
 
@@ -150,8 +206,15 @@ pub fn render(dir: &Path) -> anyhow::Result<String> {
         }
         None => h.push_str("<p>No design has been simulated successfully yet.</p>\n"),
     }
+    resonances(&mut h, dir)?;
     h.push_str("<div class=\"grid\">\n");
-    for (file, alt) in [("sparams.png", "|S| of the best design with the goal masks"), ("smith.png", "Smith chart"), ("impedance.png", "input impedance"), ("phase.png", "phase and group delay")] {
+    for (file, alt) in [
+        ("sparams.png", "|S| of the best design with the goal masks"),
+        ("loss.png", "power balance: the lost fraction 1 - \u{3a3}_i |S_ij|\u{b2} of the power incident at each driven port"),
+        ("smith.png", "Smith chart"),
+        ("impedance.png", "input impedance"),
+        ("phase.png", "phase and group delay"),
+    ] {
         if let Some(tag) = img(&dir.join("best").join(file), alt, "plot")? {
             let _ = writeln!(h, "<figure>{tag}<figcaption>{}</figcaption></figure>", esc(alt));
         }
@@ -251,7 +314,7 @@ pub fn write(dir: &Path, out: Option<&Path>) -> anyhow::Result<PathBuf> {
 
 const CSS: &str = "body{font-family:'DejaVu Sans',Arial,sans-serif;max-width:1400px;margin:24px auto;padding:0 16px;color:#222}\
 h1{margin-bottom:4px}h2{border-bottom:2px solid #1f77b4;padding-bottom:4px;margin-top:32px}\
-.lead{color:#555;margin-top:0}.warn{color:#b00}\
+.lead{color:#555;margin-top:0}.warn{color:#b00}.note{color:#555;font-size:13px}\
 table{border-collapse:collapse;margin:8px 0}th,td{border:1px solid #ccc;padding:4px 10px;text-align:left}\
 th{background:#f0f4f8}table.kv th{width:200px}table.num td{text-align:right}\
 td.ok{color:#1a7f1a;font-weight:bold}td.bad{color:#c01010;font-weight:bold}\

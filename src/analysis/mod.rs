@@ -1,11 +1,14 @@
 //! From port signals to frequency-domain results: DFTs, incident/reflected
-//! waves, S-parameters, input impedance, Touchstone files.
+//! waves, S-parameters, input impedance, Touchstone files; resonances and
+//! their Q, and the power balance, from S-parameters.
 //! Every engine goes through this one path, so FDTD and TLM, CPU and CUDA,
 //! differ only in the signals they hand over.
 
 pub mod dft;
 pub mod nf2ff;
 pub mod pattern;
+pub mod power_balance;
+pub mod qfactor;
 pub mod sparams;
 pub mod sparams_csv;
 pub mod tail;

@@ -1,5 +1,6 @@
 //! `emvolve plot`: the RF plots of any Touchstone file (a simulation's, or a
-//! measurement to compare with), with a design's goal masks when one is given.
+//! measurement to compare with), with a design's goal masks when one is given,
+//! and its resonances with their Q and its power balance.
 
 use std::path::{Path, PathBuf};
 
@@ -49,7 +50,14 @@ pub fn run(a: PlotArgs) -> anyhow::Result<i32> {
     if let Some(p) = text.lines().find_map(|l| l.strip_prefix("! parameters: ")) {
         title = format!("{title} ({p})");
     }
-    let files = crate::plot::write_rf_plots(&dir, &net.to_sparams(), &masks, &title)?;
+    let sp = net.to_sparams();
+    let mut files = crate::plot::write_rf_plots(&dir, &sp, &masks, &title)?;
+    // A measurement's resonances and power balance, as a simulation's.
+    let (more, summary) = crate::outputs::write_analysis_files(&sp, &dir)?;
+    files.extend(more);
+    for line in summary {
+        println!("{line}");
+    }
     println!("{}: {} ports, {} frequencies; wrote:", a.touchstone.display(), net.ports.len(), net.freqs.len());
     for f in files {
         println!("  {}", f.display());

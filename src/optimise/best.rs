@@ -1,6 +1,6 @@
 //! [`BestObserver`]: keeps `best/` (parameters, Touchstone with every port
-//! driven, S-parameter CSV, the RF plots, the far-field files where the
-//! design asks for a far field) and `plots/best_sparams.png` in step
+//! driven, S-parameter CSV, the RF plots, the resonances with their Q and
+//! the power balance, the far-field files where the design asks for a far field) and `plots/best_sparams.png` in step
 //! with the best design of the run, and a snapshot of the best design's |S|
 //! plot per generation in `plots/generations/gen_NNNN.png`, so the run's
 //! history can be looked at.
@@ -125,6 +125,7 @@ impl BestObserver {
         let csv = best.join("sparams.csv");
         crate::run::rundir::write_atomic(&csv, crate::analysis::sparams_csv::render(sp).as_bytes()).with_context(|| format!("writing {}", csv.display()))?;
         crate::plot::write_rf_plots(&best, sp, &masks(design), &title)?;
+        crate::outputs::write_analysis_files(sp, &best)?;
         Ok(())
     }
 

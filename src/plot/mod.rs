@@ -3,6 +3,7 @@
 
 pub mod field_slice;
 pub mod impedance;
+pub mod loss;
 pub mod phase;
 pub mod smith;
 pub mod mesh;
@@ -68,8 +69,9 @@ pub fn sig3(v: f64) -> String {
 }
 
 /// The RF plots of one network into `dir`: `sparams.png` (|S| with the goal
-/// masks), `phase.png` (phase and group delay), and where some S_ii exists,
-/// `smith.png` and `impedance.png`. Returns the files written.
+/// masks), `phase.png` (phase and group delay), where some S_ii exists,
+/// `smith.png` and `impedance.png`, and for two or more ports `loss.png` (the
+/// power balance of each driven port). Returns the files written.
 pub fn write_rf_plots(dir: &Path, sp: &crate::analysis::SParams, masks: &[sparams::Mask], title: &str) -> anyhow::Result<Vec<PathBuf>> {
     let mut out = vec![];
     let p = dir.join("sparams.png");
@@ -84,6 +86,10 @@ pub fn write_rf_plots(dir: &Path, sp: &crate::analysis::SParams, masks: &[sparam
     }
     let p = dir.join("impedance.png");
     if impedance::plot(&p, sp, &format!("Input impedance: {title}"))?.is_some() {
+        out.push(p);
+    }
+    let p = dir.join("loss.png");
+    if loss::plot(&p, sp, &format!("Power balance: {title}"))?.is_some() {
         out.push(p);
     }
     Ok(out)
@@ -141,7 +147,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let files = super::write_rf_plots(dir.path(), &sp, &[], "filter").unwrap();
         let names: Vec<String> = files.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(names, ["sparams.png", "phase.png", "smith.png", "impedance.png"]);
+        // A two-port: its power balance too.
+        assert_eq!(names, ["sparams.png", "phase.png", "smith.png", "impedance.png", "loss.png"]);
         for f in files {
             let b = std::fs::read(&f).unwrap();
             assert!(b.starts_with(b"\x89PNG") && b.len() > 10_000, "{}", f.display());

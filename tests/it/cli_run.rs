@@ -174,6 +174,10 @@ fn simulate_and_plot_never_overwrite_silently() {
     // plot: into wr28_iris_filter-plots/ beside the file; the simulate's own plot stays.
     let (ok, text) = emvolve_in(cwd, &["plot", "runs/wr28_iris_filter-simulate/wr28_iris_filter.s2p"]);
     assert!(ok && text.contains("runs/wr28_iris_filter-simulate/wr28_iris_filter-plots/sparams.png"), "{text}");
+    // With the file's resonances and the power balance of its two ports.
+    for f in ["resonances.json", "loss.png", "loss.csv"] {
+        assert!(text.contains(&format!("runs/wr28_iris_filter-simulate/wr28_iris_filter-plots/{f}")), "{f}: {text}");
+    }
     assert_eq!(std::fs::read(first.join("sparams.png")).unwrap(), png, "plot drew over the simulate's sparams.png");
     let (ok, text) = emvolve_in(cwd, &["plot", "runs/wr28_iris_filter-simulate/wr28_iris_filter.s2p"]);
     assert!(

@@ -37,6 +37,7 @@ mod mesh_robust;
 mod metal_loss;
 mod port_pruning;
 mod report;
+mod resonance_q;
 mod resume_exact;
 mod rf_outputs;
 mod run_limits;

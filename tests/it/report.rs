@@ -63,9 +63,21 @@ fn report_of_a_real_run_is_self_contained_and_renders() {
     ]);
     assert!(ok, "{text}");
     let dir = tmp.path().join("r");
-    for f in ["plots/generations/gen_0000.png", "plots/generations/gen_0001.png", "best/smith.png", "best/phase.png", "best/impedance.png", "best/sparams.csv"] {
+    for f in ["plots/generations/gen_0000.png", "plots/generations/gen_0001.png", "best/smith.png", "best/phase.png", "best/impedance.png", "best/sparams.csv", "best/loss.png"] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
+    // The resonances (a two-pole filter: its passband is no single circle, so
+    // it may well have none that is clear) and the power balance of each driven
+    // port, a lossless PEC filter's near zero above cutoff.
+    let res: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("best/resonances.json")).unwrap()).unwrap();
+    assert!(res["resonances"].is_array() && res["not_clear"].is_array() && res["method"].as_str().unwrap().contains("Kajfez"), "{res:#}");
+    let loss = std::fs::read_to_string(dir.join("best/loss.csv")).unwrap();
+    let mut lines = loss.lines();
+    assert_eq!(lines.next(), Some("freq_hz,loss_in,loss_out"));
+    let rows: Vec<Vec<f64>> = lines.map(|l| l.split(',').map(|c| c.parse().unwrap_or(f64::NAN)).collect()).collect();
+    assert!(!rows.is_empty());
+    let mid = &rows[rows.len() / 2];
+    assert!(mid[1].abs() < 0.05 && mid[2].abs() < 0.05, "a lossless filter loses {mid:?}");
     // The saved best point re-simulates.
     let (ok, text) = emvolve(&[
         "simulate", design, "--backend", "cpu", "--params", dir.join("best/parameters.ron").to_str().unwrap(), "--out",
@@ -76,13 +88,13 @@ fn report_of_a_real_run_is_self_contained_and_renders() {
     assert!(ok, "{text}");
     let page = dir.join("report.html");
     let html = std::fs::read_to_string(&page).unwrap();
-    for section in ["<h2>Run</h2>", "<h2>Goals</h2>", "<h2>Best design</h2>", "<h2>Optimisation</h2>", "<h2>Best design by generation</h2>", "<h2>History</h2>", "<h2>Settings</h2>"] {
+    for section in ["<h2>Run</h2>", "<h2>Goals</h2>", "<h2>Best design</h2>", "<h3>Resonances</h3>", "<h2>Optimisation</h2>", "<h2>Best design by generation</h2>", "<h2>History</h2>", "<h2>Settings</h2>"] {
         assert!(html.contains(section), "{section} missing");
     }
     assert!(html.contains("|S21| &gt; -1 dB over 31.0-32.1 GHz"));
     // Self-contained: every src is a data: URI, nothing refers to the network.
     let srcs: Vec<&str> = html.split("src=\"").skip(1).map(|s| &s[..s.find('"').unwrap()]).collect();
-    assert!(srcs.len() >= 8, "{} images", srcs.len());
+    assert!(srcs.len() >= 9, "{} images", srcs.len());
     assert!(!html.contains("http://") && !html.contains("https://") && !html.contains("<script") && !html.contains("<link"));
     for s in srcs {
         let b64 = s.strip_prefix("data:image/png;base64,").expect("inline PNG");
