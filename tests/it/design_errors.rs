@@ -257,7 +257,7 @@ fn lumped_port_short_circuited_by_a_sheet() {
 #[test]
 fn unknown_material_and_unreadable_file() {
     let e = err(MS, "ms.ron", r#"Substrate(material: "sub""#, r#"Substrate(material: "fr4""#);
-    says(&e, &["ms.ron", "geometry[0] (Substrate).material", "unknown material `fr4`", "Pec, Vacuum, sub"]);
+    says(&e, &["ms.ron", "geometry[0] (Substrate).material", "unknown material `fr4`", "Pec, Vacuum, Copper, Aluminium, Aluminum, Silver, Gold, sub"]);
     let e = Design::load(std::path::Path::new("/nonexistent/x.ron")).unwrap_err();
     says(&e, &["/nonexistent/x.ron", "cannot read"]);
 }
