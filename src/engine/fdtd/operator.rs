@@ -398,28 +398,36 @@ impl Operator {
     /// Zero-thickness PEC sheets: every E edge lying in the rectangle.
     fn apply_sheets(&mut self, job: &SimJob) {
         for s in &job.sheets {
-            let nrm = s.normal.index();
-            let (u, v) = (s.normal.others().0.index(), s.normal.others().1.index());
-            for &(c, lo_u, hi_u, lo_v, hi_v) in &[
-                // E along u: half-integer along u, so cells lo..hi-1; nodes lo..=hi along v.
-                (u, s.lo[0], s.hi[0].saturating_sub(1), s.lo[1], s.hi[1]),
-                (v, s.lo[0], s.hi[0], s.lo[1], s.hi[1].saturating_sub(1)),
-            ] {
-                if (c == u && s.hi[0] == s.lo[0]) || (c == v && s.hi[1] == s.lo[1]) {
-                    continue;
-                }
-                for iu in lo_u..=hi_u {
-                    for iv in lo_v..=hi_v {
-                        let mut p = [0isize; 3];
-                        p[nrm] = s.plane as isize;
-                        p[u] = iu as isize;
-                        p[v] = iv as isize;
-                        let flat = self.at3(p);
-                        self.mat[c][flat] = PEC_INDEX;
-                    }
+            for (c, flat) in self.sheet_edges(s) {
+                self.mat[c][flat] = PEC_INDEX;
+            }
+        }
+    }
+
+    /// The E edges (component, flat index) lying in sheet `s`.
+    pub fn sheet_edges(&self, s: &crate::job::Sheet) -> Vec<(usize, usize)> {
+        let nrm = s.normal.index();
+        let (u, v) = (s.normal.others().0.index(), s.normal.others().1.index());
+        let mut out = vec![];
+        for &(c, lo_u, hi_u, lo_v, hi_v) in &[
+            // E along u: half-integer along u, so cells lo..hi-1; nodes lo..=hi along v.
+            (u, s.lo[0], s.hi[0].saturating_sub(1), s.lo[1], s.hi[1]),
+            (v, s.lo[0], s.hi[0], s.lo[1], s.hi[1].saturating_sub(1)),
+        ] {
+            if (c == u && s.hi[0] == s.lo[0]) || (c == v && s.hi[1] == s.lo[1]) {
+                continue;
+            }
+            for iu in lo_u..=hi_u {
+                for iv in lo_v..=hi_v {
+                    let mut p = [0isize; 3];
+                    p[nrm] = s.plane as isize;
+                    p[u] = iu as isize;
+                    p[v] = iv as isize;
+                    out.push((c, self.at3(p)));
                 }
             }
         }
+        out
     }
 
     fn build_ports(&mut self, job: &SimJob, table: &mut CoefTable) -> Result<(), SimFailure> {

@@ -373,23 +373,8 @@ fn edge_metals(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
         }
     }
     for &(si, m) in &sf.sheets {
-        let s = &job.sheets[si];
-        let nrm = s.normal.index();
-        let (u, v) = (s.normal.others().0.index(), s.normal.others().1.index());
-        // As the operator's sheets: E along u on cells lo..hi-1 and nodes lo..=hi along v, and the converse.
-        for (c, hu, hv) in [(u, s.hi[0].saturating_sub(1), s.hi[1]), (v, s.hi[0], s.hi[1].saturating_sub(1))] {
-            if (c == u && s.hi[0] == s.lo[0]) || (c == v && s.hi[1] == s.lo[1]) {
-                continue;
-            }
-            for iu in s.lo[0]..=hu {
-                for iv in s.lo[1]..=hv {
-                    let mut p = [0isize; 3];
-                    p[nrm] = s.plane as isize;
-                    p[u] = iu as isize;
-                    p[v] = iv as isize;
-                    out[c][op.at3(p)] = m + 1;
-                }
-            }
+        for (c, flat) in op.sheet_edges(&job.sheets[si]) {
+            out[c][flat] = m + 1;
         }
     }
     for ax in 0..3 {
@@ -398,20 +383,17 @@ fn edge_metals(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
             if job.boundaries[ax][side] != Boundary::Pec {
                 continue;
             }
-            let at = if side == 0 { 0 } else { n[ax] };
+            let at = if side == 0 { 0 } else { n[ax] as isize };
+            // The E edges lying in the face: its plane only.
             for c in (0..3).filter(|&c| c != ax) {
-                let mut r = [n[0] + 1, n[1] + 1, n[2] + 1];
-                r[c] = n[c];
-                for k in 0..r[2] {
-                    for j in 0..r[1] {
-                        for i in 0..r[0] {
-                            let mut p = [i, j, k];
-                            if p[ax] != at {
-                                continue;
-                            }
-                            p[ax] = at;
-                            out[c][op.at3([p[0] as isize, p[1] as isize, p[2] as isize])] = m + 1;
-                        }
+                let o = 3 - c - ax;
+                let mut p = [0isize; 3];
+                p[ax] = at;
+                for ic in 0..n[c] as isize {
+                    for io in 0..=n[o] as isize {
+                        p[c] = ic;
+                        p[o] = io;
+                        out[c][op.at3(p)] = m + 1;
                     }
                 }
             }
