@@ -9,7 +9,7 @@ B="$H/emvolve"
 O="${OUT:-$H/out}/refs"; mkdir -p "$O"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 # The shipped iris filter with another mesh and a -60 dB decay (no truncation).
-iris() { sed "s|mesh: Auto(),|$2|; s|max_steps: 30000|max_steps: 2000000|; s|decay_db: -50|decay_db: -60|" "$H/wr28_iris_filter.ron" > "$O/iris_$1.ron"; }
+iris() { sed "s|mesh: Auto(),|$2|; s|max_time: 25e-9|max_steps: 2000000|; s|decay_db: -50|decay_db: -60|" "$H/wr28_iris_filter.ron" > "$O/iris_$1.ron"; }
 patch() { sed "s|engine: Fdtd(mesh: Auto()),|engine: Fdtd($2 decay_db: -50, max_steps: 2000000),|" "$H/patch_2g4.ron" > "$O/patch_$1.ron"; }
 iris auto 'mesh: Auto(),'
 iris r112 'mesh: Auto(max_cell: "a/112", edge_cell: "a/112"),'

@@ -119,7 +119,7 @@ if [ "${ACC_REFS:-0}" = 1 ]; then
     sets="--set w1=$2 --set w2=$3 --set l1=$4 --set l2=$5"
     for m in auto r448; do
       mesh='mesh: Auto(),'; [ $m = r448 ] && mesh='mesh: Auto(max_cell: "a/448", edge_cell: "a/448"),'
-      sed "s|mesh: Auto(),|$mesh|; s|max_steps: 30000|max_steps: 2000000|; s|decay_db: -50|decay_db: -60|" designs/wr28_iris_filter.ron > "$RUNS/iris_$m.ron"
+      sed "s|mesh: Auto(),|$mesh|; s|max_time: 25e-9|max_steps: 2000000|; s|decay_db: -50|decay_db: -60|" designs/wr28_iris_filter.ron > "$RUNS/iris_$m.ron"
       "$BIN" simulate "$RUNS/iris_$m.ron" $sets --backend cuda --gpus "$GPUS" --out "$RUNS/acc_${1}_$m" > "$RUNS/acc_${1}_$m.log" 2>&1 || echo "$1 $m failed: $(tail -2 "$RUNS/acc_${1}_$m.log")"
     done
     echo "$1: $(grep -h 'simulated in' "$RUNS/acc_${1}_r448.log" | cut -c1-120)"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 cap="${1:-120000}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-sed "s/max_steps: 30000/max_steps: $cap/" designs/wr28_iris_filter.ron > "$tmp/filter.ron"
+sed "s/max_time: 25e-9/max_steps: $cap/" designs/wr28_iris_filter.ron > "$tmp/filter.ron"
 # Symmetric cavities over the iris widths, then detuned cavities (l1 != l2).
 points=()
 for l in 6.5 4.0; do for w1 in 2.5 3.0 3.5; do for w2 in 1.5 2.0 2.5; do points+=("$w1 $w2 $l $l"); done; done; done

@@ -130,7 +130,7 @@ fn continued(job: &SimJob, out: &SimOutput) -> Option<crate::analysis::tail::Con
 /// A warning line for files and output when a simulation was truncated.
 pub fn truncation_note(jobs: &[SimJob], outputs: &[SimOutput]) -> Option<String> {
     let d = decay(jobs, outputs);
-    d.truncated.then(|| format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps)"))
+    d.truncated.then(|| format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps or max_time)"))
 }
 
 fn cell_updates(outputs: &[SimOutput]) -> f64 {

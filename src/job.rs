@@ -339,11 +339,31 @@ pub struct StopRule {
     pub max_steps: usize,
     /// Check the energy every this many steps.
     pub check_every: usize,
+    /// A cap in simulated time (s), beside `max_steps`: whichever comes first.
+    /// Designs of one optimisation run get meshes, so time steps, that differ
+    /// by up to 3x; a cap in time gives each the same ring-down, where a cap in
+    /// steps would cut the finest short.
+    #[serde(default)]
+    pub max_time: Option<f64>,
+}
+
+impl StopRule {
+    /// The step cap of a run with time step `dt`: `max_steps`, or fewer where
+    /// `max_time` ends first (at least one step).
+    pub fn cap(&self, dt: f64) -> usize {
+        match self.max_time {
+            Some(t) if dt > 0.0 => {
+                let n = (t / dt).ceil();
+                if n < self.max_steps as f64 { (n as usize).max(1) } else { self.max_steps }
+            }
+            _ => self.max_steps,
+        }
+    }
 }
 
 impl Default for StopRule {
     fn default() -> Self {
-        StopRule { decay_db: -40.0, max_steps: 200_000, check_every: 64 }
+        StopRule { decay_db: -40.0, max_steps: 200_000, check_every: 64, max_time: None }
     }
 }
 

@@ -33,7 +33,7 @@ pub fn box_job(n: usize, steps: usize) -> SimJob {
         monitors: vec![],
         pulse: Pulse::covering(1e9, 10e9),
         freqs: vec![5e9],
-        stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30 },
+        stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30, max_time: None },
         courant: 0.99,
     }
 }
@@ -48,7 +48,7 @@ pub fn iris_sections(count: usize, cells: usize, steps: usize, decay_db: f64) ->
         j.engine = EngineKind::Tlm;
         j.drive = m % j.ports.len();
         j.label = format!("3D TLM {} drive {}", j.label, j.ports[j.drive].name);
-        j.stop = StopRule { decay_db: decay_db - 20.0 * m as f64, max_steps: steps, check_every: 64 };
+        j.stop = StopRule { decay_db: decay_db - 20.0 * m as f64, max_steps: steps, check_every: 64, max_time: None };
     }
     v
 }
@@ -63,7 +63,7 @@ pub fn filter_2d_population(count: usize, steps: usize) -> Result<Vec<SimJob>, D
         vals.insert("w1".into(), 3.0 + 1.5 * f);
         vals.insert("l2".into(), 4.5 + 1.5 * f);
         for mut j in d.jobs(&vals, &[m % 2], Some(EngineKind::Tlm2d))? {
-            j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 64 };
+            j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 64, max_time: None };
             v.push(j);
         }
     }

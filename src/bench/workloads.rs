@@ -42,7 +42,7 @@ pub fn box_job_pml(n: usize, steps: usize, pml: usize) -> SimJob {
         pulse: Pulse::covering(1e9, 10e9),
         freqs: vec![5e9],
         // A fixed number of steps: the energy criterion would end runs at different times.
-        stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30 },
+        stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 1 << 30, max_time: None },
         courant: 0.99,
     }
 }
@@ -120,7 +120,7 @@ pub fn population_jobs(count: usize, cells: usize, steps: usize) -> Vec<SimJob> 
                 monitors: vec![],
                 pulse: Pulse::covering(26e9, 38e9),
                 freqs: (0..41).map(|i| 26e9 + 0.3e9 * i as f64).collect(),
-                stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 64 },
+                stop: StopRule { decay_db: -1000.0, max_steps: steps, check_every: 64, max_time: None },
                 courant: 0.99,
             }
         })

@@ -15,6 +15,7 @@ use crate::engine::StepWatch;
 #[derive(Debug, Clone)]
 pub struct JobInfo {
     pub label: String,
+    /// The step cap as the design gives it (the engine's own, once it reports it).
     pub max_steps: usize,
     pub target_db: f64,
 }
@@ -60,8 +61,15 @@ impl SimProgress {
     pub fn update(&mut self, watch: &[StepWatch]) {
         let now = Instant::now();
         let mut texts = Vec::with_capacity(self.jobs.len());
-        for (k, job) in self.jobs.iter().enumerate() {
+        for (k, job) in self.jobs.iter_mut().enumerate() {
             let (steps, db) = watch.get(k).map_or((0, 0.0), StepWatch::get);
+            // The engine knows the cap once the time step is known (a cap in simulated time).
+            if let Some(cap) = watch.get(k).and_then(StepWatch::cap).filter(|&c| c != job.max_steps) {
+                job.max_steps = cap;
+                if let Some((_, bars)) = &self.bars {
+                    bars[k].set_length(cap as u64);
+                }
+            }
             let s = &mut self.samples[k];
             if s.back().is_none_or(|b| b.1 != steps) {
                 s.push_back((now, steps, db));

@@ -593,8 +593,13 @@ pub struct EngineOptions {
     /// End when the field energy is this far below its peak (dB, negative).
     #[serde(default = "default_decay_db")]
     pub decay_db: f64,
+    /// The most time steps a simulation may take (default 200,000).
     #[serde(default)]
     pub max_steps: Option<usize>,
+    /// The most simulated time (s) a simulation may take, beside `max_steps`:
+    /// whichever ends first. The same for every candidate, whatever its mesh.
+    #[serde(default)]
+    pub max_time: Option<f64>,
 }
 
 /// The mesh of a design: `Auto(...)`, every field optional.

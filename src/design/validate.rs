@@ -241,6 +241,10 @@ pub const MAX_PML: usize = 1000;
 /// The most steps a job may be given (its port traces grow by a sample per step).
 pub const MAX_STEPS: usize = 100_000_000;
 
+/// The most periods of the band's top frequency `engine.max_time` may span
+/// (above it, nanoseconds were probably typed as seconds).
+pub const MAX_TIME_PERIODS: f64 = 1e6;
+
 /// What a band of `start`..`stop` "Hz" probably meant, and what to write
 /// (`write` renders the corrected pair in the field's own form).
 fn unit_slip(what: &str, start: f64, stop: f64, write: impl Fn(String, String) -> String) -> String {
@@ -316,6 +320,37 @@ fn check_engine(d: &DesignFile, file: &str) -> Result<Vec<String>, DesignError> 
     }
     if o.max_steps == Some(0) {
         return bad("engine.max_steps", "must be at least 1".into());
+    }
+    if let Some(t) = o.max_time {
+        if !(t > 0.0 && t.is_finite()) {
+            return bad("engine.max_time", format!("must be a positive time in seconds (got {t})"));
+        }
+        // Seconds typed as nanoseconds: a million periods of the top frequency
+        // is far beyond any ring-down a time-domain run resolves.
+        if t * d.band.stop > MAX_TIME_PERIODS {
+            return bad(
+                "engine.max_time",
+                format!(
+                    "{} s is {:.3e} periods at {} GHz: the time is in seconds (write {}e-9 for {} ns)",
+                    crate::numfmt::short(t),
+                    t * d.band.stop,
+                    crate::numfmt::short(d.band.stop / 1e9),
+                    crate::numfmt::short(t),
+                    crate::numfmt::short(t)
+                ),
+            );
+        }
+        let pulse = crate::job::Pulse::covering(d.band.start, d.band.stop);
+        if t <= pulse.end_time() {
+            return bad(
+                "engine.max_time",
+                format!(
+                    "{} ns ends before the excitation does ({} ns for this band): every run would stop with its source still on; give several times that",
+                    crate::numfmt::short(t * 1e9),
+                    crate::numfmt::short(pulse.end_time() * 1e9)
+                ),
+            );
+        }
     }
     if o.cell.is_some() && o.mesh.is_some() {
         return bad(

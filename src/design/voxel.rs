@@ -167,6 +167,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
             decay_db: opts.decay_db,
             max_steps: opts.max_steps.unwrap_or(stop_default.max_steps),
             check_every: stop_default.check_every,
+            max_time: opts.max_time,
         },
         courant: opts.courant,
     })

@@ -261,7 +261,7 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
     }
 
     for j in &mut v {
-        j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50 };
+        j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50, max_time: None };
     }
     v
 }
@@ -321,7 +321,7 @@ pub fn zero_jobs(small: bool) -> Vec<SimJob> {
     if !small {
         for mut g in crate::bench::population_jobs(1, 20_000, 1) {
             g.label = "wr28 iris, -30 dB decay".into();
-            g.stop = StopRule { decay_db: -30.0, max_steps: 20_000, check_every: 64 };
+            g.stop = StopRule { decay_db: -30.0, max_steps: 20_000, check_every: 64, max_time: None };
             v.push(g);
         }
         let mut m = base_job("matched lumped port", [16, 16, 16], 0.1e-3, [[Boundary::Pec; 2]; 3], [[0; 2]; 3], (0.05e9, 1e9));

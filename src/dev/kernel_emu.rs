@@ -85,7 +85,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     // which run on the streaming path only: the on-chip runs go without.
     let path = PathChoice::parse(&a.path).map_err(|e| anyhow::anyhow!(e))?;
     for j in &mut jobs {
-        j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 4 };
+        j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 4, max_time: None };
         if path == PathChoice::Streaming && !a.two_step {
             super::monitor_check::attach(j);
         }

@@ -70,7 +70,7 @@ pub fn loaded_cavity(engine: EngineKind, small: bool) -> SimJob {
         monitors: vec![],
         pulse: Pulse::covering(5e9, 30e9),
         freqs: (0..11).map(|i| 5e9 + 2.5e9 * i as f64).collect(),
-        stop: StopRule { decay_db: -1000.0, max_steps: if small { 120 } else { 500 }, check_every: 40 },
+        stop: StopRule { decay_db: -1000.0, max_steps: if small { 120 } else { 500 }, check_every: 40, max_time: None },
         courant: 0.99,
     };
     fill(&mut j, [3, 1, 1], [7, 5, 4], 2);
@@ -102,7 +102,7 @@ pub fn stretched_guide_probe(small: bool) -> SimJob {
         monitors: vec![],
         pulse: Pulse::covering(28e9, 40e9),
         freqs: (0..9).map(|i| 30e9 + 1e9 * i as f64).collect(),
-        stop: StopRule { decay_db: -40.0, max_steps: if small { 150 } else { 4000 }, check_every: 32 },
+        stop: StopRule { decay_db: -40.0, max_steps: if small { 150 } else { 4000 }, check_every: 32, max_time: None },
         courant: 0.99,
     }
 }
@@ -128,7 +128,7 @@ pub fn loaded_2d(small: bool) -> SimJob {
         monitors: vec![],
         pulse: Pulse::covering(3e9, 25e9),
         freqs: (0..12).map(|i| 3e9 + 2e9 * i as f64).collect(),
-        stop: StopRule { decay_db: -1000.0, max_steps: if small { 200 } else { 1500 }, check_every: 50 },
+        stop: StopRule { decay_db: -1000.0, max_steps: if small { 200 } else { 1500 }, check_every: 50, max_time: None },
         courant: 0.99,
     };
     fill(&mut j, [5, 0, 8], [12, 1, 12], 2);

@@ -79,6 +79,11 @@ pub trait Batch {
 pub fn run(batch: &mut dyn Batch, watch: &[StepWatch]) -> Result<Vec<Result<SimOutput, SimFailure>>, EngineError> {
     let nd = batch.len();
     let mut stop: Vec<StopState> = (0..nd).map(|d| StopState::new(batch.job(d), batch.dt(d))).collect();
+    for (d, st) in stop.iter().enumerate() {
+        if let Some(w) = watch.get(d) {
+            w.set_cap(st.max_steps());
+        }
+    }
     let mut traces: Vec<Vec<PortTrace>> = (0..nd).map(|d| vec![PortTrace::default(); batch.job(d).ports.len()]).collect();
     let mut steps = vec![0usize; nd];
     let mut done: Vec<Option<Result<(), SimFailure>>> = (0..nd).map(|d| (stop[d].max_steps() == 0).then_some(Ok(()))).collect();
@@ -272,7 +277,7 @@ mod tests {
             let mut j = crate::bench::box_job(4, 100);
             j.ports.truncate(1);
             j.pulse = Pulse { f0: 0.0, tau: 1e-13, t0: 2e-13 };
-            j.stop = StopRule { decay_db: -6.0, max_steps: if d == 3 { 30 } else { 100 }, check_every: 4 };
+            j.stop = StopRule { decay_db: -6.0, max_steps: if d == 3 { 30 } else { 100 }, check_every: 4, max_time: None };
             jobs.push(j);
         }
         Fake { jobs, rate: vec![0.02, 0.05, 0.011, 0.001], multi, n0: 0, k: 0, advances: 0 }

@@ -1,7 +1,8 @@
 //! The one stop rule of every method (FDTD, TLM-SCN, TLM-2D) on every device:
 //! the field energy is checked every `check_every` steps and at the step cap;
 //! a run ends when the source has finished and the energy has fallen to
-//! `10^(decay_db/10)` of its peak, at the cap, or (as a failure) when the
+//! `10^(decay_db/10)` of its peak, at the cap (`max_steps`, or `max_time`
+//! over the time step where that is fewer), or (as a failure) when the
 //! energy or a port sample is not finite.
 
 use crate::job::{EndReason, PortTrace, SimJob, StopRule};
@@ -22,6 +23,8 @@ pub enum Verdict {
 pub struct StopState {
     rule: StopRule,
     dt: f64,
+    /// The step cap: `max_steps`, or fewer where `max_time` ends first.
+    cap: usize,
     /// When the source has finished (s).
     t_end: f64,
     /// `10^(decay_db / 10)`.
@@ -36,6 +39,7 @@ impl StopState {
         StopState {
             rule: job.stop,
             dt,
+            cap: job.stop.cap(dt),
             t_end: job.pulse.end_time(),
             threshold: 10f64.powf(job.stop.decay_db / 10.0),
             peak: 0.0,
@@ -43,8 +47,9 @@ impl StopState {
         }
     }
 
+    /// The step cap of this run (`max_steps`, or `max_time` over the time step).
     pub fn max_steps(&self) -> usize {
-        self.rule.max_steps
+        self.cap
     }
 
     /// Steps between energy checks.
@@ -54,13 +59,13 @@ impl StopState {
 
     /// Whether the energy is checked after `n` steps.
     pub fn is_check(&self, n: usize) -> bool {
-        n > 0 && (n.is_multiple_of(self.rule.check_every.max(1)) || n == self.rule.max_steps)
+        n > 0 && (n.is_multiple_of(self.rule.check_every.max(1)) || n == self.cap)
     }
 
     /// Steps from `n` steps done to the next check (0 at the cap).
     pub fn steps_to_check(&self, n: usize) -> usize {
         let ce = self.rule.check_every.max(1);
-        ((n / ce + 1) * ce).min(self.rule.max_steps).saturating_sub(n)
+        ((n / ce + 1) * ce).min(self.cap).saturating_sub(n)
     }
 
     /// Judge the run after `n` steps (a check step), from its field energy
@@ -76,7 +81,7 @@ impl StopState {
             self.ended = EndReason::EnergyDecay { db };
             return Verdict::End(self.ended);
         }
-        if n >= self.rule.max_steps {
+        if n >= self.cap {
             return Verdict::End(self.ended);
         }
         Verdict::Continue
@@ -106,7 +111,7 @@ mod tests {
 
     fn job(decay_db: f64, max_steps: usize, check_every: usize) -> SimJob {
         let mut j = crate::bench::box_job(4, 1);
-        j.stop = StopRule { decay_db, max_steps, check_every };
+        j.stop = StopRule { decay_db, max_steps, check_every, max_time: None };
         j
     }
 
@@ -116,6 +121,24 @@ mod tests {
         let checks: Vec<usize> = (0..=150).filter(|&n| s.is_check(n)).collect();
         assert_eq!(checks, [64, 128, 150]);
         assert_eq!((s.steps_to_check(0), s.steps_to_check(64), s.steps_to_check(130), s.steps_to_check(150)), (64, 64, 20, 0));
+    }
+
+    #[test]
+    fn a_time_cap_gives_each_time_step_the_same_simulated_time() {
+        let mut j = job(-40.0, 30_000, 64);
+        j.stop.max_time = Some(12e-9);
+        // 12 ns: 81,082 steps of 0.148 ps (above max_steps: the step cap rules),
+        // 29,000 steps of 0.414 ps (under it: the time cap rules, a check there).
+        assert_eq!(StopState::new(&j, 0.148e-12).max_steps(), 30_000);
+        let s = StopState::new(&j, 0.414e-12);
+        assert_eq!(s.max_steps(), 28_986);
+        assert!(s.is_check(28_986) && s.steps_to_check(28_980) == 6);
+        j.stop.max_steps = 200_000;
+        assert_eq!(StopState::new(&j, 0.148e-12).max_steps(), 81_082);
+        // A run at the time cap ends there, with the decay it reached.
+        let mut s = StopState::new(&j, 0.414e-12);
+        assert_eq!(s.check(64, 1.0, true), Verdict::Continue);
+        assert!(matches!(s.check(28_986, 0.5, true), Verdict::End(EndReason::MaxSteps { db }) if (db + 3.01).abs() < 0.01));
     }
 
     #[test]

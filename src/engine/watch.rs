@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 #[derive(Debug, Default)]
 pub struct StepWatch {
     steps: AtomicUsize,
+    /// The run's step cap once it is known (0 before): with a cap in simulated
+    /// time it depends on the time step, which only the engine knows.
+    cap: AtomicUsize,
     db_bits: AtomicU64,
 }
 
@@ -24,6 +27,16 @@ impl StepWatch {
     /// (steps, decay in dB) as last reported.
     pub fn get(&self) -> (usize, f64) {
         (self.steps.load(Ordering::Relaxed), f64::from_bits(self.db_bits.load(Ordering::Relaxed)))
+    }
+
+    /// Called by the stepping loop once, before the first step.
+    pub fn set_cap(&self, cap: usize) {
+        self.cap.store(cap, Ordering::Relaxed);
+    }
+
+    /// The step cap as set by the stepping loop (None before it is known).
+    pub fn cap(&self) -> Option<usize> {
+        Some(self.cap.load(Ordering::Relaxed)).filter(|&c| c > 0)
     }
 
     /// One watch per job of a batch.
@@ -42,5 +55,8 @@ mod tests {
         assert_eq!(w.get(), (0, 0.0));
         w.report(640, -31.25);
         assert_eq!(w.get(), (640, -31.25));
+        assert_eq!(w.cap(), None);
+        w.set_cap(28_986);
+        assert_eq!(w.cap(), Some(28_986));
     }
 }

@@ -64,7 +64,7 @@ impl BestObserver {
         let key = genome_key(genome);
         let values = self.sim.values(genome);
         let truncated = state.cache.get(&key).and_then(|e| e.decay).filter(|d| d.truncated).map(|d| {
-            format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps)")
+            format!("WARNING: {d}; the S-parameters miss the tail of the response and are uncertain (raise the engine's max_steps or max_time)")
         });
         // The generation it was found at, which after a resume is before this one.
         let generation = found_at(state, genome);

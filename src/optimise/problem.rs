@@ -235,7 +235,7 @@ fn no_result(sim: &Simulator) -> CandidateFailure {
 /// user's `max_steps`, which exists to bound what one generation costs, and a
 /// second batch of a few stragglers leaves a GPU mostly idle. So the GA trusts
 /// only converged results; the truncated ones stay in the run, flagged, for
-/// the user to judge, and the remedy (a larger `max_steps`) is named wherever
+/// the user to judge, and the remedy (a larger `max_steps` or `max_time`) is named wherever
 /// they are reported.
 pub fn truncation_penalty(e: &Evaluation) -> f64 {
     e.decay.map_or(0.0, |d| if d.truncated { d.shortfall_db().max(1e-6) } else { 0.0 })

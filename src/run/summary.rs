@@ -113,7 +113,7 @@ impl fmt::Display for RunSummary {
         if self.truncated > 0 {
             writeln!(
                 f,
-                "  {} designs hit the step cap before their energy decay target and could not be continued past it (more than one mode still ringing, or the source still on): their fitness is uncertain and they rank behind every converged design (raise the engine's max_steps to simulate them fully)",
+                "  {} designs hit the step cap before their energy decay target and could not be continued past it (more than one mode still ringing, or the source still on): their fitness is uncertain and they rank behind every converged design (raise the engine's max_steps or max_time to simulate them fully)",
                 self.truncated
             )?;
         }

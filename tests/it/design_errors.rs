@@ -490,3 +490,19 @@ fn bad_metals_are_named_with_the_fix() {
     let m = err_built(MS, sub, &format!("{sub}, \"Gold\": Pec"));
     assert!(m.contains("materials.Gold") && m.contains("built-in"), "{m}");
 }
+
+/// A cap in simulated time: positive, in seconds, longer than the excitation.
+#[test]
+fn max_time_is_a_positive_time_in_seconds_after_the_source() {
+    let e = err(WG, "wg.ron", "invariant: Y)", "invariant: Y, max_time: -1e-9)");
+    says(&e, &["wg.ron: engine.max_time: must be a positive time in seconds (got -0.000000001)"]);
+    let e = err(WG, "wg.ron", "invariant: Y)", "invariant: Y, max_time: 15)");
+    says(&e, &["wg.ron: engine.max_time: 15 s is 5.700e11 periods at 38 GHz: the time is in seconds (write 15e-9 for 15 ns)"]);
+    // 26-38 GHz: the Gaussian of the band ends after 9.3 of its 80.5 ps widths.
+    let e = err(WG, "wg.ron", "invariant: Y)", "invariant: Y, max_time: 0.5e-9)");
+    says(&e, &["wg.ron: engine.max_time: 0.5 ns ends before the excitation does (0.748669 ns for this band)", "give several times that"]);
+    // The job takes it as given beside the step cap.
+    let d = Design::parse(&WG.replacen("invariant: Y)", "invariant: Y, max_time: 12e-9, max_steps: 50000)", 1), "wg.ron").unwrap();
+    let job = d.jobs(&d.midpoint_values(), &[0], None).unwrap().remove(0);
+    assert_eq!((job.stop.max_time, job.stop.max_steps), (Some(12e-9), 50_000));
+}

@@ -1,10 +1,13 @@
 //! The shipped iris filter's step cap against its own parameter ranges (issue
 //! 35, item 12). A GA run of it visits mistuned candidates whose middle cavity
-//! rings with a Q of 300 to 30,000; at the design's 30,000 steps they are cut
-//! off with the energy at -20 to -48 dB. Such a run is continued past the cap
-//! from its one ringing mode (`analysis::tail`) and counts as converged when
-//! the continuation is measured to be right; here it is checked against the
-//! same candidate simulated until its energy has decayed by 100 dB.
+//! rings with a Q of 300 to 30,000; at the design's former cap of 30,000
+//! steps they were cut off with the energy at -20 to -48 dB. Such a run is
+//! continued past the cap from its one ringing mode (`analysis::tail`) and
+//! counts as converged when the continuation is measured to be right; here it
+//! is checked against the same candidate simulated until its energy has
+//! decayed by 100 dB. Where two modes still ring the continuation cannot be
+//! used; the design's cap is now a simulated time (25 ns), long enough for
+//! the slowest candidate of the shipped run, whatever its time step.
 
 use emvolve::analysis::sparams::column;
 use emvolve::analysis::tail::{continue_run, PortDfts, TAIL_TOL};
@@ -20,8 +23,11 @@ fn a_ringing_candidate_cut_off_at_the_cap_is_continued_to_the_converged_answer()
     let d = Design::load(std::path::Path::new("designs/wr28_iris_filter.ron")).unwrap();
     // Visited by the shipped GA (seed 7, generation 0): a mode at 28.7 GHz, Q 319.
     let values = d.values_from_sets(&["l1=4.0353318717065", "l2=6.212240196530873", "w1=3.643807626394404", "w2=3.2320848541508047"]).unwrap();
-    let cut = d.jobs(&values, &d.drives_needed(), None).unwrap().remove(0);
-    assert_eq!(cut.stop.max_steps, 30_000, "the shipped cap");
+    let mut cut = d.jobs(&values, &d.drives_needed(), None).unwrap().remove(0);
+    // The design's cap before it became a time (25 ns, which this candidate
+    // rings down within): 30,000 steps.
+    cut.stop.max_time = None;
+    cut.stop.max_steps = 30_000;
     let mut long = cut.clone();
     long.stop.decay_db = -100.0;
     long.stop.max_steps = 1_000_000;
@@ -49,4 +55,29 @@ fn a_ringing_candidate_cut_off_at_the_cap_is_continued_to_the_converged_answer()
         assert!(continued < TAIL_TOL, "{name}: continued run off by {continued}");
         assert!(truncated > 10.0 * continued, "{name}: the cut-off run is off by only {truncated}");
     }
+}
+
+/// The cap in simulated time lets every candidate of the shipped run (seed 7)
+/// converge. Its slowest, a random candidate of generation 0 with a fine mesh
+/// (0.162 ps steps), was cut off at -18 dB by the former cap of 30,000 steps,
+/// with more than one mode ringing, so that it could not be continued (and at
+/// -28 dB by a cap of 12 ns). At the shipped 25 ns its energy is at -45 dB
+/// with one mode left, which the continuation takes.
+#[test]
+fn the_shipped_time_cap_lets_the_slowest_candidate_of_the_shipped_run_converge() {
+    let d = Design::load(std::path::Path::new("designs/wr28_iris_filter.ron")).unwrap();
+    let values = d.values_from_sets(&["l1=5.951969214189423", "l2=5.3772961884475325", "w1=2.74928469671523", "w2=2.5128097048203824"]).unwrap();
+    let job = d.jobs(&values, &d.drives_needed(), None).unwrap().remove(0);
+    assert_eq!((job.stop.max_time, job.stop.decay_db), (Some(25e-9), -50.0), "the shipped cap");
+    let mut old = job.clone();
+    old.stop.max_time = None;
+    old.stop.max_steps = 30_000;
+    let outs: Vec<_> = CpuBackend.run_batch(&[old.clone(), job.clone()]).unwrap().into_iter().map(|r| r.unwrap()).collect();
+    eprintln!("old cap: {:?} after {} steps of {:.3} ps; time cap: {:?} after {} steps", outs[0].ended, outs[0].steps, outs[0].dt * 1e12, outs[1].ended, outs[1].steps);
+    assert!(matches!(outs[0].ended, EndReason::MaxSteps { db } if db > -25.0), "{:?}", outs[0].ended);
+    assert!(decay(&[old], &outs[..1]).truncated, "the old cap's run was continued after all");
+    // 25 ns of 0.162 ps steps: the cap is the time, not max_steps.
+    assert!(matches!(outs[1].ended, EndReason::MaxSteps { db } if db < -40.0), "{:?}", outs[1].ended);
+    assert_eq!(outs[1].steps, (25e-9 / outs[1].dt).ceil() as usize);
+    assert!(!decay(&[job], &outs[1..]).truncated, "the time cap's run was not continued");
 }

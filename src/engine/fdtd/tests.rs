@@ -604,7 +604,7 @@ fn the_two_step_twin_is_two_steps_of_the_reference_loop() {
     // step's port samples (its source added before they are taken).
     // A lumped port: its source sits on the edges it samples, so the order counts.
     let mut job = crate::dev::device_check::random_jobs(true, 4).into_iter().find(|j| j.label.contains("lumped along z")).unwrap();
-    job.stop = StopRule { decay_db: -1000.0, max_steps: 4, check_every: 4 };
+    job.stop = StopRule { decay_db: -1000.0, max_steps: 4, check_every: 4, max_time: None };
     // A source at its full height on the first steps (a covering pulse is still ~0 there).
     job.pulse.f0 = 0.0;
     job.pulse.tau = 1e-9;

@@ -935,7 +935,7 @@ mod tests {
         let z = 2.0 * ETA0;
         job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 120], len: 4, r_ohm: z } }];
         job.pulse = Pulse::covering(1e9, 20e9);
-        job.stop = crate::job::StopRule { decay_db: -80.0, max_steps: 8000, check_every: 16 };
+        job.stop = crate::job::StopRule { decay_db: -80.0, max_steps: 8000, check_every: 16, max_time: None };
         let out = run(&job).unwrap();
         // Reflections return after 2 * 110 cells = 440 steps; the direct response is over by then.
         let v = &out.traces[0].v;
@@ -958,7 +958,7 @@ mod tests {
         job.ports = vec![Port { name: "p".into(), kind: PortKind::Lumped { axis: Axis::Y, start: [0, 0, 100], len: ny, r_ohm: z } }];
         job.pulse = Pulse::covering(1e9, 20e9);
         job.freqs = vec![2e9, 5e9, 10e9, 15e9, 20e9];
-        job.stop = crate::job::StopRule { decay_db: -60.0, max_steps: 5000, check_every: 16 };
+        job.stop = crate::job::StopRule { decay_db: -60.0, max_steps: 5000, check_every: 16, max_time: None };
         let out = run(&job).unwrap();
         let s = crate::analysis::SParams::from_runs(&[&job], &[&out]);
         for (k, zin) in s.zin[0].as_ref().unwrap().iter().enumerate() {

@@ -21,7 +21,7 @@ pub fn pec_box(n: [usize; 3], d: f64) -> SimJob {
         monitors: vec![],
         pulse: Pulse::covering(1e9, 40e9),
         freqs: vec![],
-        stop: StopRule { decay_db: -200.0, max_steps: 1000, check_every: 64 },
+        stop: StopRule { decay_db: -200.0, max_steps: 1000, check_every: 64, max_time: None },
         courant: 0.99,
     }
 }
@@ -71,7 +71,7 @@ pub fn wr28(engine: EngineKind, nx: usize, ny: usize, nz: usize, pad: usize, por
         monitors: vec![],
         pulse: Pulse::covering(28e9, 40e9),
         freqs: (0..=16).map(|i| 30e9 + 0.5e9 * i as f64).collect(),
-        stop: StopRule { decay_db: -60.0, max_steps: 40_000, check_every: 32 },
+        stop: StopRule { decay_db: -60.0, max_steps: 40_000, check_every: 32, max_time: None },
         courant: 0.99,
     }
 }

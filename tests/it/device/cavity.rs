@@ -22,7 +22,7 @@ fn cavity(steps: usize) -> emvolve::job::SimJob {
     }
     let lumped = |name: &str, start: [usize; 3]| Port { name: name.into(), kind: PortKind::Lumped { axis: Axis::Z, start, len: 2, r_ohm: 50.0 } };
     j.ports = vec![lumped("a", [12, 7, 4]), lumped("b", [16, 10, 6])];
-    j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50 };
+    j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50, max_time: None };
     j
 }
 

@@ -41,7 +41,7 @@ fn jobs() -> Vec<SimJob> {
     v.truncate(1);
     v.push(crate::dev::tlm_check::loaded_2d(true));
     for j in &mut v {
-        j.stop = StopRule { decay_db: -1000.0, max_steps: STEPS, check_every: CHECK };
+        j.stop = StopRule { decay_db: -1000.0, max_steps: STEPS, check_every: CHECK, max_time: None };
     }
     v
 }

@@ -178,7 +178,7 @@ impl<'a> TlmDevBatch<'a> {
     fn new(dev: &'a mut dyn Device, jobs: &'a [&'a SimJob], packs: &'a [&'a TlmPack], cfg: TlmConfig, port_threads: u32, trace_chunk: usize, onchip: Option<OnchipRun>) -> Result<Self, EngineError> {
         let nd = jobs.len();
         let m = dev.load(&module(cfg, port_threads))?;
-        let max_steps: Vec<usize> = jobs.iter().map(|j| j.stop.max_steps).collect();
+        let max_steps: Vec<usize> = jobs.iter().zip(packs).map(|(j, pk)| j.stop.cap(pk.dt)).collect();
         let plan = Plan::new(packs, &max_steps, (cfg.threads * cfg.npt) as usize).map_err(EngineError::Cuda)?;
         let dim3 = plan.dim3;
         let (kcap, checks) = match onchip {
@@ -523,7 +523,8 @@ fn run_share(
             }
             let mut needs = vec![];
             for &i in &sel {
-                needs.push(Plan::job_bytes(pack(i)?, jobs[i].stop.max_steps));
+                let pk = pack(i)?;
+                needs.push(Plan::job_bytes(pk, jobs[i].stop.cap(pk.dt)));
             }
             let parts = split_to_fit(&needs, budget).map_err(|q| too_big(&jobs[sel[q]].label, needs[q], &dev.describe(), budget))?;
             for part in parts {
