@@ -15,7 +15,9 @@
 # fitness 0 (a run that missed counts as more than the budget), the median of
 # the best fitness reached, and the median wall time per run. Evaluations are
 # counted at the end of the generation that met the target (batch granularity).
-# EMVOLVE (default target/release/emvolve) is the binary.
+# EMVOLVE (default target/release/emvolve) is the binary. GPUS=N (on a
+# host with N GPUs) gives run slot k the GPU k mod N alone
+# (CUDA_VISIBLE_DEVICES), so that JOBS runs at a time share N devices evenly.
 set -euo pipefail
 
 if [ $# -lt 6 ]; then
@@ -41,6 +43,7 @@ one() {
     local k=$1 opt=$2 seed=$3 name="o$1-s$3"
     local t0 t1
     t0=$(date +%s.%N)
+    if [ "${GPUS:-0}" -gt 0 ]; then export CUDA_VISIBLE_DEVICES=$(( ${SLOT:-0} % GPUS )); fi
     RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-1} "$emvolve" run "$design" --optimiser "$opt" --seed "$seed" \
         --max-evaluations "$budget" --target 0 --stagnation none --generations 1000000 \
         --quiet --force --runs-dir "$out/runs" --name "$name" "${extra[@]}" >"$out/logs/$name.log" 2>&1 || true
@@ -59,7 +62,7 @@ one() {
         }' "$hist"
 }
 export -f one
-export design budget out emvolve
+export design budget out emvolve GPUS
 export EXTRA="${extra[*]:-}"
 
 : >"$out/runs.tsv"
@@ -67,7 +70,7 @@ for k in "${!opts[@]}"; do
     for seed in $(seq 1 "$seeds"); do
         printf '%s\0%s\0%s\0' "$k" "${opts[$k]}" "$seed"
     done
-done | xargs -0 -n 3 -P "$jobs" bash -c 'extra=($EXTRA); one "$@"' _ >>"$out/runs.tsv"
+done | xargs -0 -n 3 -P "$jobs" --process-slot-var=SLOT bash -c 'extra=($EXTRA); one "$@"' _ >>"$out/runs.tsv"
 
 echo "design $design, $seeds seeds, budget $budget designs, $(nproc) cores, $jobs at a time"
 printf '%-45s %8s %8s %8s %12s %8s\n' optimiser success median p90 "median best" "wall s"

@@ -182,11 +182,19 @@ impl GaSettings {
                 format!("{name} needs at least {min_population} individuals per generation, got {}", self.population),
             );
         }
+        // Every method keeps, breeds and simulates a population each
+        // generation: a larger one is a typo, and would be allocated before any check.
+        if self.population > MAX_POPULATION {
+            return bad("population", format!("must be at most {MAX_POPULATION} individuals, got {}", self.population));
+        }
         match &self.method {
             Method::Ga => {}
             Method::Cmaes(p) => {
                 if !(p.sigma > 0.0 && p.sigma <= 1.0) {
                     return bad("sigma", format!("must be in (0, 1] (a fraction of each gene's range), got {}", p.sigma));
+                }
+                if p.max_population > MAX_POPULATION {
+                    return bad("max_population", format!("must be at most {MAX_POPULATION} individuals, got {}", p.max_population));
                 }
                 if p.max_population < self.population {
                     return bad(
@@ -221,6 +229,12 @@ impl GaSettings {
                 if p.trials == 0 {
                     return bad("trials", "must be at least 1".into());
                 }
+                // Every pool member's trials are prescreened each generation.
+                for (field, n) in [("pool", p.pool), ("trials", p.trials), ("train_max", p.train_max), ("initial", p.initial.unwrap_or(0))] {
+                    if n > MAX_POPULATION {
+                        return bad(field, format!("must be at most {MAX_POPULATION} designs, got {n}"));
+                    }
+                }
                 if !(p.lcb.is_finite() && p.lcb >= 0.0) {
                     return bad("lcb", format!("must be finite and >= 0, got {}", p.lcb));
                 }
@@ -234,11 +248,6 @@ impl GaSettings {
                 }
                 return Ok(());
             }
-        }
-        // Every individual is kept, bred and simulated each generation: a
-        // larger population is a typo, and would be allocated before any check.
-        if self.population > MAX_POPULATION {
-            return bad("population", format!("must be at most {MAX_POPULATION} individuals, got {}", self.population));
         }
         if self.elitism >= self.population {
             return bad("elitism", format!("must be below the population ({}), got {}", self.population, self.elitism));
@@ -460,6 +469,22 @@ mod tests {
         assert!(g.validate().unwrap_err().to_string().contains("elitism"));
         let g = GaSettings { mutation: Mutation::Polynomial { probability: Some(1.5), eta: 20.0 }, ..Default::default() };
         assert!(g.validate().unwrap_err().to_string().contains("mutation.probability"));
+    }
+
+    /// Every method's population (and the surrogate's other counts) is
+    /// bounded before anything is allocated, not the GA's alone.
+    #[test]
+    fn every_method_refuses_a_huge_count() {
+        for block in ["Ga(population: 1000001)", "Cmaes(population: 1000001, max_population: 2000000)", "De(population: 4294967296)", "Surrogate(population: 100001)"] {
+            let e = GaSettings::from_ron_str(block).unwrap().validate().unwrap_err().to_string();
+            assert!(e.contains("population") && e.contains("must be at most 100000 individuals"), "{block}: {e}");
+        }
+        let e = GaSettings::from_ron_str("Cmaes(max_population: 4294967296)").unwrap().validate().unwrap_err().to_string();
+        assert!(e.contains("max_population") && e.contains("at most 100000"), "{e}");
+        for (block, field) in [("Surrogate(trials: 4294967296)", "trials"), ("Surrogate(pool: 1000000)", "pool"), ("Surrogate(initial: 1000000)", "initial")] {
+            let e = GaSettings::from_ron_str(block).unwrap().validate().unwrap_err().to_string();
+            assert!(e.contains(field) && e.contains("at most 100000 designs"), "{block}: {e}");
+        }
     }
 
     /// docs/DESIGN_FORMAT.md's table of optimiser defaults, each row parsed as RON.

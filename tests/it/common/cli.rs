@@ -102,13 +102,14 @@ impl Running {
     }
 }
 
-/// history.csv without its timing columns (and the farm's workers column).
+/// history.csv without its timing columns (the surrogate's model time too)
+/// and the farm's workers column.
 pub fn history(dir: &Path) -> Vec<String> {
+    use emvolve::run::observe::csv::{SCHEDULE_COLUMNS, TIMING_COLUMNS};
     let text = std::fs::read_to_string(dir.join("history.csv")).unwrap();
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let keep: Vec<usize> =
-        (0..head.len()).filter(|&i| !["wall_seconds", "evaluation_seconds", "cells_per_second", "workers"].contains(&head[i])).collect();
+    let keep: Vec<usize> = (0..head.len()).filter(|&i| !TIMING_COLUMNS.contains(&head[i]) && !SCHEDULE_COLUMNS.contains(&head[i])).collect();
     lines
         .map(|l| {
             let c: Vec<&str> = l.split(',').collect();
