@@ -310,6 +310,47 @@ mod tests {
         assert!(best > 1e-6, "without restarts the small population found the global optimum ({best}): the test above proves nothing");
     }
 
+    /// A run checkpointed a few generations before its first IPOP restart and
+    /// resumed from the checkpoint file is the run straight through, across
+    /// the restart: the doubled population, the fresh random mean and the RNG
+    /// all come from the saved state.
+    #[test]
+    fn a_resume_across_a_restart_is_exact() {
+        use crate::ga::step_methods::MethodState;
+        use crate::ga::{new_state, step, GaState, Problem};
+        let restarts = |st: &GaState| match &st.method {
+            Some(MethodState::Cmaes(c)) => c.restarts,
+            other => panic!("not a CMA-ES state: {other:?}"),
+        };
+        let mut p = Benchmark::rastrigin(5);
+        let fresh = |p: &Benchmark| new_state(p.genes(), 1, cmaes(10, 1), "t").unwrap();
+        let mut straight = fresh(&p);
+        while restarts(&straight) == 0 {
+            step(&mut straight, &mut p, &|_, _| {}).unwrap();
+            assert!(straight.generation < 5_000, "no restart within 5,000 generations");
+        }
+        let first = straight.generation;
+        assert!(first > 10, "the first restart came at generation {first}");
+        let end = first + 30;
+        while straight.generation < end {
+            step(&mut straight, &mut p, &|_, _| {}).unwrap();
+        }
+
+        let tmp = tempfile::tempdir().unwrap();
+        let mut part = fresh(&p);
+        while !part.started() || part.generation < first - 3 {
+            step(&mut part, &mut p, &|_, _| {}).unwrap();
+        }
+        assert_eq!(restarts(&part), 0);
+        crate::run::checkpoint::save(tmp.path(), &part).unwrap();
+        let mut resumed = crate::run::checkpoint::load(tmp.path()).unwrap().state;
+        while resumed.generation < end {
+            step(&mut resumed, &mut p, &|_, _| {}).unwrap();
+        }
+        assert_eq!(restarts(&resumed), restarts(&straight));
+        assert!(resumed.without_timings() == straight.without_timings(), "the resumed run left the straight one across the restart at generation {first}");
+    }
+
     /// Integer and stepped genes and a constraint (the GA's test problem):
     /// the lattice floor on the step keeps the search moving to the optimum 0.
     #[test]
