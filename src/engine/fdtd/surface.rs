@@ -247,7 +247,7 @@ impl SurfaceTerms {
     /// The conductors' checked, fitted networks in the discrete form (the
     /// terms' per-cell arrays), with each conductor's `A`, `B`; `None`
     /// without lossy metal.
-    fn networks(job: &SimJob, op: &Operator) -> Result<Option<(SurfaceTerms, Vec<(f64, f64)>)>, SimFailure> {
+    fn networks(job: &SimJob, op: &Operator) -> Result<Option<Networks>, SimFailure> {
         let sf = &job.surfaces;
         if sf.is_empty() {
             return Ok(None);
@@ -325,6 +325,9 @@ impl SurfaceTerms {
         }
     }
 }
+
+/// The terms with only their per-cell arrays filled, and each conductor's `A`, `B`.
+type Networks = (SurfaceTerms, Vec<(f64, f64)>);
 
 /// One H node's surface term before assembly: its node, conductor,
 /// coefficients, and the four E edges that read it (weight 0: none).

@@ -55,6 +55,7 @@ fn build_serial(job: &SimJob, op: &Operator) -> Result<SurfaceTerms, SimFailure>
 }
 
 /// `edge_metals` with the solids painted cell after cell onto their twelve edges.
+#[allow(clippy::needless_range_loop)] // the original loop, as it was
 fn edge_metals_serial(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
     let sf = &job.surfaces;
     let mut out = [vec![0u8; op.len], vec![0u8; op.len], vec![0u8; op.len]];
