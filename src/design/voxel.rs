@@ -20,7 +20,7 @@ use crate::job::{Axis, Boundary, Load, Mesh, Port, PortKind, Pulse, Sheet, SimJo
 
 /// Cells between a waveguide port's reference plane and its source plane.
 pub const SOURCE_OFFSET: usize = 3;
-/// Cells a lumped port keeps from the absorbing padding.
+/// Cells a lumped port or load keeps from the absorbing padding.
 pub const PORT_MARGIN: usize = 3;
 
 /// A geometry over its mesh: cell centres, cells covered, nearest lines.
@@ -298,7 +298,9 @@ fn snap_sheet(s: &Snap, x: &SheetGeom, u: &Units) -> Result<Sheet, DesignError> 
 
 /// A load's nodes on the mesh (its ends are mesh lines: geometry events).
 fn snap_load(s: &Snap, l: &super::geometry::LoadGeom, u: &Units) -> Result<Load, DesignError> {
-    let (start, len) = snap_segment(s, l.from, l.to, l.axis, l.origin.at.as_str(), &format!("load `{}`", l.name), u)?;
+    let at = l.origin.at.as_str();
+    let (start, len) = snap_segment(s, l.from, l.to, l.axis, at, &format!("load `{}`", l.name), u)?;
+    check_margin(s, u, at, "load", &l.name, l.axis, start, len)?;
     Ok(Load { name: l.name.clone(), axis: l.axis, start, len, r: l.r, l: l.l, c: l.c, topology: l.topology })
 }
 
@@ -321,17 +323,7 @@ fn snap_port(s: &Snap, p: &super::geometry::PortGeom, u: &Units) -> Result<Port,
     let kind = match p.kind {
         PortGeomKind::Lumped { from: f, to: t, axis, r_ohm } => {
             let (start, len) = snap_segment(s, f, t, axis, at, &format!("port `{name}`"), u)?;
-            for a in Axis::ALL {
-                let i = a.index();
-                let (n0, n1) = (start[i], start[i] + if a == axis { len } else { 0 });
-                let pad = s.m.pml[i][0];
-                if s.m.pml[i][0] > 0 && n0 - pad < PORT_MARGIN {
-                    return Err(too_close(u, at, name, a, "low", n0 - pad));
-                }
-                if s.m.pml[i][1] > 0 && pad + s.m.domain_cells(i) - n1 < PORT_MARGIN {
-                    return Err(too_close(u, at, name, a, "high", pad + s.m.domain_cells(i) - n1));
-                }
-            }
+            check_margin(s, u, at, "port", name, axis, start, len)?;
             PortKind::Lumped { axis, start, len, r_ohm }
         }
         PortGeomKind::Waveguide { normal, coord: c, inward, e_axis, width_axis, a } => {
@@ -362,11 +354,27 @@ fn snap_port(s: &Snap, p: &super::geometry::PortGeom, u: &Units) -> Result<Port,
     Ok(Port { name: name.clone(), kind })
 }
 
-fn too_close(u: &Units, at: &str, name: &str, a: Axis, side: &str, cells: usize) -> DesignError {
-    u.err(
-        at,
-        format!("port `{name}` is {cells} cells from the absorbing padding on the {}-{side} face; keep ports at least {PORT_MARGIN} cells inside", a.name()),
-    )
+/// A lumped element (`kind` "port" or "load") on `len` edges from `start`
+/// along `axis` keeps [`PORT_MARGIN`] cells from the absorbing padding: the
+/// CPML is not the open space such an element is meant to see, and a
+/// current source in it is partly absorbed.
+#[allow(clippy::too_many_arguments)]
+fn check_margin(s: &Snap, u: &Units, at: &str, kind: &str, name: &str, axis: Axis, start: [usize; 3], len: usize) -> Result<(), DesignError> {
+    for a in Axis::ALL {
+        let i = a.index();
+        let (n0, n1) = (start[i], start[i] + if a == axis { len } else { 0 });
+        let pad = s.m.pml[i][0];
+        let too_close = |side: &str, cells: usize| {
+            u.err(at, format!("{kind} `{name}` is {cells} cells from the absorbing padding on the {}-{side} face; keep {kind}s at least {PORT_MARGIN} cells inside", a.name()))
+        };
+        if s.m.pml[i][0] > 0 && n0 - pad < PORT_MARGIN {
+            return Err(too_close("low", n0 - pad));
+        }
+        if s.m.pml[i][1] > 0 && pad + s.m.domain_cells(i) - n1 < PORT_MARGIN {
+            return Err(too_close("high", pad + s.m.domain_cells(i) - n1));
+        }
+    }
+    Ok(())
 }
 
 /// Grid nodes a lumped port runs through.

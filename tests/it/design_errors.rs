@@ -169,6 +169,25 @@ fn port_too_close_to_the_absorbing_padding() {
 }
 
 #[test]
+fn load_too_close_to_the_absorbing_padding() {
+    // The lumped ports' rule and message: a 50 ohm load 0.8 mm (2 cells) from
+    // the x-low padding, and one along x ending 0.4 mm (1 cell) from the x-high padding.
+    let sheet = r#"Sheet(min: ("-len", -1, "h"), max: ("len", 1, "h")),"#;
+    let e = err(MS, "ms.ron", sheet, &format!(r#"{sheet} Load(name: "r1", from: (-23.2, 0, 0), to: (-23.2, 0, "h"), r: 50),"#));
+    assert_eq!(
+        e.to_string(),
+        "ms.ron: geometry[2] (Load): load `r1` is 2 cells from the absorbing padding on the x-low face; keep loads at least 3 cells inside"
+    );
+    let e = err(MS, "ms.ron", sheet, &format!(r#"{sheet} Load(name: "c2", from: (20, 0, "h"), to: (23.6, 0, "h"), c: 1e-12),"#));
+    assert_eq!(
+        e.to_string(),
+        "ms.ron: geometry[2] (Load): load `c2` is 1 cells from the absorbing padding on the x-high face; keep loads at least 3 cells inside"
+    );
+    // Three cells away is accepted, as for a port.
+    assert!(Design::parse(&MS.replacen(sheet, &format!(r#"{sheet} Load(name: "r1", from: (-22.8, 0, 0), to: (-22.8, 0, "h"), r: 50),"#), 1), "ms.ron").is_ok());
+}
+
+#[test]
 fn mesh_coarser_than_15_cells_per_wavelength() {
     // 38 GHz in vacuum: 7.9 mm; a/8 = 0.89 mm gives 8.9 cells per wavelength.
     let e = err(WG, "wg.ron", r#"cell: "a/28""#, r#"cell: "a/8""#);

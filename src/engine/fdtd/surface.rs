@@ -40,6 +40,7 @@ use num_complex::Complex64;
 use std::f64::consts::PI;
 
 use super::operator::{Operator, PEC_INDEX};
+use rayon::prelude::*;
 
 /// `Zs(s) = r0 + l0 s + sum_k r_k s / (s + p_k)` (ohms, s in rad/s).
 #[derive(Debug, Clone, PartialEq)]
@@ -225,9 +226,31 @@ impl SurfaceTerms {
     /// Gather the surface terms of `job` on its operator (sheets and ports
     /// in place). Empty unless the job has lossy metal.
     pub fn build(job: &SimJob, op: &Operator) -> Result<SurfaceTerms, SimFailure> {
+        let Some((mut t, ab)) = SurfaceTerms::networks(job, op)? else { return Ok(SurfaceTerms::default()) };
+        let metal = edge_metals(job, op);
+        let ctx = NodeCtx { job, op, metal: &metal, ab: &ab };
+        // One (component, z plane) per task, concatenated in the sequential
+        // scan's order (component, then flat index): the terms' order is the
+        // GPU's too, so it must not depend on the thread count.
+        let n = op.n;
+        let mut nodes: Vec<NodeTerm> = vec![];
+        for c in 0..3 {
+            let mut hr = [n[0], n[1], n[2]];
+            hr[c] = n[c] + 1;
+            let planes: Vec<Vec<NodeTerm>> = (0..hr[2]).into_par_iter().map(|k| ctx.plane(c, k)).collect();
+            nodes.extend(planes.into_iter().flatten());
+        }
+        t.assemble(&nodes, op.len);
+        Ok(t)
+    }
+
+    /// The conductors' checked, fitted networks in the discrete form (the
+    /// terms' per-cell arrays), with each conductor's `A`, `B`; `None`
+    /// without lossy metal.
+    fn networks(job: &SimJob, op: &Operator) -> Result<Option<Networks>, SimFailure> {
         let sf = &job.surfaces;
         if sf.is_empty() {
-            return Ok(SurfaceTerms::default());
+            return Ok(None);
         }
         let bad = |m: String| SimFailure::Invalid(format!("{}: {m}", job.label));
         for c in &sf.conductors {
@@ -235,9 +258,7 @@ impl SurfaceTerms {
                 return Err(bad(format!("conductor '{}': conductivity must be positive (got {} S/m)", c.name, c.sigma)));
             }
         }
-        let metal = edge_metals(job, op);
         let mut t = SurfaceTerms::default();
-        // Per conductor: its fitted network in the discrete form.
         let (f_lo, f_hi) = band(job);
         let dt = op.dt;
         let mut ab = vec![];
@@ -257,87 +278,164 @@ impl SurfaceTerms {
             ab.push((a, b));
         }
         t.cell_first.push(t.alpha.len() as u32);
-        let n = op.n;
-        // Outside the CPML and its first neighbour on every axis that has one.
-        let clear = |pos: [usize; 3]| (0..3).all(|ax| (job.pml[ax][0] == 0 || pos[ax] > job.pml[ax][0]) && (job.pml[ax][1] == 0 || pos[ax] + job.pml[ax][1] + 2 <= n[ax]));
+        Ok(Some((t, ab)))
+    }
+
+    /// Append the terms `nodes` (in scan order) and their E edges' gather
+    /// lists: edges ascending by (component, flat index), each edge's nodes
+    /// in term order.
+    fn assemble(&mut self, nodes: &[NodeTerm], len: usize) {
+        let t = self;
         t.first.push(0);
-        // (E component, flat index) -> its (term, weight) list, in term order.
-        let mut reads: std::collections::BTreeMap<(u8, u32), Vec<(u32, f32)>> = Default::default();
-        for c in 0..3 {
-            let (a, b) = ((c + 1) % 3, (c + 2) % 3);
-            let (sa, sb) = (op.stride[a], op.stride[b]);
-            let mut hr = [n[0], n[1], n[2]];
-            hr[c] = n[c] + 1;
-            for k in 0..hr[2] {
-                for j in 0..hr[1] {
-                    for i in 0..hr[0] {
-                        let pos = [i, j, k];
-                        if !clear(pos) {
-                            continue;
-                        }
-                        let p = op.at(i as isize, j as isize, k as isize);
-                        let edges = [(b, p, a, pos[a]), (b, p + sa, a, pos[a]), (a, p, b, pos[b]), (a, p + sb, b, pos[b])];
-                        if edges.iter().all(|&(ec, q, _, _)| op.mat[ec][q] == PEC_INDEX) {
-                            continue; // inside metal or on its face: always zero
-                        }
-                        // Lossy faces among the loop's edges: 1/d per face, by conductor.
-                        // (Two different metals on one node: all faces take the dominant one's Zs.)
-                        let mut g: Vec<(usize, f64)> = vec![];
-                        for &(ec, q, ax, qa) in &edges {
-                            let m = metal[ec][q];
-                            if m > 0 && op.mat[ec][q] == PEC_INDEX {
-                                let d = op.inv_h[ax][qa + 1] as f64;
-                                match g.iter_mut().find(|x| x.0 == m as usize - 1) {
-                                    Some(x) => x.1 += d,
-                                    None => g.push((m as usize - 1, d)),
-                                }
-                            }
-                        }
-                        let Some(&(m, _)) = g.iter().max_by(|x, y| x.1.total_cmp(&y.1)) else { continue };
-                        let gsum: f64 = g.iter().map(|x| x.1).sum();
-                        let kk = op.db as f64 * gsum;
-                        let (aa, bb) = ab[m];
-                        t.comp.push(c as u8);
-                        t.idx.push(p as u32);
-                        t.metal.push(m as u8);
-                        t.k.push(kk as f32);
-                        t.inv_den.push((1.0 / (1.0 + kk * aa)) as f32);
-                        t.kb.push((kk * bb) as f32);
-                        // The E edges reading this node: E_b at p (-) and p + sa (+) across a,
-                        // E_a at p (+) and p + sb (-) across b; a mirrored PMC ghost doubles the face edge's share.
-                        let w = |ec: usize, q: usize, ax: usize, qd: usize, sign: f64, ghost: bool| -> f32 {
-                            let m = op.mat[ec][q] as usize;
-                            (sign * op.cb[m] as f64 * op.inv_e[ax][qd + 1] as f64 * if ghost { 2.0 } else { 1.0 }) as f32
-                        };
-                        let (pa, pb) = (pos[a], pos[b]);
-                        let term = t.comp.len() as u32 - 1;
-                        for (ec, q, wt) in [
-                            (b, p, w(b, p, a, pa, -1.0, op.pmc[a][0] && pa == 0)),
-                            (b, p + sa, w(b, p + sa, a, pa + 1, 1.0, op.pmc[a][1] && pa + 1 == n[a])),
-                            (a, p, w(a, p, b, pb, 1.0, op.pmc[b][0] && pb == 0)),
-                            (a, p + sb, w(a, p + sb, b, pb + 1, -1.0, op.pmc[b][1] && pb + 1 == n[b])),
-                        ] {
-                            if wt != 0.0 {
-                                reads.entry((ec as u8, q as u32)).or_default().push((term, wt));
-                            }
-                        }
-                        let cells = t.cell_first[m + 1] - t.cell_first[m];
-                        t.first.push(t.first.last().unwrap() + cells);
+        for x in nodes {
+            t.comp.push(x.comp);
+            t.idx.push(x.idx);
+            t.metal.push(x.metal);
+            t.k.push(x.k);
+            t.inv_den.push(x.inv_den);
+            t.kb.push(x.kb);
+            let cells = t.cell_first[x.metal as usize + 1] - t.cell_first[x.metal as usize];
+            t.first.push(t.first.last().unwrap() + cells);
+        }
+        // A counting sort by edge (a comparison sort of the reads cost more than
+        // the scan): per E edge its count of reading nodes, then its first slot.
+        let reads = || nodes.iter().enumerate().flat_map(|(term, x)| x.reads.iter().filter(|r| r.2 != 0.0).map(move |&(ec, q, w)| (ec as usize, q as usize, term as u32, w)));
+        let mut slot: [Vec<u32>; 3] = std::array::from_fn(|_| vec![0u32; len]);
+        for (ec, q, _, _) in reads() {
+            slot[ec][q] += 1;
+        }
+        t.e_first.push(0);
+        let mut total = 0u32;
+        for (ec, s) in slot.iter_mut().enumerate() {
+            for (q, v) in s.iter_mut().enumerate().filter(|(_, v)| **v > 0) {
+                t.e_comp.push(ec as u8);
+                t.e_idx.push(q as u32);
+                (*v, total) = (total, total + *v);
+                t.e_first.push(total);
+            }
+        }
+        // Each edge's nodes in term order.
+        t.e_term = vec![0; total as usize];
+        t.e_w = vec![0.0; total as usize];
+        for (ec, q, term, w) in reads() {
+            let s = &mut slot[ec][q];
+            t.e_term[*s as usize] = term;
+            t.e_w[*s as usize] = w;
+            *s += 1;
+        }
+    }
+}
+
+/// The terms with only their per-cell arrays filled, and each conductor's `A`, `B`.
+type Networks = (SurfaceTerms, Vec<(f64, f64)>);
+
+/// One H node's surface term before assembly: its node, conductor,
+/// coefficients, and the four E edges that read it (weight 0: none).
+#[derive(Debug, Clone, PartialEq)]
+struct NodeTerm {
+    comp: u8,
+    idx: u32,
+    metal: u8,
+    k: f32,
+    inv_den: f32,
+    kb: f32,
+    reads: [(u8, u32, f32); 4],
+}
+
+/// What deciding one node's term needs: the job, its operator, the lossy
+/// metal of every E edge and each conductor's discrete `A`, `B`.
+struct NodeCtx<'a> {
+    job: &'a SimJob,
+    op: &'a Operator,
+    metal: &'a [Vec<u8>; 3],
+    ab: &'a [(f64, f64)],
+}
+
+impl NodeCtx<'_> {
+    /// The terms of H component `c` in z plane `k`, in flat order.
+    fn plane(&self, c: usize, k: usize) -> Vec<NodeTerm> {
+        let (op, metal) = (self.op, self.metal);
+        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+        let (sa, sb) = (op.stride[a], op.stride[b]);
+        let (ma, mb) = (&metal[a], &metal[b]);
+        let mut hr = op.n;
+        hr[c] += 1;
+        let mut out = vec![];
+        for j in 0..hr[1] {
+            let row = op.at(0, j as isize, k as isize);
+            for i in 0..hr[0] {
+                // Most nodes touch no lossy metal: that test inline, the rest in `term`.
+                let p = row + i;
+                if (mb[p] | mb[p + sa] | ma[p] | ma[p + sb]) == 0 {
+                    continue;
+                }
+                out.extend(self.term(c, [i, j, k]));
+            }
+        }
+        out
+    }
+
+    /// The term of H component `c` at node `pos`, if it lies next to a lossy
+    /// face (and outside the CPML and its first neighbour).
+    fn term(&self, c: usize, pos: [usize; 3]) -> Option<NodeTerm> {
+        let (job, op, metal) = (self.job, self.op, self.metal);
+        let n = op.n;
+        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+        let (sa, sb) = (op.stride[a], op.stride[b]);
+        let p = op.at(pos[0] as isize, pos[1] as isize, pos[2] as isize);
+        let edges = [(b, p, a, pos[a]), (b, p + sa, a, pos[a]), (a, p, b, pos[b]), (a, p + sb, b, pos[b])];
+        if edges.iter().all(|&(ec, q, _, _)| metal[ec][q] == 0) {
+            return None;
+        }
+        // Outside the CPML and its first neighbour on every axis that has one.
+        let clear = (0..3).all(|ax| (job.pml[ax][0] == 0 || pos[ax] > job.pml[ax][0]) && (job.pml[ax][1] == 0 || pos[ax] + job.pml[ax][1] + 2 <= n[ax]));
+        if !clear || edges.iter().all(|&(ec, q, _, _)| op.mat[ec][q] == PEC_INDEX) {
+            return None; // in the CPML, or inside metal or on its face: always zero
+        }
+        // Lossy faces among the loop's edges: 1/d per face, by conductor.
+        // (Two different metals on one node: all faces take the dominant one's Zs.)
+        // (At most four, on the stack: this runs for every node beside metal.)
+        let (mut g, mut ng) = ([(0usize, 0.0f64); 4], 0);
+        for &(ec, q, ax, qa) in &edges {
+            let m = metal[ec][q];
+            if m > 0 && op.mat[ec][q] == PEC_INDEX {
+                let d = op.inv_h[ax][qa + 1] as f64;
+                match g[..ng].iter_mut().find(|x| x.0 == m as usize - 1) {
+                    Some(x) => x.1 += d,
+                    None => {
+                        g[ng] = (m as usize - 1, d);
+                        ng += 1;
                     }
                 }
             }
         }
-        t.e_first.push(0);
-        for ((c, q), list) in reads {
-            t.e_comp.push(c);
-            t.e_idx.push(q);
-            for (term, w) in list {
-                t.e_term.push(term);
-                t.e_w.push(w);
-            }
-            t.e_first.push(t.e_term.len() as u32);
-        }
-        Ok(t)
+        let g = &g[..ng];
+        let &(m, _) = g.iter().max_by(|x, y| x.1.total_cmp(&y.1))?;
+        let gsum: f64 = g.iter().map(|x| x.1).sum();
+        let kk = op.db as f64 * gsum;
+        let (aa, bb) = self.ab[m];
+        // The E edges reading this node: E_b at p (-) and p + sa (+) across a,
+        // E_a at p (+) and p + sb (-) across b; a mirrored PMC ghost doubles the face edge's share.
+        let w = |ec: usize, q: usize, ax: usize, qd: usize, sign: f64, ghost: bool| -> f32 {
+            let m = op.mat[ec][q] as usize;
+            (sign * op.cb[m] as f64 * op.inv_e[ax][qd + 1] as f64 * if ghost { 2.0 } else { 1.0 }) as f32
+        };
+        let (pa, pb) = (pos[a], pos[b]);
+        let read = |ec: usize, q: usize, wt: f32| (ec as u8, q as u32, wt);
+        Some(NodeTerm {
+            comp: c as u8,
+            idx: p as u32,
+            metal: m as u8,
+            k: kk as f32,
+            inv_den: (1.0 / (1.0 + kk * aa)) as f32,
+            kb: (kk * bb) as f32,
+            reads: [
+                read(b, p, w(b, p, a, pa, -1.0, op.pmc[a][0] && pa == 0)),
+                read(b, p + sa, w(b, p + sa, a, pa + 1, 1.0, op.pmc[a][1] && pa + 1 == n[a])),
+                read(a, p, w(a, p, b, pb, 1.0, op.pmc[b][0] && pb == 0)),
+                read(a, p + sb, w(a, p + sb, b, pb + 1, -1.0, op.pmc[b][1] && pb + 1 == n[b])),
+            ],
+        })
     }
 }
 
@@ -351,27 +449,54 @@ fn edge_metals(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
     let n = op.n;
     let by_mat: Vec<u8> = (0..job.materials.len()).map(|m| sf.of_material(m as u8).map_or(0, |c| c + 1)).collect();
     if by_mat.iter().any(|&m| m > 0) {
-        for k in 0..n[2] {
-            for j in 0..n[1] {
-                for i in 0..n[0] {
-                    let m = by_mat[job.cell_mat[job.mesh.idx(i, j, k)] as usize];
-                    if m == 0 {
-                        continue;
-                    }
-                    let cell = [i as isize, j as isize, k as isize];
-                    for c in 0..3 {
-                        let (a, b) = ((c + 1) % 3, (c + 2) % 3);
-                        for (da, db) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
-                            let mut q = cell;
-                            q[a] += da;
-                            q[b] += db;
-                            out[c][op.at3(q)] = m;
+        let cell_metal = |q: [isize; 3]| -> u8 {
+            if (0..3).all(|a| q[a] >= 0 && (q[a] as usize) < n[a]) {
+                by_mat[job.cell_mat[job.mesh.idx(q[0] as usize, q[1] as usize, q[2] as usize)] as usize]
+            } else {
+                0
+            }
+        };
+        for (c, out) in out.iter_mut().enumerate() {
+            let (a, b) = ((c + 1) % 3, (c + 2) % 3);
+            let mut hi = [n[0], n[1], n[2]];
+            hi[c] = n[c] - 1;
+            // The edge's four cells in ascending cell index (the lower along
+            // the axis of larger stride first).
+            let order: [(isize, isize); 4] = if a < b { [(1, 1), (0, 1), (1, 0), (0, 0)] } else { [(1, 1), (1, 0), (0, 1), (0, 0)] };
+            // Gathered per edge, one padded z plane per task: an edge takes
+            // the metal of the last of its four cells (in cell order) that is
+            // lossy, as painting cell after cell would leave it.
+            out.par_chunks_mut(op.stride[2]).enumerate().for_each(|(kp, plane)| {
+                let k = kp as isize - 1;
+                if k < 0 || k > hi[2] as isize {
+                    return;
+                }
+                for j in 0..=hi[1] as isize {
+                    for i in 0..=hi[0] as isize {
+                        let p = [i, j, k];
+                        let mut m = 0;
+                        for (da, db) in order {
+                            let mut q = p;
+                            q[a] -= da;
+                            q[b] -= db;
+                            let x = cell_metal(q);
+                            if x > 0 {
+                                m = x;
+                            }
                         }
+                        plane[op.at3(p) - kp * op.stride[2]] = m;
                     }
                 }
-            }
+            });
         }
     }
+    mark_sheets_and_walls(job, op, &mut out);
+    out
+}
+
+/// Lossy sheets and PEC domain faces over the solids' marks of [`edge_metals`].
+fn mark_sheets_and_walls(job: &SimJob, op: &Operator, out: &mut [Vec<u8>; 3]) {
+    let (sf, n) = (&job.surfaces, op.n);
     for &(si, m) in &sf.sheets {
         for (c, flat) in op.sheet_edges(&job.sheets[si]) {
             out[c][flat] = m + 1;
@@ -399,7 +524,6 @@ fn edge_metals(job: &SimJob, op: &Operator) -> [Vec<u8>; 3] {
             }
         }
     }
-    out
 }
 
 /// First half of a step of the surface terms: solve each node's H and
@@ -442,3 +566,7 @@ pub fn apply_e(t: &SurfaceTerms, e: &mut [Vec<f32>; 3], st: &SurfaceState) {
         *x = t.e_w[k0..k1].iter().zip(&t.e_term[k0..k1]).fold(*x, |v, (&wt, &term)| v + wt * st.dh[term as usize]);
     }
 }
+
+#[cfg(test)]
+#[path = "surface_serial.rs"]
+mod serial;
