@@ -632,27 +632,22 @@ mod tests {
         let l = q0 * r / w0;
         let c = 1.0 / (w0 * w0 * l);
         let feed = Complex64::from_polar(10f64.powf(-2.0 / 20.0), -40f64.to_radians());
-        let s11: Vec<Complex64> = f
-            .iter()
-            .map(|&x| {
-                let w = 2.0 * PI * x;
-                let z = Complex64::new(r, w * l - 1.0 / (w * c));
-                feed * (z - Z0) / (z + Z0)
-            })
-            .collect();
+        let s11_on = |f: &[f64]| -> Vec<Complex64> {
+            f.iter()
+                .map(|&x| {
+                    let w = 2.0 * PI * x;
+                    let z = Complex64::new(r, w * l - 1.0 / (w * c));
+                    feed * (z - Z0) / (z + Z0)
+                })
+                .collect()
+        };
+        let s11 = s11_on(&f);
         // Q_L = 235: the half-power width 43 MHz holds 3 points of this sweep; a finer one resolves it.
         let coarse = find(&net(f.clone(), vec![vec![s11.clone()]]));
         assert!(coarse.found.is_empty(), "{coarse:#?}");
         assert!(coarse.not_clear.iter().any(|n| n.why.contains("half-power width")), "{coarse:#?}");
         let f = sweep(10.0e9, 10.2e9, 201);
-        let s11: Vec<Complex64> = f
-            .iter()
-            .map(|&x| {
-                let w = 2.0 * PI * x;
-                let z = Complex64::new(r, w * l - 1.0 / (w * c));
-                feed * (z - Z0) / (z + Z0)
-            })
-            .collect();
+        let s11 = s11_on(&f);
         let found = find(&net(f, vec![vec![s11]]));
         let res = one(&found);
         close(res.q_unloaded.unwrap(), q0, 1e-6, "Q0");

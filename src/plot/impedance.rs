@@ -28,14 +28,7 @@ pub fn plot(path: &Path, sp: &SParams, title: &str) -> anyhow::Result<Option<()>
     let (lo, hi) = (lo - pad, hi + pad);
     let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(ghz[0]..ghz[ghz.len() - 1], lo..hi)
-        .map_err(&e)?;
-    chart.configure_mesh().x_desc("frequency (GHz)").y_desc("input impedance (ohm)").label_style(("sans-serif", 15)).draw().map_err(&e)?;
+    let mut chart = super::freq_chart(&root, title, &ghz, lo..hi, "input impedance (ohm)", path)?;
     let keys: Vec<(usize, usize)> = (1..=n).flat_map(|i| (1..=n).map(move |j| (i, j))).filter(|&(i, j)| sp.get(i, j).is_some()).collect();
     let mut any_clipped = false;
     for (m, (i, z)) in ports.iter().enumerate() {

@@ -28,20 +28,7 @@ pub fn plot(path: &Path, sp: &SParams, title: &str) -> anyhow::Result<Option<()>
     let (lo, hi) = (lo - pad, hi + pad);
     let root = BitMapBackend::new(path, (1000, 620)).into_drawing_area();
     root.fill(&WHITE).map_err(&e)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(70)
-        .build_cartesian_2d(ghz[0]..ghz[ghz.len() - 1], lo..hi)
-        .map_err(&e)?;
-    chart
-        .configure_mesh()
-        .x_desc("frequency (GHz)")
-        .y_desc("lost fraction of incident power")
-        .label_style(("sans-serif", 15))
-        .draw()
-        .map_err(&e)?;
+    let mut chart = super::freq_chart(&root, title, &ghz, lo..hi, "lost fraction of incident power", path)?;
     chart.draw_series(LineSeries::new([(ghz[0], 0.0), (ghz[ghz.len() - 1], 0.0)], BLACK.mix(0.4).stroke_width(1))).map_err(&e)?;
     let keys: Vec<(usize, usize)> = series.iter().map(|(j, _)| (*j, *j)).collect();
     for (j, l) in &series {

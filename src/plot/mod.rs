@@ -95,6 +95,32 @@ pub fn write_rf_plots(dir: &Path, sp: &crate::analysis::SParams, masks: &[sparam
     Ok(out)
 }
 
+/// The chart of a per-frequency plot on `root`: `title` above, frequency in GHz
+/// along x over `ghz`, `y` up with `y_desc`, the mesh drawn in the shared
+/// style; errors name `path`.
+pub(crate) fn freq_chart<'a, 'b>(
+    root: &'a plotters::drawing::DrawingArea<plotters::prelude::BitMapBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    ghz: &[f64],
+    y: std::ops::Range<f64>,
+    y_desc: &str,
+    path: &std::path::Path,
+) -> anyhow::Result<
+    plotters::chart::ChartContext<'a, plotters::prelude::BitMapBackend<'b>, plotters::coord::cartesian::Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>>,
+> {
+    use plotters::prelude::*;
+    let e = err(path);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70)
+        .build_cartesian_2d(ghz[0]..ghz[ghz.len() - 1], y)
+        .map_err(&e)?;
+    chart.configure_mesh().x_desc("frequency (GHz)").y_desc(y_desc).label_style(("sans-serif", 15)).draw().map_err(&e)?;
+    Ok(chart)
+}
+
 /// `(lo, hi)` padded so that a flat or single-point series still gets an axis.
 pub(crate) fn padded_range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
