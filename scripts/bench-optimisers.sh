@@ -3,6 +3,8 @@
 #
 #   scripts/bench-optimisers.sh DESIGN SEEDS BUDGET OUTDIR [JOBS] -- OPTIMISER... [-- RUN ARGS...]
 #
+# SEEDS is a count N (seeds 1..N) or a range A-B (to finish runs an earlier
+# call did not reach; append the runs.tsv lines of both calls).
 # Each OPTIMISER is a name (ga, cmaes, de, surrogate: the design's block for
 # ga when it is a Ga block, else that method's defaults) or a whole block such
 # as 'Surrogate(population: 8, auto_off: false)'. Every run: seeds 1..SEEDS,
@@ -34,6 +36,10 @@ opts=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 extra=("$@")
+case $seeds in
+    *-*) first=${seeds%-*} last=${seeds#*-} ;;
+    *) first=1 last=$seeds ;;
+esac
 emvolve=${EMVOLVE:-target/release/emvolve}
 [ -x "$emvolve" ] || { echo "no emvolve binary at $emvolve (set EMVOLVE)" >&2; exit 2; }
 mkdir -p "$out/runs" "$out/logs"
@@ -67,7 +73,7 @@ export EXTRA="${extra[*]:-}"
 
 : >"$out/runs.tsv"
 for k in "${!opts[@]}"; do
-    for seed in $(seq 1 "$seeds"); do
+    for seed in $(seq "$first" "$last"); do
         printf '%s\0%s\0%s\0' "$k" "${opts[$k]}" "$seed"
     done
 done | xargs -0 -n 3 -P "$jobs" --process-slot-var=SLOT bash -c 'extra=($EXTRA); one "$@"' _ >>"$out/runs.tsv"
