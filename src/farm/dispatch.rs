@@ -118,7 +118,7 @@ impl Dispatcher {
         design_hash: &str,
         engine: Option<EngineKind>,
         reqs: &[FarmRequest],
-        progress: &dyn Fn(usize),
+        progress: &(dyn Fn(usize) + Sync),
     ) -> anyhow::Result<Vec<FarmResult>> {
         self.rt.block_on(self.evaluate_async(design_text, design_hash, engine, reqs, progress))
     }
@@ -129,7 +129,7 @@ impl Dispatcher {
         design_hash: &str,
         engine: Option<EngineKind>,
         reqs: &[FarmRequest],
-        progress: &dyn Fn(usize),
+        progress: &(dyn Fn(usize) + Sync),
     ) -> anyhow::Result<Vec<FarmResult>> {
         let batch = batch_id(design_hash, engine, reqs);
         let prev = self.prev.lock().unwrap_or_else(std::sync::PoisonError::into_inner).replace(batch.clone());

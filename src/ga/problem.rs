@@ -197,10 +197,11 @@ pub trait Problem {
     /// Simulate a batch of designs, one [`Evaluation`] per design, in order.
     /// Every design of the batch has passed [`Problem::constraint_violation`]
     /// (violation 0), so its evaluation's violation is 0 and is not asked again.
-    /// Call `progress(done)` with the number finished so far as they complete.
+    /// Call `progress(done)` with the number finished so far as they complete,
+    /// from any thread (it is `Sync`: no thread of the problem's need relay it).
     /// An `Err` is fatal for the run (the engine died); a design that cannot be
     /// simulated is an `Ok` evaluation with `failure: Some(reason)`.
-    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>>;
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Evaluation>>;
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ pub fn new_state(
 pub fn step<P: Problem + ?Sized>(
     state: &mut GaState,
     problem: &mut P,
-    progress: &dyn Fn(usize, usize),
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> anyhow::Result<GenStats> {
     let generation = if state.started() { state.generation + 1 } else { 0 };
     let mut rng = state.rng.clone();
@@ -154,7 +154,7 @@ fn evaluate<P: Problem + ?Sized>(
     problem: &mut P,
     candidates: &[Vec<f64>],
     generation: usize,
-    progress: &dyn Fn(usize, usize),
+    progress: &(dyn Fn(usize, usize) + Sync),
 ) -> anyhow::Result<Batch> {
     let m = state.n_objectives;
     let mut entries = Vec::new();
@@ -361,7 +361,7 @@ mod tests {
         fn constraint_violation(&self, x: &[f64]) -> f64 {
             self.inner.constraint_violation(x)
         }
-        fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+        fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Evaluation>> {
             if Some(self.inner.batches) == self.die_at_batch {
                 anyhow::bail!("engine died");
             }
@@ -493,9 +493,9 @@ mod tests {
     fn progress_reports_the_whole_batch() {
         let mut p = recording();
         let mut st = new_state(p.genes(), 1, GaSettings { population: 12, ..Default::default() }, "t").unwrap();
-        let log = std::cell::RefCell::new(Vec::new());
-        step(&mut st, &mut p, &|d, t| log.borrow_mut().push((d, t))).unwrap();
-        let log = log.into_inner();
+        let log = std::sync::Mutex::new(Vec::new());
+        step(&mut st, &mut p, &|d, t| log.lock().unwrap().push((d, t))).unwrap();
+        let log = log.into_inner().unwrap();
         let total = st.evaluations;
         assert_eq!(log.first(), Some(&(0, total)));
         assert_eq!(log.last(), Some(&(total, total)));

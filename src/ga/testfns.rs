@@ -44,7 +44,7 @@ impl Problem for Rastrigin {
     fn constraint_violation(&self, x: &[f64]) -> f64 {
         self.sum_limit.map_or(0.0, |l| (x.iter().sum::<f64>() - l).max(0.0))
     }
-    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Evaluation>> {
         self.batches += 1;
         let mut out = Vec::with_capacity(xs.len());
         for (i, x) in xs.iter().enumerate() {
@@ -84,7 +84,7 @@ impl Problem for Zdt1 {
     fn constraint_violation(&self, _: &[f64]) -> f64 {
         0.0
     }
-    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Evaluation>> {
         let out = xs.iter().map(|x| Evaluation::ok(Zdt1::objectives(x).to_vec())).collect();
         progress(xs.len());
         Ok(out)
@@ -137,7 +137,7 @@ impl Problem for Benchmark {
     fn constraint_violation(&self, _: &[f64]) -> f64 {
         0.0
     }
-    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Evaluation>> {
         self.evaluated += xs.len();
         let out = xs.iter().map(|x| Evaluation::ok(vec![(self.f)(x)])).collect();
         progress(xs.len());

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rayon::prelude::*;
 
@@ -90,7 +90,7 @@ impl DesignProblem {
     }
 
     /// The batch on this host's backend; the last `requests.len() - scored` are not scored.
-    fn local_batch(&self, requests: &[Request], scored: usize, progress: &dyn Fn(usize)) -> anyhow::Result<Vec<(Result<Done, CandidateFailure>, Option<String>)>> {
+    fn local_batch(&self, requests: &[Request], scored: usize, progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<(Result<Done, CandidateFailure>, Option<String>)>> {
         let sims = self.run_batch(requests, scored, progress)?;
         let design = &self.sim.design;
         Ok(sims
@@ -112,7 +112,7 @@ impl DesignProblem {
 
     /// The batch on the farm: the same outcomes, each with its worker's name.
     /// Far fields stay with the workers (this host keeps no Huygens data).
-    fn farm_batch(&self, farm: &Dispatcher, requests: &[Request], scored: usize, progress: &dyn Fn(usize)) -> anyhow::Result<Vec<(Result<Done, CandidateFailure>, Option<String>)>> {
+    fn farm_batch(&self, farm: &Dispatcher, requests: &[Request], scored: usize, progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<(Result<Done, CandidateFailure>, Option<String>)>> {
         let reqs: Vec<FarmRequest> =
             requests.iter().enumerate().map(|(i, r)| FarmRequest { values: r.values.clone(), drives: r.drives.clone(), score: i < scored }).collect();
         let design = &self.sim.design;
@@ -129,31 +129,19 @@ impl DesignProblem {
             .collect())
     }
 
-    /// The batch, run on a scoped thread: the GA's progress callback is not
-    /// `Sync`, so the batch counts into an atomic that this thread polls.
-    fn run_batch(&self, requests: &[Request], shown: usize, progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Result<Simulated, CandidateFailure>>> {
-        let done = AtomicUsize::new(0);
+    /// The batch on this host's backend. `progress` counts only the first
+    /// `shown` (the scored ones) and is told only of a count above every count
+    /// told before: the engine's threads report as they finish, in any order.
+    fn run_batch(&self, requests: &[Request], shown: usize, progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Result<Simulated, CandidateFailure>>> {
         let sim = &self.sim;
-        std::thread::scope(|s| {
-            let h = s.spawn(|| {
-                simulate_batch(&sim.design, requests, sim.engine, sim.backend.as_ref(), &|n| {
-                    done.fetch_max(n.min(shown), Ordering::Relaxed);
-                })
-            });
-            let mut last = 0;
-            while !h.is_finished() {
-                std::thread::sleep(Duration::from_millis(100));
-                let n = done.load(Ordering::Relaxed);
-                if n != last {
-                    progress(n);
-                    last = n;
-                }
+        let told = AtomicUsize::new(0);
+        let done = |n: usize| {
+            let n = n.min(shown);
+            if told.fetch_max(n, Ordering::Relaxed) < n {
+                progress(n);
             }
-            match h.join() {
-                Ok(r) => Ok(r?),
-                Err(_) => Err(anyhow::anyhow!("the evaluation thread panicked")),
-            }
-        })
+        };
+        Ok(simulate_batch(&sim.design, requests, sim.engine, sim.backend.as_ref(), &done)?)
     }
 }
 
@@ -167,7 +155,7 @@ impl Problem for DesignProblem {
     fn constraint_violation(&self, x: &[f64]) -> f64 {
         self.sim.design.constraint_violation(&self.sim.values(x))
     }
-    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Evaluation>> {
         let values: Vec<_> = xs.iter().map(|x| self.sim.values(x)).collect();
         let mut requests: Vec<Request> = values.iter().map(|v| Request { values: v.clone(), drives: self.drives.clone() }).collect();
         let wanted = lock(&self.shared).wanted.take();

@@ -26,8 +26,9 @@ pub struct RunInfo<'a> {
 }
 
 /// Called by the runner at fixed points of the loop. An `Err` stops the run;
-/// the checkpoint of the generation is already saved by then.
-pub trait Observer {
+/// the checkpoint of the generation is already saved by then. `Sync` because
+/// `on_evaluation` is called from the engine's threads as designs finish.
+pub trait Observer: Sync {
     /// Before the first generation of this session (after loading, on resume).
     fn on_start(&mut self, _state: &GaState, _info: &RunInfo) -> anyhow::Result<()> {
         Ok(())

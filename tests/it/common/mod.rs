@@ -43,7 +43,7 @@ impl Problem for TestProblem {
     fn constraint_violation(&self, x: &[f64]) -> f64 {
         self.inner.constraint_violation(x)
     }
-    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &dyn Fn(usize)) -> anyhow::Result<Vec<Evaluation>> {
+    fn evaluate_batch(&mut self, xs: &[Vec<f64>], progress: &(dyn Fn(usize) + Sync)) -> anyhow::Result<Vec<Evaluation>> {
         if let Some((batch, flag)) = &self.interrupt_at_batch {
             if *batch == self.inner.batches {
                 // As if Ctrl-C arrived while the engine was busy.
