@@ -3,14 +3,14 @@
 //! extensions, in the order of the CUDA launches: the fused step (H, PMC
 //! ghosts, E; the CPML terms inside both updates), the driven port's source
 //! (`fdtd_inject`), the port monitor (`fdtd_sample_ports`) and the field DFT
-//! monitors (`fdtd_dft`, [`FieldDftMonitor`]). The step itself is the fast
-//! stepper ([`fast`](super::fast), the same bits as `cpu::fdtd_step`); the
+//! monitors (`fdtd_dft`, [`FieldDftMonitor`]). The step itself is the SIMD
+//! stepper ([`simd`](super::simd), the same bits as `cpu::fdtd_step`); the
 //! source, the port samples and the DFT monitors are the reference code.
 
 use super::cpu;
 use super::fields::Fields;
 use super::dft::FieldDftMonitor;
-use super::fast::{self, FastPlan};
+use super::simd::{self, SimdPlan};
 use super::operator::Operator;
 use crate::engine::stepping::{self, Batch};
 use crate::engine::{EngineError, StepWatch};
@@ -25,7 +25,7 @@ pub struct CpuBatch<'a> {
     /// The port monitor's samples of the current chunk.
     chunk: Vec<PortTrace>,
     dfts: Vec<FieldDftMonitor>,
-    plan: FastPlan,
+    plan: SimdPlan,
 }
 
 impl<'a> CpuBatch<'a> {
@@ -34,7 +34,7 @@ impl<'a> CpuBatch<'a> {
     pub fn new(job: &'a SimJob, op: &'a Operator, f: &'a mut Fields) -> Result<CpuBatch<'a>, SimFailure> {
         op.check_drive(job)?;
         let dfts = job.monitors.iter().map(|m| FieldDftMonitor::new(m, op)).collect::<Result<_, _>>()?;
-        Ok(CpuBatch { job, op, f, chunk: vec![PortTrace::default(); job.ports.len()], dfts, plan: FastPlan::new(op) })
+        Ok(CpuBatch { job, op, f, chunk: vec![PortTrace::default(); job.ports.len()], dfts, plan: SimdPlan::new(op) })
     }
 }
 
@@ -58,7 +58,7 @@ impl Batch for CpuBatch<'_> {
         Ok(())
     }
     fn advance(&mut self, n: usize, k: usize) -> Result<(), EngineError> {
-        fast::advance(self.op, &self.plan, self.f, self.job.drive, &self.job.pulse, n, k, &mut self.chunk, &mut self.dfts);
+        simd::advance(self.op, &self.plan, self.f, self.job.drive, &self.job.pulse, n, k, &mut self.chunk, &mut self.dfts);
         Ok(())
     }
     fn end_chunk(&mut self, due: &[bool]) -> Result<Vec<f64>, EngineError> {

@@ -5,7 +5,7 @@ pub mod cpu;
 pub mod cpu_batch;
 pub mod dft;
 pub mod edges;
-pub mod fast;
+pub mod simd;
 pub mod fields;
 pub mod operator;
 pub mod surface;

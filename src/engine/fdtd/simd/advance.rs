@@ -1,4 +1,4 @@
-//! `k` steps of a job as the CPU batch takes them: per step the fast sweep,
+//! `k` steps of a job as the CPU batch takes them: per step the SIMD sweep,
 //! the driven port's source, the port samples and the field DFT monitors;
 //! or, for large grids without DFT monitors, wavefront blocks that do the
 //! same in one pass per block.
@@ -7,7 +7,7 @@ use super::super::cpu;
 use super::super::fields::Fields;
 use super::super::dft::FieldDftMonitor;
 use super::super::operator::Operator;
-use super::plan::FastPlan;
+use super::plan::SimdPlan;
 use super::sweep::step;
 use super::wave;
 use crate::job::{PortTrace, Pulse};
@@ -15,7 +15,7 @@ use crate::job::{PortTrace, Pulse};
 /// Steps `n..n+k` of `f`, driving port `drive` with `pulse`, the port samples
 /// appended to `traces` and the monitors `dfts` accumulated.
 #[allow(clippy::too_many_arguments)]
-pub fn advance(op: &Operator, plan: &FastPlan, f: &mut Fields, drive: usize, pulse: &Pulse, n: usize, k: usize, traces: &mut [PortTrace], dfts: &mut [FieldDftMonitor]) {
+pub fn advance(op: &Operator, plan: &SimdPlan, f: &mut Fields, drive: usize, pulse: &Pulse, n: usize, k: usize, traces: &mut [PortTrace], dfts: &mut [FieldDftMonitor]) {
     match &plan.wave {
         Some(w) if dfts.is_empty() && op.edges.is_empty() && op.surface.is_empty() => wave::run(op, plan, w, f, drive, pulse, n, k, traces),
         _ => {

@@ -1,4 +1,4 @@
-//! The fast CPU stepper: the reference Yee step of `cpu.rs` (H, PMC ghosts,
+//! The SIMD CPU stepper: the reference Yee step of `cpu.rs` (H, PMC ghosts,
 //! E, CPML inside both) computed bit for bit the same (every f32 operation
 //! in the same order, no fused multiply-add), but shaped for speed:
 //! - `simd`: the vector operations per instruction set, chosen at run time:
@@ -36,15 +36,15 @@ mod plan;
 mod ports;
 mod raw;
 mod rows;
-mod simd;
+mod lanes;
 mod sweep;
 mod wave;
 
 #[cfg(test)]
-mod fast_tests;
+mod simd_tests;
 
 pub use advance::advance;
-pub use simd::Level;
-pub use plan::FastPlan;
+pub use lanes::Level;
+pub use plan::SimdPlan;
 pub use sweep::step;
 pub use plan::Wave;

@@ -1,4 +1,4 @@
-//! What the fast stepper computes once per operator: the x runs of the rows
+//! What the SIMD stepper computes once per operator: the x runs of the rows
 //! (where the x term is CPML-stretched), the material of each E row (one, or
 //! per cell), the material table for the vector lookups, the z slabs of the
 //! threads, the instruction set of the vector loops and, for grids larger
@@ -7,7 +7,7 @@
 use super::super::cpu::{e_range, h_range};
 use super::super::operator::Operator;
 use super::ports;
-use super::simd::{Coefs, Level};
+use super::lanes::{Coefs, Level};
 
 /// Grids smaller than this are stepped on one thread (as in the reference):
 /// small designs get their parallelism from running side by side.
@@ -121,9 +121,9 @@ impl CompRows {
     }
 }
 
-/// The fast stepper's tables for one operator.
+/// The SIMD stepper's tables for one operator.
 #[derive(Debug, Clone)]
-pub struct FastPlan {
+pub struct SimdPlan {
     /// Per component with a derivative along x (1 and 2), H and E side: the
     /// row's cells cut where the x term's CPML stretching starts or stops
     /// (`lo, hi, stretched`); the same for every row. Empty for component 0.
@@ -157,18 +157,18 @@ pub struct FastPlan {
     pub wave: Option<Wave>,
 }
 
-impl FastPlan {
+impl SimdPlan {
     /// The plan of `op`, with as many slabs as rayon has threads for large grids.
-    pub fn new(op: &Operator) -> FastPlan {
+    pub fn new(op: &Operator) -> SimdPlan {
         let threads = if op.len >= PAR_MIN_CELLS { rayon::current_num_threads() } else { 1 };
         let wave = if field_bytes(op) >= WAVE_MIN_BYTES { WAVE_STEPS } else { 0 };
-        FastPlan::with(op, threads, Level::detect(), wave)
+        SimdPlan::with(op, threads, Level::detect(), wave)
     }
 
     /// The plan with `threads` slabs (at most one per two planes) or
     /// wavefront groups, the vector level `level`, and `wave` steps per
     /// thread in a wavefront block (0: one sweep per step).
-    pub fn with(op: &Operator, threads: usize, level: Level, wave: usize) -> FastPlan {
+    pub fn with(op: &Operator, threads: usize, level: Level, wave: usize) -> SimdPlan {
         let rows = op.dims[1] * op.dims[2];
         // The x runs: cells where the x CPML stretches (b > 0) and where not.
         let mut reference = false;
@@ -247,7 +247,7 @@ impl FastPlan {
         let slabs = (0..t).map(|s| s * planes / t..(s + 1) * planes / t).collect();
         let wave = (wave > 0 && !reference).then(|| Wave::new(op, wave, threads));
         let pmc = op.pmc.iter().flatten().any(|&p| p);
-        FastPlan { h_xruns, e_xruns, rows: rows_list, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, by_component, comp_rows, slabs, level, wave }
+        SimdPlan { h_xruns, e_xruns, rows: rows_list, q_h, q_e, e_mat, coefs: Coefs::new(&op.ca, &op.cb), reference, pmc, by_component, comp_rows, slabs, level, wave }
     }
 }
 

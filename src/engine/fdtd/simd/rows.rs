@@ -11,9 +11,9 @@
 
 use super::super::cpu::{e_range, h_range};
 use super::super::operator::Operator;
-use super::plan::{FastPlan, Q, MIXED, WALLS};
+use super::plan::{SimdPlan, Q, MIXED, WALLS};
 use super::raw::Raw;
-use super::simd::{Coefs, Simd};
+use super::lanes::{Coefs, Simd};
 
 /// One derivative term of a row: `t = (u[i] - v[i]) * inv`, then (where
 /// stretched) `psi = b psi + c t; t = t kinv + psi`. Along x (`X`) the
@@ -238,7 +238,7 @@ pub struct HRows<'a, const C: usize, const AX: bool, const BX: bool> {
 
 impl<'a, const C: usize, const AX: bool, const BX: bool> HRows<'a, C, AX, BX> {
     #[inline(always)]
-    pub fn new(op: &'a Operator, plan: &'a FastPlan, raw: Raw) -> Self {
+    pub fn new(op: &'a Operator, plan: &'a SimdPlan, raw: Raw) -> Self {
         let (a, b) = ((C + 1) % 3, (C + 2) % 3);
         debug_assert_eq!((AX, BX), (a == 0, b == 0));
         HRows {
@@ -317,7 +317,7 @@ pub struct ERows<'a, const C: usize, const AX: bool, const BX: bool> {
 
 impl<'a, const C: usize, const AX: bool, const BX: bool> ERows<'a, C, AX, BX> {
     #[inline(always)]
-    pub fn new(op: &'a Operator, plan: &'a FastPlan, raw: Raw) -> Self {
+    pub fn new(op: &'a Operator, plan: &'a SimdPlan, raw: Raw) -> Self {
         let (a, b) = ((C + 1) % 3, (C + 2) % 3);
         debug_assert_eq!((AX, BX), (a == 0, b == 0));
         ERows {

@@ -1,4 +1,4 @@
-//! The fast stepper against the reference step, bit for bit: random fields
+//! The SIMD stepper against the reference step, bit for bit: random fields
 //! (and CPML memories) stepped by both must stay identical, on uniform and
 //! graded meshes, with CPML, PMC faces, lumped and waveguide ports, on every
 //! instruction-set level this CPU has and with several slabs.
@@ -7,7 +7,7 @@ use super::super::cpu;
 use super::super::fields::Fields;
 use super::super::operator::Operator;
 use super::super::tests::{empty_job, wr28_job};
-use super::{advance, step, FastPlan, Level};
+use super::{advance, step, SimdPlan, Level};
 use crate::job::*;
 
 /// A tiny deterministic generator (xorshift), so failures reproduce.
@@ -59,13 +59,13 @@ fn same_bits(a: &Fields, b: &Fields) -> Result<(), String> {
 }
 
 /// Step `job`'s random fields `steps` times with the reference (the driven
-/// port's source included) and with the fast stepper at every level and
+/// port's source included) and with the SIMD stepper at every level and
 /// slab count; every array must keep the same bits.
 fn check(job: &SimJob, steps: usize) {
     let op = Operator::new(job).unwrap();
     for level in Level::available() {
         for (threads, by_component) in [(1, false), (1, true), (2, false), (3, true), (5, false)] {
-            let mut plan = FastPlan::with(&op, threads, level, 0);
+            let mut plan = SimdPlan::with(&op, threads, level, 0);
             plan.by_component = by_component;
             let mut r = random_fields(&op, 0x5eed + threads as u64);
             let mut f = random_fields(&op, 0x5eed + threads as u64);
@@ -99,7 +99,7 @@ fn check_wave(job: &SimJob, steps: usize) {
     }
     assert!(want.iter().all(|t| t.v.len() == steps), "every port sampled every step");
     for (per_thread, threads) in [(1, 1), (3, 1), (2, 2), (4, 2), (1, 3)] {
-        let plan = FastPlan::with(&op, threads, Level::detect(), per_thread);
+        let plan = SimdPlan::with(&op, threads, Level::detect(), per_thread);
         let w = plan.wave.as_ref().unwrap();
         let mut f = random_fields(&op, 77);
         let mut got = vec![PortTrace::default(); job.ports.len()];
@@ -156,7 +156,7 @@ fn pec_box_with_dielectric_block_matches_reference_bits() {
     // block: every way of finding a row's materials is used.
     let mut j = crate::bench::box_job_pml(50, 10, 0);
     j.label = "pec box 50".into();
-    let plan = FastPlan::new(&Operator::new(&j).unwrap());
+    let plan = SimdPlan::new(&Operator::new(&j).unwrap());
     let modes = |f: fn(u16) -> bool| plan.e_mat.iter().flatten().any(|&m| f(m));
     assert!(modes(|m| m < 256) && modes(|m| m != super::plan::MIXED && m & super::plan::WALLS != 0) && modes(|m| m == super::plan::MIXED));
     check(&j, 2);
@@ -267,7 +267,7 @@ fn irregular_x_cpml_steps_with_the_reference() {
     let cp = op.pml[0].as_mut().unwrap();
     cp.e_b[8] = 0.5;
     cp.e_c[8] = -0.25;
-    let plan = FastPlan::with(&op, 1, Level::detect(), 0);
+    let plan = SimdPlan::with(&op, 1, Level::detect(), 0);
     assert!(plan.reference);
     let mut r = random_fields(&op, 9);
     let mut f = random_fields(&op, 9);
@@ -276,7 +276,7 @@ fn irregular_x_cpml_steps_with_the_reference() {
         step(&op, &plan, &mut f);
     }
     same_bits(&r, &f).unwrap();
-    let regular = FastPlan::with(&Operator::new(&j).unwrap(), 1, Level::detect(), 0);
+    let regular = SimdPlan::with(&Operator::new(&j).unwrap(), 1, Level::detect(), 0);
     assert!(!regular.reference);
 }
 

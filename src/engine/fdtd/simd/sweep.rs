@@ -12,10 +12,10 @@ use rayon::prelude::*;
 
 use super::super::fields::Fields;
 use super::super::operator::Operator;
-use super::plan::FastPlan;
+use super::plan::SimdPlan;
 use super::raw::Raw;
 use super::rows::{pmc_row, ERows, HRows};
-use super::simd::{Level, Simd};
+use super::lanes::{Level, Simd};
 
 /// What one pass does.
 #[derive(Clone)]
@@ -29,7 +29,7 @@ enum Pass {
 }
 
 /// One Yee step of `f` (the same bits as `cpu::fdtd_step`).
-pub fn step(op: &Operator, plan: &FastPlan, f: &mut Fields) {
+pub fn step(op: &Operator, plan: &SimdPlan, f: &mut Fields) {
     if plan.reference {
         super::super::cpu::fdtd_step(op, f);
         return;
@@ -50,11 +50,11 @@ pub fn step(op: &Operator, plan: &FastPlan, f: &mut Fields) {
 /// # Safety
 /// As the sweep: planes k-1, k and k+1 hold the states the reference's step
 /// would see, and no other thread touches them meanwhile.
-pub unsafe fn plane_step(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+pub unsafe fn plane_step(op: &Operator, plan: &SimdPlan, raw: Raw, k: usize) {
     dispatch(op, plan, raw, Pass::Plane(k))
 }
 
-fn dispatch(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
+fn dispatch(op: &Operator, plan: &SimdPlan, raw: Raw, pass: Pass) {
     // SAFETY: the passes touch disjoint planes as described above.
     unsafe {
         match pass {
@@ -78,7 +78,7 @@ fn dispatch(op: &Operator, plan: &FastPlan, raw: Raw, pass: Pass) {
 /// # Safety
 /// As [`plane_step`] over the planes.
 #[inline(always)]
-unsafe fn fused(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, e0: usize) {
+unsafe fn fused(op: &Operator, plan: &SimdPlan, raw: Raw, k0: usize, k1: usize, e0: usize) {
     // The level was detected on this CPU (or is lower).
     match plan.level {
         #[cfg(target_arch = "x86_64")]
@@ -93,7 +93,7 @@ unsafe fn fused(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, 
 ///
 /// # Safety
 /// As [`plane_step`] for the E half step.
-unsafe fn e_only(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+unsafe fn e_only(op: &Operator, plan: &SimdPlan, raw: Raw, k: usize) {
     match plan.level {
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => e_avx512(op, plan, raw, k),
@@ -110,7 +110,7 @@ unsafe fn e_only(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
 ///
 /// # Safety
 /// As [`pmc_row`] for those rows.
-unsafe fn idle_ghosts(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+unsafe fn idle_ghosts(op: &Operator, plan: &SimdPlan, raw: Raw, k: usize) {
     let mut listed = plan.rows.plane(k).iter().map(|r| r.0 as usize).peekable();
     for j in 0..op.dims[1] - 1 {
         if listed.peek() == Some(&j) {
@@ -125,7 +125,7 @@ unsafe fn idle_ghosts(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
 type ESet<'a> = (ERows<'a, 0, false, false>, ERows<'a, 1, false, true>, ERows<'a, 2, true, false>);
 
 #[inline(always)]
-fn e_rows<'a>(op: &'a Operator, plan: &'a FastPlan, raw: Raw) -> ESet<'a> {
+fn e_rows<'a>(op: &'a Operator, plan: &'a SimdPlan, raw: Raw) -> ESet<'a> {
     (ERows::new(op, plan, raw), ERows::new(op, plan, raw), ERows::new(op, plan, raw))
 }
 
@@ -155,7 +155,7 @@ macro_rules! level {
         /// One component over planes k0..k1 (its own function, so that its
         /// row set-up is all that lives across the planes).
         mod $m {
-            use super::super::plan::FastPlan;
+            use super::super::plan::SimdPlan;
             use super::super::raw::Raw;
             use super::super::rows::{ERows, HRows};
             use super::Operator;
@@ -163,7 +163,7 @@ macro_rules! level {
                 ($name:ident, $ty:ty, $i:expr) => {
                     $(#[target_feature(enable = $feat)])?
                     #[inline(never)]
-                    pub unsafe fn $name(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize) {
+                    pub unsafe fn $name(op: &Operator, plan: &SimdPlan, raw: Raw, k0: usize, k1: usize) {
                         let rows = plan.comp_rows[$i].planes(k0, k1);
                         if rows.is_empty() {
                             return;
@@ -185,7 +185,7 @@ macro_rules! level {
 
         $(#[target_feature(enable = $feat)])?
         #[inline(never)]
-        unsafe fn $fused(op: &Operator, plan: &FastPlan, raw: Raw, k0: usize, k1: usize, e0: usize) {
+        unsafe fn $fused(op: &Operator, plan: &SimdPlan, raw: Raw, k0: usize, k1: usize, e0: usize) {
             let h = (HRows::<0, false, false>::new(op, plan, raw), HRows::<1, false, true>::new(op, plan, raw), HRows::<2, true, false>::new(op, plan, raw));
             let e = e_rows(op, plan, raw);
             if plan.by_component {
@@ -233,7 +233,7 @@ macro_rules! level {
 
         $(#[target_feature(enable = $feat)])?
         #[inline(never)]
-        unsafe fn $e(op: &Operator, plan: &FastPlan, raw: Raw, k: usize) {
+        unsafe fn $e(op: &Operator, plan: &SimdPlan, raw: Raw, k: usize) {
             let e = e_rows(op, plan, raw);
             for &(j, m) in plan.rows.plane(k) {
                 e_row::<$S>(&e, j as usize, k, m);
@@ -243,7 +243,7 @@ macro_rules! level {
 }
 
 #[cfg(target_arch = "x86_64")]
-level!(fused_avx512, e_avx512, by_avx512, crate::engine::fdtd::fast::simd::Avx512, "avx512f,avx512vl,avx512bw,avx2,fma");
+level!(fused_avx512, e_avx512, by_avx512, crate::engine::fdtd::simd::lanes::Avx512, "avx512f,avx512vl,avx512bw,avx2,fma");
 #[cfg(target_arch = "x86_64")]
-level!(fused_avx2, e_avx2, by_avx2, crate::engine::fdtd::fast::simd::Avx2, "avx2,fma");
-level!(fused_base, e_base, by_base, crate::engine::fdtd::fast::simd::Base);
+level!(fused_avx2, e_avx2, by_avx2, crate::engine::fdtd::simd::lanes::Avx2, "avx2,fma");
+level!(fused_base, e_base, by_base, crate::engine::fdtd::simd::lanes::Base);

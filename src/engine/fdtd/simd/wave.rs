@@ -13,7 +13,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::plan::{FastPlan, Wave};
+use super::plan::{SimdPlan, Wave};
 use super::ports;
 use super::raw::Raw;
 use super::sweep::plane_step;
@@ -30,7 +30,7 @@ use crate::job::{PortTrace, Pulse};
 /// waits on blocks claimed before it by running threads (no deadlock, even
 /// when rayon runs the workers one after the other).
 #[allow(clippy::too_many_arguments)]
-pub fn run(op: &Operator, plan: &FastPlan, wave: &Wave, f: &mut Fields, drive: usize, pulse: &Pulse, s0: usize, count: usize, traces: &mut [PortTrace]) {
+pub fn run(op: &Operator, plan: &SimdPlan, wave: &Wave, f: &mut Fields, drive: usize, pulse: &Pulse, s0: usize, count: usize, traces: &mut [PortTrace]) {
     let raw = Raw::new(f);
     let planes = op.n[2] + 1;
     let per = (wave.steps / wave.threads).max(1);
