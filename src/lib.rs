@@ -18,6 +18,7 @@ pub mod farm;
 pub mod fitness;
 pub mod ga;
 pub mod job;
+pub mod linalg;
 pub mod numfmt;
 pub mod optimise;
 pub mod outputs;

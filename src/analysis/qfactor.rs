@@ -372,7 +372,7 @@ fn levenberg_marquardt(f: &[f64], col: &[&[Complex64]], w: &std::ops::Range<usiz
 /// `a x = b` for the symmetric positive-definite damped normal matrix `a`
 /// (Cholesky, the GA's own); `None` when it is not positive definite.
 fn solve(a: &[Vec<f64>], b: &[f64]) -> Option<Vec<f64>> {
-    use crate::ga::linalg::{cholesky, solve_lower, solve_upper_t};
+    use crate::linalg::{cholesky, solve_lower, solve_upper_t};
     let n = b.len();
     let flat: Vec<f64> = a.iter().flatten().copied().collect();
     let l = cholesky(&flat, n)?;

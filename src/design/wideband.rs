@@ -16,7 +16,7 @@
 //! and in eps'' weighted alike. Non-negative weights keep the medium passive.
 
 use crate::consts::EPS0;
-use crate::ga::linalg;
+use crate::linalg;
 use crate::job::Pole;
 use num_complex::Complex64;
 use std::f64::consts::PI;

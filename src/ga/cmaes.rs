@@ -23,7 +23,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use super::genome::GeneSpec;
-use super::linalg::symmetric_eigen;
+use crate::linalg::symmetric_eigen;
 use super::methods::{CmaesParams, Method};
 use super::ops::select::compare_constrained;
 use super::problem::PENALTY;

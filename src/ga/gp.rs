@@ -9,7 +9,7 @@
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::linalg::{cholesky, inverse_from_cholesky, solve_lower, solve_upper_t};
+use crate::linalg::{cholesky, inverse_from_cholesky, solve_lower, solve_upper_t};
 
 /// Bounds of the log hyperparameters: length scales, signal variance, noise variance.
 const LOG_LS: (f64, f64) = (-4.6, 2.3); // 0.01 .. 10 of the unit cube

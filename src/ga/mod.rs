@@ -11,7 +11,6 @@ pub mod breed;
 pub mod cmaes;
 pub mod de;
 pub mod gp;
-pub mod linalg;
 pub mod methods;
 pub mod step_methods;
 pub mod surrogate;

@@ -34,7 +34,7 @@
 //! memories would need the correction too); PMC mirror ghosts are handled by
 //! counting the mirrored node's share in the face edge.
 
-use crate::ga::linalg;
+use crate::linalg;
 use crate::job::{Boundary, Conductor, SimFailure, SimJob};
 use num_complex::Complex64;
 use std::f64::consts::PI;

@@ -638,3 +638,42 @@ fn the_two_step_twin_is_two_steps_of_the_reference_loop() {
     }
     assert!(traces[0].v.iter().any(|&v| v != 0.0), "the port saw the fields");
 }
+
+#[test]
+fn the_on_chip_twin_is_the_reference_loop_chunk_by_chunk() {
+    // cpu.rs fdtd_onchip (the twin of kernels/fdtd_onchip.cu: k steps with the
+    // source and the port samples in one launch, the energy after the k-th)
+    // against the CPU batch's stepping loop over two chunks of 4 steps: fields
+    // and port samples bit for bit, and the energy it returns is the fields'.
+    let mut job = crate::dev::device_check::random_jobs(true, 4).into_iter().find(|j| j.label.contains("lumped along z")).unwrap();
+    job.stop = StopRule { decay_db: -1000.0, max_steps: 8, check_every: 4, max_time: None };
+    job.pulse.f0 = 0.0;
+    job.pulse.tau = 1e-9;
+    job.pulse.t0 = 0.0;
+    let op = Operator::new(&job).unwrap();
+    let mut init = Fields::new(&op);
+    for c in 0..3 {
+        for (p, x) in init.e[c].iter_mut().enumerate() {
+            *x = ((p * 5 + c) % 11) as f32 * 1e-3;
+        }
+    }
+    let mut fr = Fields::new(&op);
+    fr.e = init.e.clone();
+    let out = super::cpu_batch::run_from(&job, &op, &mut fr).unwrap();
+    let mut f = init;
+    let mut traces: Vec<PortTrace> = job.ports.iter().map(|_| PortTrace::default()).collect();
+    let mut energy = 0.0;
+    for n in [0, 4] {
+        energy = cpu::fdtd_onchip(&op, &mut f, job.drive, &job.pulse, n, 4, &mut traces);
+    }
+    for c in 0..3 {
+        assert!(f.e[c].iter().zip(&fr.e[c]).all(|(a, b)| a.to_bits() == b.to_bits()), "E{c}");
+        assert!(f.h[c].iter().zip(&fr.h[c]).all(|(a, b)| a.to_bits() == b.to_bits()), "H{c}");
+    }
+    for (t, r) in traces.iter().zip(&out.traces) {
+        assert_eq!(t.v, r.v);
+        assert_eq!(t.i, r.i);
+    }
+    assert_eq!(energy.to_bits(), cpu::fdtd_energy(&op, &fr).to_bits());
+    assert!(energy > 0.0 && traces[0].v.iter().any(|&v| v != 0.0), "the port saw the fields");
+}

@@ -1,5 +1,7 @@
-//! The small dense linear algebra CMA-ES and the Gaussian-process surrogate
-//! need (n up to a few hundred): Cholesky factorisation and solves, and the
+//! Small dense linear algebra (n up to a few hundred), shared by the
+//! optimisers (CMA-ES, the Gaussian-process surrogate), the material fits
+//! (the wideband and surface-impedance pole fits' non-negative least squares)
+//! and the Q-factor fit: Cholesky factorisation and solves, and the
 //! symmetric eigendecomposition by cyclic Jacobi rotations. Row-major
 //! `Vec<f64>` of n*n; nothing here allocates beyond its result.
 
