@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use crate::analysis::pattern::FarField;
 use crate::analysis::SParams;
 use crate::design::{Design, DesignError};
-use crate::engine::{Backend, EngineError, StepWatch};
+use crate::engine::{Backend, EngineError, RunCtx};
 use crate::fitness::{Fitness, FitnessError};
 use crate::job::{EndReason, EngineKind, SimFailure, SimJob, SimOutput};
 
@@ -164,26 +164,15 @@ fn run_summary(jobs: &[SimJob], outputs: &[SimOutput]) -> String {
 
 /// Simulate every request in ONE backend batch. An `Err` is fatal (the engine
 /// failed); a candidate that cannot be built or whose simulation fails gets its
-/// [`CandidateFailure`] and the others are unaffected. `done(n)` follows the
-/// batch in requests (in proportion to the jobs finished).
+/// [`CandidateFailure`] and the others are unaffected. `ctx.done(n)` follows the
+/// batch in requests (in proportion to the jobs finished); `ctx.watch[k]`
+/// follows the k-th job built (request by request, one per drive).
 pub fn simulate_batch(
     design: &Design,
     requests: &[Request],
     engine: Option<EngineKind>,
     backend: &dyn Backend,
-    done: &(dyn Fn(usize) + Sync),
-) -> Result<Vec<Result<Simulated, CandidateFailure>>, EngineError> {
-    simulate_batch_watched(design, requests, engine, backend, done, &[])
-}
-
-/// [`simulate_batch`], with `watch[k]` following the k-th job built while it steps.
-pub fn simulate_batch_watched(
-    design: &Design,
-    requests: &[Request],
-    engine: Option<EngineKind>,
-    backend: &dyn Backend,
-    done: &(dyn Fn(usize) + Sync),
-    watch: &[StepWatch],
+    ctx: &RunCtx,
 ) -> Result<Vec<Result<Simulated, CandidateFailure>>, EngineError> {
     let mut jobs = Vec::new();
     let mut built: Vec<Result<Range<usize>, CandidateFailure>> = Vec::with_capacity(requests.len());
@@ -200,7 +189,8 @@ pub fn simulate_batch_watched(
         }
     }
     let (n_req, n_jobs) = (requests.len(), jobs.len().max(1));
-    let outs = backend.run_batch_watched(&jobs, &|n| done(n * n_req / n_jobs), watch)?;
+    let done = ctx.done;
+    let outs = backend.run(&jobs, &RunCtx::watched(&|n| done(n * n_req / n_jobs), ctx.watch))?;
     // Each candidate's outputs, in order; then the DFTs of all candidates in
     // parallel (a generation's post-processing is seconds of sequential work
     // otherwise, as long as the GPU's simulation).
@@ -250,31 +240,18 @@ pub fn far_field(design: &Design, sim: &Simulated) -> Result<Option<FarField>, C
 }
 
 /// Simulate and score `candidates` (parameter values) with port columns
-/// `drives` (0-based) driven, in ONE backend batch (see [`simulate_batch`]).
+/// `drives` (0-based) driven, in ONE backend batch (see [`simulate_batch`],
+/// which says what `ctx` follows).
 pub fn evaluate_designs(
     design: &Design,
     candidates: &[BTreeMap<String, f64>],
     drives: &[usize],
     engine: Option<EngineKind>,
     backend: &dyn Backend,
-    done: &(dyn Fn(usize) + Sync),
-    ) -> Result<Vec<Result<Scored, CandidateFailure>>, EngineError> {
-    evaluate_designs_watched(design, candidates, drives, engine, backend, done, &[])
-}
-
-/// [`evaluate_designs`], with `watch[k]` following the k-th job built (candidate
-/// by candidate, one per drive) while it steps: the `simulate` progress bar.
-pub fn evaluate_designs_watched(
-    design: &Design,
-    candidates: &[BTreeMap<String, f64>],
-    drives: &[usize],
-    engine: Option<EngineKind>,
-    backend: &dyn Backend,
-    done: &(dyn Fn(usize) + Sync),
-    watch: &[StepWatch],
+    ctx: &RunCtx,
 ) -> Result<Vec<Result<Scored, CandidateFailure>>, EngineError> {
     let requests: Vec<Request> = candidates.iter().map(|v| Request { values: v.clone(), drives: drives.to_vec() }).collect();
-    let sims = simulate_batch_watched(design, &requests, engine, backend, done, watch)?;
+    let sims = simulate_batch(design, &requests, engine, backend, ctx)?;
     Ok(sims.into_par_iter().map(|r| r.and_then(|s| score(design, s))).collect())
 }
 
@@ -286,7 +263,7 @@ pub fn evaluate_one(
     engine: Option<EngineKind>,
     backend: &dyn Backend,
 ) -> Result<Result<Scored, CandidateFailure>, EngineError> {
-    let mut r = evaluate_designs(design, std::slice::from_ref(values), drives, engine, backend, &|_| {})?;
+    let mut r = evaluate_designs(design, std::slice::from_ref(values), drives, engine, backend, &RunCtx::NONE)?;
     // simulate_batch answers every request, so the one result is there.
     Ok(r.pop().unwrap_or_else(|| Err(CandidateFailure::Design(DesignError::invalid(design.origin(), "parameters", "the batch returned no result")))))
 }

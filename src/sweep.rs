@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::analysis::SParams;
 use crate::design::Design;
-use crate::engine::{Backend, EngineError};
+use crate::engine::{Backend, EngineError, RunCtx};
 use crate::evaluate::evaluate_designs;
 use crate::fitness::{Fitness, Limit};
 use crate::job::EngineKind;
@@ -142,7 +142,7 @@ pub fn run(
     for chunk in todo.chunks(batch.max(1)) {
         let vals: Vec<BTreeMap<String, f64>> = chunk.iter().map(|&i| out[i].values.clone()).collect();
         let base = done;
-        let res = evaluate_designs(design, &vals, &drives, engine, backend, &|n| progress(base + n, total))?;
+        let res = evaluate_designs(design, &vals, &drives, engine, backend, &RunCtx::progress(&|n| progress(base + n, total)))?;
         for (&i, r) in chunk.iter().zip(res) {
             out[i].result = match r {
                 Ok(s) => PointResult::Scored { fitness: s.fitness, sparams: s.sparams },

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::GraphsChoice;
 use crate::engine::cuda::batch::{Origin, Tile};
 use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice};
-use crate::engine::{cpu::CpuBackend, Backend};
+use crate::engine::{Backend, RunCtx, cpu::CpuBackend};
 
 /// The ports a benchmark drives: the GA's, or every port.
 fn drives(design: &crate::design::Design, all_ports: bool) -> Vec<usize> {
@@ -113,7 +113,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
     host_build(&design, &cands, &drives, engine)?;
     let time = |backend: &dyn Backend| -> anyhow::Result<(f64, f64, usize, usize)> {
         let t = Instant::now();
-        let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, backend, &|_| {})?;
+        let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, backend, &RunCtx::NONE)?;
         let secs = t.elapsed().as_secs_f64();
         let mut upd = 0.0;
         let (mut lo, mut hi) = (usize::MAX, 0);
@@ -141,7 +141,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
         if verbose {
             // Each job's grid and step count: what an on-chip generation's length
             // follows (the longest-ringing jobs and the widest set each launch's time).
-            let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, &CpuBackend, &|_| {})?;
+            let rs = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, &CpuBackend, &RunCtx::NONE)?;
             println!("job: candidate drive n_x n_y n_z cells steps");
             for (ci, r) in rs.iter().enumerate() {
                 if let Ok(r) = r {

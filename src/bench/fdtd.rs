@@ -7,7 +7,7 @@ use super::{BenchArgs, GraphsChoice, SchemeChoice};
 use crate::engine::cuda::batch::{step_bytes, Origin, Tile};
 use crate::engine::cuda::{CudaBackend, CudaOptions, Scheme};
 use crate::engine::fdtd::Operator;
-use crate::engine::{cpu::CpuBackend, Backend};
+use crate::engine::{Backend, RunCtx, cpu::CpuBackend};
 use crate::job::SimJob;
 
 /// Time the FDTD workloads at `s1` and `s2` steps and print the table.
@@ -100,7 +100,7 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
             for (g, lean, org, slim) in super::combos(a.graphs, &leans, &origins, &slims) {
                 be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, slim, slim_min_plane: a.slim_min_plane, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
-                be.run_batch(&make(2))?;
+                be.run(&make(2), &RunCtx::NONE)?;
                 let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
                 let st = be.last_stats();
                 let gr = if a.graphs == GraphsChoice::Both { format!(", graphs {}", if g { "on" } else { "off" }) } else { String::new() };

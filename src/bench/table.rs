@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::engine::Backend;
+use crate::engine::{Backend, RunCtx};
 use crate::job::SimJob;
 
 /// One measured row.
@@ -30,7 +30,7 @@ pub fn measure(backend: &dyn Backend, make: &dyn Fn(usize) -> Vec<SimJob>, s1: u
     for s in [s1, s2] {
         let jobs = make(s);
         let t = Instant::now();
-        let out = backend.run_batch(&jobs)?;
+        let out = backend.run(&jobs, &RunCtx::NONE)?;
         walls.push(t.elapsed().as_secs_f64());
         upd = 0.0;
         for (j, o) in jobs.iter().zip(out) {

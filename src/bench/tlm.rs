@@ -9,7 +9,7 @@ use super::table::{measure, print_table, row};
 use crate::design::DesignError;
 use crate::engine::cuda::tlm::TlmConfig;
 use crate::engine::cuda::{self, CudaBackend, CudaOptions, PathChoice};
-use crate::engine::{cpu::CpuBackend, Backend};
+use crate::engine::{Backend, RunCtx, cpu::CpuBackend};
 use crate::job::*;
 
 /// An `n^3` vacuum box of 1 mm cells, PEC faces, a lumped port: every node
@@ -116,7 +116,7 @@ pub fn run(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: b
         for &c in configs {
             be.set_tlm_config(c)?;
             // Warm-up: compiles the launch shape once.
-            be.run_batch(&make(2))?;
+            be.run(&make(2), &RunCtx::NONE)?;
             let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
             let st = be.last_stats();
             let mut r = row(format!("{name} [{c}]"), &make(1), s1, s2, w1, w2, u);
@@ -130,7 +130,7 @@ pub fn run(n: usize, s1: usize, s2: usize, pop: usize, cells: usize, use_cuda: b
         if onchip && wi == 2 {
             for &t in onchip_threads {
                 be.set_options(CudaOptions { path: PathChoice::Onchip, onchip_threads: t, ..Default::default() })?;
-                be.run_batch(&make(2))?;
+                be.run(&make(2), &RunCtx::NONE)?;
                 let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
                 let st = be.last_stats();
                 let mut r = row(format!("{name} [on-chip, {t} threads]"), &make(1), s1, s2, w1, w2, u);

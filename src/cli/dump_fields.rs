@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::design::Design;
-use crate::engine::{Backend, BatchResult, StepWatch};
+use crate::engine::{Backend, BatchResult, RunCtx};
 use crate::export::fields::{whole_grid, FieldMagnitudes};
 use crate::job::{Axis, MonitorOutput, SimJob, SimOutput};
 
@@ -34,16 +34,13 @@ impl Backend for FieldDump<'_> {
     fn name(&self) -> String {
         self.inner.name()
     }
-    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
-        self.run_batch_watched(jobs, done, &[])
-    }
-    fn run_batch_watched(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync), watch: &[StepWatch]) -> BatchResult {
+    fn run(&self, jobs: &[SimJob], ctx: &RunCtx) -> BatchResult {
         let mut jobs = jobs.to_vec();
         if let Some(j) = jobs.first_mut() {
             let m = whole_grid(j, &self.freqs);
             j.monitors.push(m);
         }
-        let mut outs = self.inner.run_batch_watched(&jobs, done, watch)?;
+        let mut outs = self.inner.run(&jobs, ctx)?;
         if let (Some(Ok(o)), Some(j)) = (outs.first_mut(), jobs.first_mut()) {
             // The dump monitor was added last; the others stay with the output.
             if o.monitors.len() == j.monitors.len() {

@@ -15,8 +15,8 @@ use crate::job::EngineKind;
 use crate::design::Design;
 use super::sim_progress::{JobInfo, SimProgress};
 use crate::engine::select::BackendChoice;
-use crate::engine::StepWatch;
-use crate::evaluate::{evaluate_designs_watched, Scored};
+use crate::engine::{RunCtx, StepWatch};
+use crate::evaluate::{evaluate_designs, Scored};
 use crate::outputs::write_design_files;
 
 #[derive(Args, Debug)]
@@ -111,7 +111,7 @@ pub fn run(a: SimulateArgs) -> anyhow::Result<i32> {
     let engine = a.engine;
     // The batch runs on its own thread; this one redraws the display until it ends.
     let mut res = std::thread::scope(|s| {
-        let h = s.spawn(|| evaluate_designs_watched(&design, std::slice::from_ref(&values), &drives, engine, backend, &|_| {}, &watch));
+        let h = s.spawn(|| evaluate_designs(&design, std::slice::from_ref(&values), &drives, engine, backend, &RunCtx::watched(&|_| {}, &watch)));
         while !h.is_finished() {
             display.update(&watch);
             std::thread::sleep(std::time::Duration::from_millis(200));

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::design::Design;
-use crate::engine::Backend;
+use crate::engine::{Backend, RunCtx};
 use crate::evaluate::evaluate_one;
 use crate::job::EngineKind;
 
@@ -60,10 +60,10 @@ pub fn check_generation(file: &std::path::Path, n: usize, engine: Option<crate::
     let drives: Vec<usize> = (0..design.port_names().len()).collect();
     let cands = crate::bench::design::random_candidates(&design, n);
     let t = std::time::Instant::now();
-    let c = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, &crate::engine::cpu::CpuBackend, &|_| {})?;
+    let c = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, &crate::engine::cpu::CpuBackend, &RunCtx::NONE)?;
     let tc = t.elapsed().as_secs_f64();
     let t = std::time::Instant::now();
-    let g = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, gpu, &|_| {})?;
+    let g = crate::evaluate::evaluate_designs(&design, &cands, &drives, engine, gpu, &RunCtx::NONE)?;
     let tg = t.elapsed().as_secs_f64();
     let (mut worst, mut bad, mut same_steps, mut exact) = (0.0f64, false, 0, 0);
     for (k, (c, g)) in c.iter().zip(&g).enumerate() {

@@ -6,7 +6,7 @@
 use rayon::prelude::*;
 
 use super::fdtd::{cpu_batch, Operator};
-use super::{Backend, BatchResult, StepWatch};
+use super::{Backend, BatchResult, RunCtx, StepWatch};
 use crate::job::{EngineKind, SimFailure, SimJob, SimOutput};
 
 /// Runs FDTD and TLM jobs on the CPU.
@@ -46,10 +46,8 @@ impl Backend for CpuBackend {
     fn name(&self) -> String {
         format!("cpu ({} threads)", rayon::current_num_threads())
     }
-    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
-        self.run_batch_watched(jobs, done, &[])
-    }
-    fn run_batch_watched(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync), watch: &[StepWatch]) -> BatchResult {
+    fn run(&self, jobs: &[SimJob], ctx: &RunCtx) -> BatchResult {
+        let (done, watch) = (ctx.done, ctx.watch);
         // One operator per FDTD structure, built first (in parallel), then every job.
         let group = structure_groups(jobs);
         let firsts: Vec<usize> = (0..jobs.len()).filter(|&i| group[i] == i && jobs[i].engine == EngineKind::Fdtd).collect();
@@ -91,7 +89,7 @@ mod tests {
         }
         // The two drives share their cells; the second call's job is a separate structure.
         assert_eq!(structure_groups(&jobs), [0, 0, 2]);
-        let together = CpuBackend.run_batch(&jobs).unwrap();
+        let together = CpuBackend.run(&jobs, &RunCtx::NONE).unwrap();
         for (j, r) in jobs.iter().zip(&together) {
             let alone = run_job(j).unwrap();
             assert_eq!(r.as_ref().unwrap(), &alone, "{}", j.label);
@@ -113,7 +111,7 @@ mod tests {
             jobs.push(j);
         }
         let watch = StepWatch::for_jobs(jobs.len());
-        let outs = CpuBackend.run_batch_watched(&jobs, &|_| {}, &watch).unwrap();
+        let outs = CpuBackend.run(&jobs, &RunCtx::watched(&|_| {}, &watch)).unwrap();
         for ((j, o), w) in jobs.iter().zip(&outs).zip(&watch) {
             let o = o.as_ref().unwrap();
             let db = match o.ended {

@@ -39,22 +39,40 @@ pub enum EngineError {
 /// One result per job, in order.
 pub type BatchResult = Result<Vec<Result<SimOutput, SimFailure>>, EngineError>;
 
+/// What the caller of a batch follows while it runs: `done(n)` as jobs
+/// finish (n = jobs finished so far, reported from any thread), and
+/// `watch[i]` following job i's steps and energy decay. Both are for people
+/// (progress bars); a backend that cannot report per step leaves the watches
+/// untouched.
+#[derive(Clone, Copy)]
+pub struct RunCtx<'a> {
+    pub done: &'a (dyn Fn(usize) + Sync),
+    pub watch: &'a [StepWatch],
+}
+
+fn nobody(_: usize) {}
+
+impl RunCtx<'static> {
+    /// Nobody follows the batch.
+    pub const NONE: RunCtx<'static> = RunCtx { done: &nobody, watch: &[] };
+}
+
+impl<'a> RunCtx<'a> {
+    /// `done(n)` follows the jobs finished; no step watches.
+    pub fn progress(done: &'a (dyn Fn(usize) + Sync)) -> RunCtx<'a> {
+        RunCtx { done, watch: &[] }
+    }
+    /// `done(n)` follows the jobs finished, `watch[i]` job i's steps.
+    pub fn watched(done: &'a (dyn Fn(usize) + Sync), watch: &'a [StepWatch]) -> RunCtx<'a> {
+        RunCtx { done, watch }
+    }
+}
+
 /// A compute backend (CPU or CUDA) for every engine kind it supports.
 pub trait Backend: Send + Sync {
     /// "cpu", "cuda:0", ...
     fn name(&self) -> String;
-    /// Simulate every job of the batch.
-    fn run_batch(&self, jobs: &[SimJob]) -> BatchResult {
-        self.run_batch_progress(jobs, &|_| {})
-    }
-    /// Simulate every job of the batch, calling `done(n)` as jobs finish
-    /// (n = jobs finished so far), for progress bars.
-    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult;
-    /// As [`Backend::run_batch_progress`], with `watch[i]` following job i's
-    /// steps and energy decay while it runs (progress bars). A backend that
-    /// cannot report per step leaves the watches untouched.
-    fn run_batch_watched(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync), watch: &[StepWatch]) -> BatchResult {
-        let _ = watch;
-        self.run_batch_progress(jobs, done)
-    }
+    /// Simulate every job of the batch, one result per job in order; `ctx`
+    /// says who follows it while it runs.
+    fn run(&self, jobs: &[SimJob], ctx: &RunCtx) -> BatchResult;
 }

@@ -25,7 +25,7 @@ use super::conn::{self, Endpoint, HEARTBEAT_SUBJECT};
 use super::wire::{self, Item, Outcome, Results, Work, MAX_RESULT_BYTES, PROTOCOL};
 use super::{Heartbeat, Say};
 use crate::design::Design;
-use crate::engine::Backend;
+use crate::engine::{Backend, RunCtx};
 use crate::evaluate::{score, simulate_batch, CandidateFailure, Request};
 
 /// How a worker runs.
@@ -246,7 +246,7 @@ fn simulate(
         Ok(d) => d,
         Err(why) => return Ok(requests.iter().map(|_| Err(why.clone())).collect()),
     };
-    let sims = simulate_batch(&design, requests, engine, backend, &|_| {})?;
+    let sims = simulate_batch(&design, requests, engine, backend, &RunCtx::NONE)?;
     Ok(sims
         .into_par_iter()
         .zip(scores.par_iter())

@@ -27,6 +27,7 @@ use crate::plot::sparams::masks;
 use crate::outputs::{parameter_list, write_sparams_plot, write_touchstone};
 use crate::run::observe::{Observer, RunInfo};
 use crate::run::RunSummary;
+use crate::engine::RunCtx;
 
 /// The best design whose files stand in `best/`.
 struct Shown {
@@ -258,7 +259,7 @@ impl Observer for BestObserver {
         let Some(w) = wanted else { return Ok(()) };
         let sim = &self.sim;
         let request = Request { values: w.values.clone(), drives: w.drives.clone() };
-        let mut r = simulate_batch(&sim.design, std::slice::from_ref(&request), sim.engine, sim.backend.as_ref(), &|_| {})?;
+        let mut r = simulate_batch(&sim.design, std::slice::from_ref(&request), sim.engine, sim.backend.as_ref(), &RunCtx::NONE)?;
         match r.pop() {
             Some(answer) => self.answered(w, answer.map(|s| s.sparams)),
             None => Ok(()),

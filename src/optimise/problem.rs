@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::{lock, Shared};
 use crate::design::Design;
-use crate::engine::Backend;
+use crate::engine::{Backend, RunCtx};
 use crate::analysis::pattern::FarField;
 use crate::analysis::SParams;
 use crate::evaluate::{evaluate_one, score, simulate_batch, CandidateFailure, Request, Scored, Simulated};
@@ -141,7 +141,7 @@ impl DesignProblem {
                 progress(n);
             }
         };
-        Ok(simulate_batch(&sim.design, requests, sim.engine, sim.backend.as_ref(), &done)?)
+        Ok(simulate_batch(&sim.design, requests, sim.engine, sim.backend.as_ref(), &RunCtx::progress(&done))?)
     }
 }
 

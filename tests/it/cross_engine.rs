@@ -55,7 +55,7 @@
 
 use emvolve::analysis::SParams;
 use emvolve::design::Design;
-use emvolve::engine::{cpu::CpuBackend, Backend};
+use emvolve::engine::{Backend, RunCtx, cpu::CpuBackend};
 use emvolve::job::{EngineKind, SimJob};
 
 const FDTD: EngineKind = EngineKind::Fdtd;
@@ -82,7 +82,7 @@ fn simulate(d: &Design, sets: &[&str], engines: &[EngineKind]) -> Vec<SParams> {
     let values = d.values_from_sets(sets).unwrap();
     let jobs: Vec<SimJob> = engines.iter().map(|&e| d.jobs(&values, &[0], Some(e)).unwrap().remove(0)).collect();
     let t = std::time::Instant::now();
-    let outs = CpuBackend.run_batch(&jobs).unwrap();
+    let outs = CpuBackend.run(&jobs, &RunCtx::NONE).unwrap();
     let outs: Vec<_> = outs.into_iter().map(|o| o.unwrap()).collect();
     for (j, o) in jobs.iter().zip(&outs) {
         eprintln!("  {:?}: {} steps x {} cells, {:?}", j.engine, o.steps, o.cells, o.ended);

@@ -5,6 +5,7 @@
 use emvolve::design::Design;
 use emvolve::engine::cpu::CpuBackend;
 use emvolve::evaluate::evaluate_designs;
+use emvolve::engine::RunCtx;
 
 #[test]
 fn iris_filter_is_lossless_and_reciprocal() {
@@ -15,7 +16,7 @@ fn iris_filter_is_lossless_and_reciprocal() {
     let text = format!("{}aperture: \"0.8*w1\"{}", &text[..last], &text[last + "aperture: \"w1\"".len()..]);
     let d = Design::parse(&text, "asymmetric iris filter").unwrap();
     let values = d.values_from_sets(&["w1=3.9", "w2=2.5", "l1=5.0", "l2=5.6"]).unwrap();
-    let res = evaluate_designs(&d, &[values], &[0, 1], None, &CpuBackend, &|_| {}).unwrap();
+    let res = evaluate_designs(&d, &[values], &[0, 1], None, &CpuBackend, &RunCtx::NONE).unwrap();
     let s = res.into_iter().next().unwrap().unwrap();
     let sp = &s.sparams;
     let (s11, s21, s12, s22) = (sp.get(1, 1).unwrap(), sp.get(2, 1).unwrap(), sp.get(1, 2).unwrap(), sp.get(2, 2).unwrap());

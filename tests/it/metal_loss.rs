@@ -5,6 +5,7 @@
 use emvolve::design::Design;
 use emvolve::engine::cpu::CpuBackend;
 use emvolve::evaluate::evaluate_designs;
+use emvolve::engine::RunCtx;
 use std::f64::consts::PI;
 
 /// A straight WR-28 guide of length `len` mm between two TE10 ports, its
@@ -36,7 +37,7 @@ fn straight_guide(walls: Option<&str>, len: f64) -> String {
 fn s21(walls: Option<&str>, len: f64) -> (Vec<f64>, Vec<num_complex::Complex64>) {
     let d = Design::parse(&straight_guide(walls, len), "straight guide").unwrap();
     let values = d.values_from_sets(&[&format!("l={len}")]).unwrap();
-    let res = evaluate_designs(&d, &[values], &[0], None, &CpuBackend, &|_| {}).unwrap();
+    let res = evaluate_designs(&d, &[values], &[0], None, &CpuBackend, &RunCtx::NONE).unwrap();
     let s = res.into_iter().next().unwrap().unwrap();
     (s.sparams.freqs.clone(), s.sparams.get(2, 1).unwrap().to_vec())
 }
@@ -116,7 +117,7 @@ fn microstrip(substrate: &str, metal: &str, w: f64, len: f64) -> String {
 fn lost_power(substrate: &str, metal: &str, w: f64, len: f64) -> (Vec<f64>, Vec<f64>) {
     let d = Design::parse(&microstrip(substrate, metal, w, len), "microstrip line").unwrap();
     let values = d.values_from_sets(&[&format!("l={len}")]).unwrap();
-    let res = evaluate_designs(&d, &[values], &[0], None, &CpuBackend, &|_| {}).unwrap();
+    let res = evaluate_designs(&d, &[values], &[0], None, &CpuBackend, &RunCtx::NONE).unwrap();
     let s = res.into_iter().next().unwrap().unwrap();
     let (s11, s21) = (s.sparams.get(1, 1).unwrap(), s.sparams.get(2, 1).unwrap());
     (s.sparams.freqs.clone(), (0..s11.len()).map(|k| 1.0 - s11[k].norm_sqr() - s21[k].norm_sqr()).collect())
@@ -230,7 +231,7 @@ fn the_copper_iris_filter_dissipates_in_its_pass_band() {
     let lost = |file: &str| {
         let d = Design::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("designs").join(file)).unwrap();
         let values = d.values_from_sets(&["w1=3.9", "w2=2.5", "l1=5.0", "l2=5.6"]).unwrap();
-        let res = evaluate_designs(&d, &[values], &[0], None, &CpuBackend, &|_| {}).unwrap();
+        let res = evaluate_designs(&d, &[values], &[0], None, &CpuBackend, &RunCtx::NONE).unwrap();
         let s = res.into_iter().next().unwrap().unwrap();
         let sp = &s.sparams;
         let (s11, s21) = (sp.get(1, 1).unwrap(), sp.get(2, 1).unwrap());

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use emvolve::design::Design;
 use emvolve::engine::cpu::CpuBackend;
-use emvolve::engine::Backend;
+use emvolve::engine::{Backend, RunCtx};
 use emvolve::evaluate::evaluate_designs;
 use emvolve::ga::problem::Problem;
 use emvolve::optimise::{DesignProblem, Simulator};
@@ -46,8 +46,8 @@ fn a_pruned_ga_batch_gives_the_s11_s21_and_fitness_of_every_port_driven() {
     assert_eq!(design.drives_needed(), [0]);
     let cands = candidates(&design);
     assert_eq!(cands.len(), 3);
-    let all = evaluate_designs(&design, &cands, &[0, 1], None, &CpuBackend, &|_| {}).unwrap();
-    let pruned = evaluate_designs(&design, &cands, &design.drives_needed(), None, &CpuBackend, &|_| {}).unwrap();
+    let all = evaluate_designs(&design, &cands, &[0, 1], None, &CpuBackend, &RunCtx::NONE).unwrap();
+    let pruned = evaluate_designs(&design, &cands, &design.drives_needed(), None, &CpuBackend, &RunCtx::NONE).unwrap();
     for (a, p) in all.iter().zip(&pruned) {
         let (a, p) = (a.as_ref().unwrap(), p.as_ref().unwrap());
         // The same job for port 1 either way: the same bits.
@@ -81,8 +81,8 @@ fn s12_is_read_from_s21_and_s22_forces_port_two() {
     let design = filter(s12, -40.0);
     assert_eq!(design.drives_needed(), [0]);
     let cands = candidates(&design);
-    let all = evaluate_designs(&design, &cands, &[0, 1], None, &CpuBackend, &|_| {}).unwrap();
-    let pruned = evaluate_designs(&design, &cands, &[0], None, &CpuBackend, &|_| {}).unwrap();
+    let all = evaluate_designs(&design, &cands, &[0, 1], None, &CpuBackend, &RunCtx::NONE).unwrap();
+    let pruned = evaluate_designs(&design, &cands, &[0], None, &CpuBackend, &RunCtx::NONE).unwrap();
     for (a, p) in all.iter().zip(&pruned) {
         let (a, p) = (a.as_ref().unwrap(), p.as_ref().unwrap());
         assert!(p.sparams.get(1, 2).is_none(), "port 2 was not driven");
@@ -123,8 +123,8 @@ fn s12_is_read_from_s21_and_s22_forces_port_two() {
     let design = filter(s22, -30.0);
     assert_eq!(design.drives_needed(), [0, 1]);
     let cands = candidates(&design);
-    let all = evaluate_designs(&design, &cands, &[0, 1], None, &CpuBackend, &|_| {}).unwrap();
-    let pruned = evaluate_designs(&design, &cands, &design.drives_needed(), None, &CpuBackend, &|_| {}).unwrap();
+    let all = evaluate_designs(&design, &cands, &[0, 1], None, &CpuBackend, &RunCtx::NONE).unwrap();
+    let pruned = evaluate_designs(&design, &cands, &design.drives_needed(), None, &CpuBackend, &RunCtx::NONE).unwrap();
     for (a, p) in all.iter().zip(&pruned) {
         assert_eq!(a.as_ref().unwrap().fitness, p.as_ref().unwrap().fitness);
     }

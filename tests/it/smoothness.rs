@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use emvolve::design::Design;
 use emvolve::engine::cpu::CpuBackend;
 use emvolve::evaluate::evaluate_designs;
+use emvolve::engine::RunCtx;
 
 /// Frequency where `db` crosses `level` between samples `k0` and `k1` (linear in dB).
 fn cross(f: &[f64], db: &[f64], k0: usize, k1: usize, level: f64) -> f64 {
@@ -45,7 +46,7 @@ fn centres(param: &str, values: &[f64], base: &[&str]) -> Vec<f64> {
             v
         })
         .collect();
-    let res = evaluate_designs(&d, &cands, &[0], None, &CpuBackend, &|_| {}).unwrap();
+    let res = evaluate_designs(&d, &cands, &[0], None, &CpuBackend, &RunCtx::NONE).unwrap();
     let mut centres = vec![];
     let mut s21s: Vec<Vec<f64>> = vec![];
     for (w, r) in values.iter().zip(res) {
@@ -116,7 +117,7 @@ fn debye_slab_s21(de: f64) -> num_complex::Complex64 {
         )"#
     );
     let d = Design::parse(&text, "debye_slab.ron").unwrap_or_else(|e| panic!("{e}"));
-    let res = evaluate_designs(&d, &[d.midpoint_values()], &[0], None, &CpuBackend, &|_| {}).unwrap();
+    let res = evaluate_designs(&d, &[d.midpoint_values()], &[0], None, &CpuBackend, &RunCtx::NONE).unwrap();
     let s = res.into_iter().next().unwrap().unwrap_or_else(|e| panic!("delta_eps = {de}: {e}"));
     let k = s.sparams.freqs.iter().position(|&f| (f - 32e9).abs() < 1.0).unwrap();
     s.sparams.get(2, 1).unwrap()[k]

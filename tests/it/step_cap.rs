@@ -14,7 +14,7 @@ use emvolve::analysis::tail::{continue_run, PortDfts, TAIL_TOL};
 use emvolve::analysis::SParams;
 use emvolve::design::Design;
 use emvolve::engine::cpu::CpuBackend;
-use emvolve::engine::Backend;
+use emvolve::engine::{Backend, RunCtx};
 use emvolve::evaluate::decay;
 use emvolve::job::EndReason;
 
@@ -31,7 +31,7 @@ fn a_ringing_candidate_cut_off_at_the_cap_is_continued_to_the_converged_answer()
     let mut long = cut.clone();
     long.stop.decay_db = -100.0;
     long.stop.max_steps = 1_000_000;
-    let outs: Vec<_> = CpuBackend.run_batch(&[cut.clone(), long.clone()]).unwrap().into_iter().map(|r| r.unwrap()).collect();
+    let outs: Vec<_> = CpuBackend.run(&[cut.clone(), long.clone()], &RunCtx::NONE).unwrap().into_iter().map(|r| r.unwrap()).collect();
     let (o_cut, o_long) = (&outs[0], &outs[1]);
     assert!(matches!(o_cut.ended, EndReason::MaxSteps { db } if db > -50.0), "the candidate no longer reaches the cap: {:?}", o_cut.ended);
     assert!(matches!(o_long.ended, EndReason::EnergyDecay { .. }), "{:?}", o_long.ended);
@@ -72,7 +72,7 @@ fn the_shipped_time_cap_lets_the_slowest_candidate_of_the_shipped_run_converge()
     let mut old = job.clone();
     old.stop.max_time = None;
     old.stop.max_steps = 30_000;
-    let outs: Vec<_> = CpuBackend.run_batch(&[old.clone(), job.clone()]).unwrap().into_iter().map(|r| r.unwrap()).collect();
+    let outs: Vec<_> = CpuBackend.run(&[old.clone(), job.clone()], &RunCtx::NONE).unwrap().into_iter().map(|r| r.unwrap()).collect();
     eprintln!("old cap: {:?} after {} steps of {:.3} ps; time cap: {:?} after {} steps", outs[0].ended, outs[0].steps, outs[0].dt * 1e12, outs[1].ended, outs[1].steps);
     assert!(matches!(outs[0].ended, EndReason::MaxSteps { db } if db > -25.0), "{:?}", outs[0].ended);
     assert!(decay(&[old], &outs[..1]).truncated, "the old cap's run was continued after all");

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use emvolve::analysis::SParams;
 use emvolve::design::Design;
-use emvolve::engine::{cpu::CpuBackend, Backend};
+use emvolve::engine::{Backend, RunCtx, cpu::CpuBackend};
 use emvolve::job::{EndReason, EngineKind, SimJob, SimOutput};
 use sha2::{Digest, Sha256};
 
@@ -39,7 +39,7 @@ fn digest(d: &Design, values: &BTreeMap<String, f64>, drives: &[usize], engine: 
             j.stop.max_steps = c;
         }
     }
-    let outs: Vec<SimOutput> = CpuBackend.run_batch(&jobs).unwrap().into_iter().map(|r| r.unwrap_or_else(|e| panic!("{e}"))).collect();
+    let outs: Vec<SimOutput> = CpuBackend.run(&jobs, &RunCtx::NONE).unwrap().into_iter().map(|r| r.unwrap_or_else(|e| panic!("{e}"))).collect();
     let mut h = Sha256::new();
     let mut steps = vec![];
     for o in &outs {

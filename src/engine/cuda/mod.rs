@@ -36,7 +36,7 @@ use super::device::emu::EmuDevice;
 use super::device::Device;
 use super::fdtd::fields::Fields;
 use super::fdtd::Operator;
-use super::{Backend, BatchResult, EngineError};
+use super::{Backend, BatchResult, EngineError, RunCtx};
 use crate::job::{EngineKind, SimFailure, SimJob};
 
 /// Whether the CUDA backend can run here (libraries and a device present).
@@ -357,10 +357,11 @@ impl Backend for CudaBackend {
     fn name(&self) -> String {
         format!("cuda:{} [{} {}]", self.devices().join(", "), self.opts.scheme.name(), self.opts.tile)
     }
-    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
-        // The whole batch advances together on the device: it finishes at once.
+    fn run(&self, jobs: &[SimJob], ctx: &RunCtx) -> BatchResult {
+        // The whole batch advances together on the device: it finishes at once
+        // (and the watches are left as they are).
         let out: Vec<_> = self.run_jobs(jobs, None, false)?.into_iter().map(|r| r.map(|j| j.out)).collect();
-        done(jobs.len());
+        (ctx.done)(jobs.len());
         Ok(out)
     }
 }

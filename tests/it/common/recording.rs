@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use emvolve::engine::cpu::CpuBackend;
-use emvolve::engine::{Backend, BatchResult};
+use emvolve::engine::{Backend, BatchResult, RunCtx};
 use emvolve::job::SimJob;
 
 /// The CPU backend, recording the driven port of every job of every batch.
@@ -17,8 +17,8 @@ impl Backend for Recording {
     fn name(&self) -> String {
         "cpu (recorded)".into()
     }
-    fn run_batch_progress(&self, jobs: &[SimJob], done: &(dyn Fn(usize) + Sync)) -> BatchResult {
+    fn run(&self, jobs: &[SimJob], ctx: &RunCtx) -> BatchResult {
         self.batches.lock().unwrap().push(jobs.iter().map(|j| j.drive).collect());
-        CpuBackend.run_batch_progress(jobs, done)
+        CpuBackend.run(jobs, ctx)
     }
 }

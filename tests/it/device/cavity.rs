@@ -4,7 +4,7 @@
 use emvolve::dev::compare::{diff, fdtd_reference, tlm_reference, FDTD_RULES, TLM_RULES};
 use emvolve::dev::device_check::base_job;
 use emvolve::dev::tlm_check::loaded_cavity;
-use emvolve::engine::Backend;
+use emvolve::engine::{Backend, RunCtx};
 use emvolve::job::{Axis, Boundary, EngineKind, Port, PortKind, StopRule};
 
 use super::common::{gpu, TOL};
@@ -31,7 +31,7 @@ fn fdtd_cavity_matches_the_cpu() {
     let Some(be) = gpu("fdtd_cavity_matches_the_cpu") else { return };
     let jobs = vec![cavity(300)];
     let cpu = fdtd_reference(&jobs, None);
-    let dev = be.run_batch(&jobs).unwrap();
+    let dev = be.run(&jobs, &RunCtx::NONE).unwrap();
     let d = diff(&jobs[0], cpu[0].0.as_ref(), dev[0].as_ref(), FDTD_RULES);
     eprintln!("FDTD cavity: V {:.1e} I {:.1e} S {:?}", d.v, d.i, d.s);
     assert!(d.ok(TOL), "{d:?}");
@@ -44,7 +44,7 @@ fn tlm_cavity_matches_the_cpu() {
     job.stop.max_steps = 300;
     let jobs = vec![job];
     let cpu = tlm_reference(&jobs);
-    let dev = be.run_batch(&jobs).unwrap();
+    let dev = be.run(&jobs, &RunCtx::NONE).unwrap();
     let d = diff(&jobs[0], cpu[0].as_ref(), dev[0].as_ref(), TLM_RULES);
     eprintln!("TLM cavity: V {:.1e} I {:.1e} S {:?}", d.v, d.i, d.s);
     assert!(d.ok(TOL), "{d:?}");

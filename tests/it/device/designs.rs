@@ -4,7 +4,7 @@
 use emvolve::design::Design;
 use emvolve::dev::compare::{diff, FDTD_RULES, TLM_RULES};
 use emvolve::engine::cpu::CpuBackend;
-use emvolve::engine::Backend;
+use emvolve::engine::{Backend, RunCtx};
 use emvolve::job::{EngineKind, SimJob};
 
 use super::common::{gpu, TOL};
@@ -36,8 +36,8 @@ fn jobs(steps: usize) -> Vec<SimJob> {
 fn shipped_designs_match_the_cpu() {
     let Some(be) = gpu("shipped_designs_match_the_cpu") else { return };
     let jobs = jobs(400);
-    let cpu = CpuBackend.run_batch(&jobs).unwrap();
-    let dev = be.run_batch(&jobs).unwrap();
+    let cpu = CpuBackend.run(&jobs, &RunCtx::NONE).unwrap();
+    let dev = be.run(&jobs, &RunCtx::NONE).unwrap();
     let mut bad = vec![];
     for ((j, c), g) in jobs.iter().zip(&cpu).zip(&dev) {
         let rules = if j.engine == EngineKind::Fdtd { FDTD_RULES } else { TLM_RULES };
