@@ -4,9 +4,9 @@
 # (--all-ports: what `bench --generation` drove before the port pruning), plus
 # the host's share (jobs and operators on one thread and on every core).
 # Needs the release binary and the designs; from the repository root:
-#   BIN=target/release/emvolve bash scripts/bench-generations.sh 2>&1 | tee $OUT/generations.log
+#   BIN=target/release/emvolve-lab bash scripts/bench-generations.sh 2>&1 | tee $OUT/generations.log
 # Environment knobs:
-#   BIN=...           the emvolve binary (default: target/release/emvolve, else .device/emvolve)
+#   BIN=...           the emvolve-lab binary (default: target/release/emvolve-lab, else .device/emvolve-lab)
 #   N=64              candidates per generation
 #   DESIGNS="patch_2g4 microstrip_lowpass wr28_iris_filter"   names under designs/
 #   PATHS=streaming,auto   --paths of `bench --generation`
@@ -14,9 +14,9 @@
 #   ALL_PORTS=1       also time every port driven (0: the GA's drives only)
 set -u
 cd "$(dirname "$0")/.."
-BIN="${BIN:-target/release/emvolve}"
-[ -x "$BIN" ] || BIN=".device/emvolve"
-[ -x "$BIN" ] || { echo "no emvolve binary (set BIN=...)"; exit 2; }
+BIN="${BIN:-target/release/emvolve-lab}"
+[ -x "$BIN" ] || BIN=".device/emvolve-lab"
+[ -x "$BIN" ] || { echo "no emvolve-lab binary (set BIN=...)"; exit 2; }
 N="${N:-64}"
 DESIGNS="${DESIGNS:-patch_2g4 microstrip_lowpass wr28_iris_filter}"
 PATHS="${PATHS:-streaming,auto}"

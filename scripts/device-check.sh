@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Device machine: the CUDA backend against the CPU engine, then the benchmark
-# table (printed last). Needs only the release binary and sweep-resonance.py next to this script
+# table (printed last). Needs only the release binaries (emvolve, emvolve-lab)
+# and sweep-resonance.py next to this script
 # (the .device/ folder carried by the device tool):
 #   bash .device/device-check.sh 2>&1 | tee $OUT/log
 # Logs go to $OUT (or .device/out). Environment knobs:
@@ -18,6 +19,8 @@
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BIN="$HERE/emvolve"
+# The developers' program: the device check, and bench with the tuning knobs.
+LAB="$HERE/emvolve-lab"
 OUT="${OUT:-$HERE/out}"
 GPUS="${GPUS:-0}"
 CHECK_TILES="${CHECK_TILES:-32x8,64x4}"
@@ -29,7 +32,7 @@ nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.m
 
 echo "== 1. compile only (NVRTC log and resources per kernel)"
 ALL_TILES=$(echo "$CHECK_TILES,$BENCH_TILES" | tr ',' '\n' | awk '!seen[$0]++' | paste -sd, -)
-if ! "$BIN" dev device-check --compile-only --gpus "$GPUS" --tiles "$ALL_TILES" > "$OUT/compile.log" 2>&1; then
+if ! "$LAB" device-check --compile-only --gpus "$GPUS" --tiles "$ALL_TILES" > "$OUT/compile.log" 2>&1; then
     cat "$OUT/compile.log"
     echo "kernel compilation failed: see above"
     exit 2
@@ -38,7 +41,7 @@ grep -E "tile|fdtd_step|fdtd_update|warning" "$OUT/compile.log"
 
 echo "== 2. CPU vs CUDA (full table in check.log)"
 t0=$(date +%s)
-"$BIN" dev device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --tlm-shapes "${TLM_SHAPES:-256x2,128x4}" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
+"$LAB" device-check --gpus "$GPUS" --tiles "$CHECK_TILES" --tlm-shapes "${TLM_SHAPES:-256x2,128x4}" --full-steps "${FULL_STEPS:-200}" > "$OUT/check.log" 2>&1
 rc=$?
 # Per variant: the worst line of each kind, every failing line, and the verdict.
 # --- TLM on CUDA: device-check also compares the TLM kernels (lines "[tlm SHAPE] ..."),
@@ -56,23 +59,23 @@ echo "check exit code $rc, $(( $(date +%s) - t0 )) s"
 
 if [ "${CHECK_GEN:-64}" -gt 0 ]; then
   echo "== 2-. a GA generation's ${CHECK_GEN:-64} random iris filters through the user's path, CPU against CUDA (default path)"
-  "$BIN" dev device-check --onchip-only --gpus "$GPUS" --designs designs/wr28_iris_filter.ron --generation "${CHECK_GEN:-64}" > "$OUT/check-generation.log" 2>&1
+  "$LAB" device-check --onchip-only --gpus "$GPUS" --designs designs/wr28_iris_filter.ron --generation "${CHECK_GEN:-64}" > "$OUT/check-generation.log" 2>&1
   echo "exit code $?"
   grep -E "^\[generation|PASS|FAIL" "$OUT/check-generation.log" | cut -c1-220 | tail -4
 fi
 if [ "${CHECK_GEN:-64}" -gt 0 ]; then
   echo "== 2-'. the same generation in 2D TLM (uniform a/28 filter), CPU against CUDA on-chip and streaming"
-  "$BIN" dev device-check --engine tlm --gpus "$GPUS" --tlm-shapes 256x2 --generation "${CHECK_GEN:-64}" > "$OUT/check-generation-tlm.log" 2>&1
+  "$LAB" device-check --engine tlm --gpus "$GPUS" --tlm-shapes 256x2 --generation "${CHECK_GEN:-64}" > "$OUT/check-generation-tlm.log" 2>&1
   echo "exit code $?"
   grep -E "^\[generation|^  path|^device-check TLM" "$OUT/check-generation-tlm.log" | cut -c1-220
 fi
 echo "== 2a. one GA generation as one batch: 64 random WR-28 iris filters, on-chip vs streaming (adaptive and exact 32x8 tile) vs the planner's choice"
-"$BIN" bench --backend cuda --gpus "$GPUS" --design designs/wr28_iris_filter.ron --generation 64 --tiles auto,32x8 \
+"$LAB" bench --backend cuda --gpus "$GPUS" --design designs/wr28_iris_filter.ron --generation 64 --tiles auto,32x8 \
     --paths onchip,streaming,auto --population 0 --n 16 --steps 5 > "$OUT/generation.log" 2>&1
 echo "generation bench exit code $?"
 grep -E "^generation of|^\||error" "$OUT/generation.log" | cut -c1-300
 echo "== 2a'. the same in 2D TLM (uniform a/28 filter): on-chip vs streaming"
-"$BIN" bench --backend cuda --gpus "$GPUS" --design tests/fixtures/uniform/wr28_iris_filter.ron --design-engine tlm2d --generation 64 \
+"$LAB" bench --backend cuda --gpus "$GPUS" --design tests/fixtures/uniform/wr28_iris_filter.ron --design-engine tlm2d --generation 64 \
     --paths streaming,onchip --onchip-threads 512,1024 --population 0 --n 16 --steps 5 > "$OUT/generation-tlm.log" 2>&1
 echo "TLM generation bench exit code $?"
 grep -E "^generation of|^\||error" "$OUT/generation-tlm.log" | cut -c1-300
@@ -128,15 +131,15 @@ if [ "${ACC_REFS:-0}" = 1 ]; then
 fi
 
 echo "== 3. benchmark"
-"$BIN" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --lean both --slim both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
+"$LAB" bench --backend cuda --gpus "$GPUS" $BENCH --graded --scheme both --lean both --slim both --tiles "$BENCH_TILES" > "$OUT/bench.log" 2>&1
 echo "bench exit code $?"
 # Diagnostic: the same box with PEC walls instead of CPML (what the CPML costs the fused kernel).
-"$BIN" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml 0 \
+"$LAB" bench --backend cuda --gpus "$GPUS" --n 256 --steps 500 --steps2 1500 --population 0 --box-pml 0 \
     --tiles "${BENCH_TILES%%,*}" > "$OUT/bench-nopml.log" 2>&1
 echo "no-CPML bench exit code $?"
 grep -E "error" "$OUT/bench.log"
 # --- TLM on CUDA: TLM rows (3D box, 3D and 2D populations); TLM_BENCH=0 skips them.
-[ "${TLM_BENCH:-1}" = 1 ] && "$BIN" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
+[ "${TLM_BENCH:-1}" = 1 ] && "$LAB" bench --backend cuda --engine tlm --gpus "$GPUS" --n 320 --steps 200 --steps2 600 --population 64 --cells 300000 \
     --tlm-shapes "${TLM_SHAPES:-256x2}" --paths streaming,onchip --onchip-threads 1024 > "$OUT/bench-tlm.log" 2>&1
 echo "TLM bench exit code $?"
 # --- end TLM

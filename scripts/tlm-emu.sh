@@ -8,10 +8,10 @@
 # Then the 2D on-chip kernel (kernels/tlm_onchip.cu, 64 threads a block) on the
 # list's 2D jobs, one energy check a launch and (all jobs checking every 50
 # steps) three, jobs ending at different checks inside a launch.
-# Needs g++ (C++20) and a release build of emvolve.
+# Needs g++ (C++20) and a release build of emvolve-lab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${EMVOLVE:-target/release/emvolve}
+BIN=${EMVOLVE_LAB:-target/release/emvolve-lab}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 status=0
@@ -19,11 +19,11 @@ for shape in "32 2 32 0" "64 1 64 1"; do
     set -- $shape
     g++ -std=c++20 -O2 -shared -fPIC -Wall -Wno-unknown-pragmas -Wno-unused-parameter \
         -DTLM_THREADS=$1 -DTLM_NPT=$2 -DTLM_PORT_THREADS=$3 -DTLM_SPLIT=$4 -o "$TMP/libtlmemu_$1_$2_$4.so" scripts/tlm-emu/emu.cpp
-    "$BIN" dev tlm-emu --lib "$TMP/libtlmemu_$1_$2_$4.so" || status=1
+    "$BIN" tlm-emu --lib "$TMP/libtlmemu_$1_$2_$4.so" || status=1
 done
 g++ -std=c++20 -O2 -shared -fPIC -Wall -Wno-unknown-pragmas -Wno-unused-parameter -ffp-contract=off -DTLM_OC_NT=64 \
     -o "$TMP/libtlmocemu.so" scripts/tlm-emu/onchip.cpp
 for args in "" "--check-every 50"; do
-    "$BIN" dev tlm-emu --lib "$TMP/libtlmemu_32_2_0.so" --onchip-lib "$TMP/libtlmocemu.so" --only-2d $args || status=1
+    "$BIN" tlm-emu --lib "$TMP/libtlmemu_32_2_0.so" --onchip-lib "$TMP/libtlmocemu.so" --only-2d $args || status=1
 done
 exit $status

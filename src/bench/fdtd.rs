@@ -3,7 +3,7 @@
 //! (scheme, tile, z-chunk, graphs).
 
 use super::table::{measure, print_table, row};
-use super::{BenchArgs, GraphsChoice, SchemeChoice};
+use super::{BenchArgs, GraphsChoice, SchemeChoice, TuningArgs};
 use crate::engine::cuda::batch::{step_bytes, Origin, Tile};
 use crate::engine::cuda::{CudaBackend, CudaOptions, Scheme};
 use crate::engine::fdtd::Operator;
@@ -11,11 +11,11 @@ use crate::engine::{Backend, RunCtx, cpu::CpuBackend};
 use crate::job::SimJob;
 
 /// Time the FDTD workloads at `s1` and `s2` steps and print the table.
-pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Result<()> {
+pub fn run(a: &BenchArgs, tune: &TuningArgs, s1: usize, s2: usize, use_cuda: bool, gpus: &[usize]) -> anyhow::Result<()> {
     let pop = a.population;
     let cells = a.cells;
     let n = a.n;
-    let origins = super::parse_origins(&a.origins)?;
+    let origins = super::parse_origins(&tune.origins)?;
     if let Some(p) = a.box_pml {
         anyhow::ensure!(2 * p < n, "--box-pml {p}: the {n}^3 box leaves no interior; at most {} CPML cells per face", n.saturating_sub(1) / 2);
     }
@@ -48,17 +48,17 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         return Ok(());
     }
     // (tile, adapt): "auto" is the backend's default (tile fitted to the designs, z re-chunked as they finish).
-    let tiles: Vec<(Tile, bool)> = a
+    let tiles: Vec<(Tile, bool)> = tune
         .tiles
         .iter()
         .map(|t| Tile::parse_choice(t))
         .collect::<Result<_, _>>()
         .map_err(|e| anyhow::anyhow!(e))?;
-    let mut be = CudaBackend::new(&a.gpus)?;
+    let mut be = CudaBackend::new(gpus)?;
     header = format!("backend: cuda on {}", be.devices().join("; "));
     // Device-to-device copy: 1 GiB each way, median of 10.
     let copy = be.copy_bandwidth(0, 1 << 30, 10)?;
-    let schemes: Vec<Scheme> = match a.scheme {
+    let schemes: Vec<Scheme> = match tune.scheme {
         SchemeChoice::Fused => vec![Scheme::Fused],
         SchemeChoice::Split => vec![Scheme::Split],
         SchemeChoice::Both => vec![Scheme::Fused, Scheme::Split],
@@ -67,13 +67,13 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
     for &sc in &schemes {
         for (k, &(t, adapt)) in tiles.iter().enumerate() {
             match sc {
-                Scheme::Fused if a.zchunks.is_empty() => variants.push((sc, t, adapt, None)),
-                Scheme::Fused => variants.extend(a.zchunks.iter().map(|&z| (sc, t, adapt, Some(z)))),
+                Scheme::Fused if tune.zchunks.is_empty() => variants.push((sc, t, adapt, None)),
+                Scheme::Fused => variants.extend(tune.zchunks.iter().map(|&z| (sc, t, adapt, Some(z)))),
                 Scheme::Split if k == 0 => {
-                    if a.split_zchunks.is_empty() {
+                    if tune.split_zchunks.is_empty() {
                         variants.push((sc, t, false, None));
                     }
-                    for &z in &a.split_zchunks {
+                    for &z in &tune.split_zchunks {
                         variants.push((sc, t, false, Some(z)));
                     }
                 }
@@ -93,17 +93,17 @@ pub fn run(a: &BenchArgs, s1: usize, s2: usize, use_cuda: bool) -> anyhow::Resul
         let refs: Vec<&Operator> = ops.iter().collect();
         // Two steps a pass or one: timed both ways only where a design could take it.
         let jobs1 = make(1);
-        let any_slim = ops.iter().zip(&jobs1).any(|(o, j)| crate::engine::cuda::slim::fits(o, j, a.slim_min_plane).is_ok());
+        let any_slim = ops.iter().zip(&jobs1).any(|(o, j)| crate::engine::cuda::slim::fits(o, j, tune.slim_min_plane).is_ok());
         for &(sc, t, adapt, zchunk) in &variants {
-            let leans = if sc == Scheme::Fused { a.lean.values() } else { vec![false] };
-            let slims = if sc == Scheme::Fused && any_slim { a.slim.values() } else { vec![true] };
-            for (g, lean, org, slim) in super::combos(a.graphs, &leans, &origins, &slims) {
-                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, slim, slim_min_plane: a.slim_min_plane, ..Default::default() })?;
+            let leans = if sc == Scheme::Fused { tune.lean.values() } else { vec![false] };
+            let slims = if sc == Scheme::Fused && any_slim { tune.slim.values() } else { vec![true] };
+            for (g, lean, org, slim) in super::combos(tune.graphs, &leans, &origins, &slims) {
+                be.set_options(CudaOptions { scheme: sc, tile: t, zchunk, graphs: g, adapt, lean, origin: org, slim, slim_min_plane: tune.slim_min_plane, ..Default::default() })?;
                 // Warm-up: compiles the tile variant once and grows the buffer pool.
                 be.run(&make(2), &RunCtx::NONE)?;
                 let (w1, w2, u) = measure(&be, make.as_ref(), s1, s2)?;
                 let st = be.last_stats();
-                let gr = if a.graphs == GraphsChoice::Both { format!(", graphs {}", if g { "on" } else { "off" }) } else { String::new() };
+                let gr = if tune.graphs == GraphsChoice::Both { format!(", graphs {}", if g { "on" } else { "off" }) } else { String::new() };
                 let gr = if org == Origin::Auto { gr } else { format!("{gr}, origin {org}") };
                 let gr = if st.slim_designs > 0 { format!("{gr}, 2 steps a pass") } else if any_slim && sc == Scheme::Fused { format!("{gr}, 1 step a pass") } else { gr };
                 let what = match sc {

@@ -22,7 +22,9 @@ pub mod workloads;
 
 pub use workloads::{box_job, box_job_pml, population_jobs};
 
-/// What to time, and where (the options of `emvolve bench`).
+/// What to time, and where: the options of `emvolve bench`, with the same
+/// defaults as every other command. The kernel-tuning knobs are
+/// [`TuningArgs`], given only by the developers' `emvolve-lab bench`.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Also time a design file at its midpoint, the ports the GA drives (or
@@ -30,12 +32,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub design: Option<std::path::PathBuf>,
     /// With --design: simulate it with this engine instead of its own (fdtd,
-    /// tlm, tlm2d; e.g. tlm2d times the 2D TLM generation, on-chip against streaming with --paths).
+    /// tlm, tlm2d; e.g. tlm2d times the 2D TLM generation).
     #[arg(long, value_enum)]
     pub design_engine: Option<crate::job::EngineKind>,
     /// With --design: also time one GA generation, this many random feasible
-    /// candidates of the design (fixed seed) simulated as one batch, per --tiles
-    /// variant on CUDA (exactly that tile; "auto": the backend's adaptive default).
+    /// candidates of the design (fixed seed) simulated as one batch.
     #[arg(long, default_value_t = 0)]
     pub generation: usize,
     /// With --design: drive every port, as `best/` and Touchstone files need
@@ -48,21 +49,6 @@ pub struct BenchArgs {
     /// CPML cells on each face of the box (default 10; 0: PEC walls, no CPML).
     #[arg(long)]
     pub box_pml: Option<usize>,
-    /// With --generation on CUDA: paths to time (onchip, streaming, auto; comma
-    /// separated): FDTD's, or with --design-engine tlm2d the 2D TLM's. With
-    /// --engine tlm, onchip (or auto) adds the 2D population on the on-chip kernel.
-    #[arg(long, value_delimiter = ',', default_value = "streaming")]
-    pub paths: Vec<String>,
-    /// Threads per block of the on-chip kernel to time (comma separated; --generation, --engine tlm).
-    #[arg(long, value_delimiter = ',', default_value = "1024")]
-    pub onchip_threads: Vec<usize>,
-    /// With --generation: energy checks an on-chip launch may span, to time
-    /// (comma separated; 1: a launch ends at every check).
-    #[arg(long, value_delimiter = ',', default_value = "8")]
-    pub onchip_checks: Vec<usize>,
-    /// Print the on-chip planner's choice per design (stderr).
-    #[arg(long)]
-    pub verbose: bool,
     /// Also time the box on graded lines (the same cell count, cell sizes
     /// 0.75-1.25 mm): what the non-uniform spacing arrays cost the update.
     #[arg(long)]
@@ -81,11 +67,36 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 60_000)]
     pub cells: usize,
     /// cpu, cuda, or auto (CUDA when available, else the CPU, said once).
-    #[arg(long, value_enum, default_value_t = BackendChoice::Cpu)]
+    #[arg(long, value_enum, default_value_t = BackendChoice::Auto)]
     pub backend: BackendChoice,
-    /// GPUs (ordinals, comma separated) for the CUDA backend.
-    #[arg(long, value_delimiter = ',', default_value = "0")]
-    pub gpus: Vec<usize>,
+    /// GPUs to use: `all` or a list such as `0,1` (a batch is spread over them).
+    #[arg(long, default_value = "all")]
+    pub gpus: String,
+    /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
+    #[arg(long, value_enum, default_value_t = EngineChoice::Fdtd)]
+    pub engine: EngineChoice,
+}
+
+/// The kernel-tuning knobs of `emvolve-lab bench` (paths, tiles, kernel
+/// variants, launch shapes): developers' measurements, not the user's
+/// program. Their defaults are what the backends do unasked.
+#[derive(Args, Debug, Clone)]
+pub struct TuningArgs {
+    /// With --generation on CUDA: paths to time (onchip, streaming, auto; comma
+    /// separated): FDTD's, or with --design-engine tlm2d the 2D TLM's. With
+    /// --engine tlm, onchip (or auto) adds the 2D population on the on-chip kernel.
+    #[arg(long, value_delimiter = ',', default_value = "streaming")]
+    pub paths: Vec<String>,
+    /// Threads per block of the on-chip kernel to time (comma separated; --generation, --engine tlm).
+    #[arg(long, value_delimiter = ',', default_value = "1024")]
+    pub onchip_threads: Vec<usize>,
+    /// With --generation: energy checks an on-chip launch may span, to time
+    /// (comma separated; 1: a launch ends at every check).
+    #[arg(long, value_delimiter = ',', default_value = "8")]
+    pub onchip_checks: Vec<usize>,
+    /// Print the on-chip planner's choice per design (stderr).
+    #[arg(long)]
+    pub verbose: bool,
     /// CUDA kernels: fused step, split half steps, or both.
     #[arg(long, value_enum, default_value_t = SchemeChoice::Fused)]
     pub scheme: SchemeChoice,
@@ -93,9 +104,6 @@ pub struct BenchArgs {
     /// "auto/TXxTY..." for the adaptive planner from that tile; comma separated).
     #[arg(long, value_delimiter = ',', default_value = "32x8")]
     pub tiles: Vec<String>,
-    /// Engine to time: FDTD, or TLM (3D box, 3D and 2D populations).
-    #[arg(long, value_enum, default_value_t = EngineChoice::Fdtd)]
-    pub engine: EngineChoice,
     /// TLM launch shapes (THREADSxNODES[xMINBLOCKS][s], comma separated).
     #[arg(long, value_delimiter = ',', default_value = "256x2")]
     pub tlm_shapes: Vec<String>,
@@ -126,6 +134,27 @@ pub struct BenchArgs {
     /// position 0). Repeat the option to time several.
     #[arg(long = "origin", default_value = "auto")]
     pub origins: Vec<String>,
+}
+
+impl Default for TuningArgs {
+    /// The options' own defaults (as `emvolve-lab bench` with none of them given).
+    fn default() -> TuningArgs {
+        #[derive(clap::Parser)]
+        struct Only {
+            #[command(flatten)]
+            tuning: TuningArgs,
+        }
+        <Only as clap::Parser>::parse_from(["bench"]).tuning
+    }
+}
+
+/// The options of `emvolve-lab bench`: the user's and the tuning knobs.
+#[derive(Args, Debug)]
+pub struct LabBenchArgs {
+    #[command(flatten)]
+    pub bench: BenchArgs,
+    #[command(flatten)]
+    pub tuning: TuningArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -179,6 +208,16 @@ pub enum EngineChoice {
     Tlm,
 }
 
+/// The GPU ordinals of `--gpus` (`all`: every device; none on the CPU).
+fn gpu_list(gpus: &str, use_cuda: bool) -> anyhow::Result<Vec<usize>> {
+    let list = crate::engine::select::parse_gpus(gpus).map_err(anyhow::Error::msg)?;
+    match list {
+        Some(l) => Ok(l),
+        None if use_cuda => Ok((0..crate::engine::device::cuda::device_count()?).collect()),
+        None => Ok(vec![0]),
+    }
+}
+
 /// Whether `choice` means the CUDA backend here (`auto` says once when it falls back).
 fn use_cuda(choice: BackendChoice) -> anyhow::Result<bool> {
     match choice {
@@ -199,23 +238,24 @@ fn use_cuda(choice: BackendChoice) -> anyhow::Result<bool> {
     }
 }
 
-/// Time what `a` asks for and print the tables.
-pub fn run(a: &BenchArgs) -> anyhow::Result<()> {
+/// Time what `a` asks for, with the kernel variants `t`, and print the tables.
+pub fn run(a: &BenchArgs, t: &TuningArgs) -> anyhow::Result<()> {
     let s1 = a.steps;
     let s2 = a.steps2.unwrap_or(2 * a.steps).max(s1 + 1);
     let use_cuda = use_cuda(a.backend)?;
+    let gpus = gpu_list(&a.gpus, use_cuda)?;
     if let Some(path) = &a.design {
         let engine = a.design_engine;
-        design::midpoint(path, engine, use_cuda, &a.gpus, a.all_ports)?;
+        design::midpoint(path, engine, use_cuda, &gpus, a.all_ports)?;
         if a.generation > 0 {
-            design::generation(path, engine, a.generation, use_cuda, &a.gpus, a.all_ports, &a.tiles, a.graphs, a.lean, (a.slim, a.slim_min_plane), &a.paths, &a.onchip_threads, &a.onchip_checks, &a.origins, a.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &gpus, a.all_ports, &t.tiles, t.graphs, t.lean, (t.slim, t.slim_min_plane), &t.paths, &t.onchip_threads, &t.onchip_checks, &t.origins, t.verbose)?;
         }
     }
     if a.engine == EngineChoice::Tlm {
         let shapes: Vec<cuda::tlm::TlmConfig> =
-            a.tlm_shapes.iter().map(|t| cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
+            t.tlm_shapes.iter().map(|t| cuda::tlm::TlmConfig::parse(t)).collect::<Result<_, _>>().map_err(|e| anyhow::anyhow!(e))?;
         anyhow::ensure!(!shapes.is_empty(), "--tlm-shapes: at least one");
-        return tlm::run(a.n, s1, s2, a.population, a.cells, use_cuda, &a.gpus, &shapes, &a.paths, &a.onchip_threads);
+        return tlm::run(a.n, s1, s2, a.population, a.cells, use_cuda, &gpus, &shapes, &t.paths, &t.onchip_threads);
     }
-    fdtd::run(a, s1, s2, use_cuda)
+    fdtd::run(a, t, s1, s2, use_cuda, &gpus)
 }

@@ -49,16 +49,13 @@ pub enum Command {
     Worker(worker::WorkerArgs),
     /// Time the engines and print cells per second.
     Bench(bench::BenchArgs),
-    /// Developer harnesses: device-check, kernel-emu, tlm-emu.
-    #[command(hide = true)]
-    Dev(crate::dev::DevArgs),
 }
 
 /// Entry point; returns the process exit code.
 pub fn main() -> i32 {
     restore_sigpipe();
     let cli = Cli::parse();
-    let res = match cli.command {
+    exit_code(match cli.command {
         Command::Run(a) => run::run(a),
         Command::Resume(a) => run::resume(a),
         Command::Inspect(a) => inspect::run(a),
@@ -70,8 +67,11 @@ pub fn main() -> i32 {
         Command::Mesh(a) => mesh::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Worker(a) => worker::run(a),
-        Command::Dev(a) => crate::dev::run(a),
-    };
+    })
+}
+
+/// The exit code of a command's result, its error printed with its causes.
+pub fn exit_code(res: anyhow::Result<i32>) -> i32 {
     match res {
         Ok(code) => code,
         Err(e) => {
@@ -104,7 +104,7 @@ pub fn error_text(e: &anyhow::Error) -> String {
 /// `grep` do, instead of a panic in `println!`: Rust ignores SIGPIPE by default.
 /// Nothing is lost by it: a run writes to stdout only between generations, after
 /// the checkpoint, and any kill leaves a resumable run directory.
-fn restore_sigpipe() {
+pub fn restore_sigpipe() {
     #[cfg(unix)]
     // SAFETY: called first thing in `main`, before any other thread exists;
     // `signal` only resets SIGPIPE's disposition to the default.

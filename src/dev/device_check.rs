@@ -1,4 +1,4 @@
-//! `emvolve dev device-check`: the CUDA backend against the CPU reference engine.
+//! `emvolve-lab device-check`: the CUDA backend against the CPU reference engine.
 //!
 //! Everything here takes plain [`SimJob`]s, so any design can be added to
 //! the check lists (`random_jobs`, `zero_jobs`) or passed to [`compare`].

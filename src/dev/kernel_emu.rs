@@ -1,4 +1,4 @@
-//! `emvolve dev kernel-emu`: checks `kernels/fdtd.cu`
+//! `emvolve-lab kernel-emu`: checks `kernels/fdtd.cu`
 //! without a GPU. The CUDA backend runs on the CPU emulation of the device
 //! (`scripts/kernel-emu/lib.cpp`: the kernels compiled as C++ with a shim
 //! that runs each block's threads as OS threads with a barrier), through the

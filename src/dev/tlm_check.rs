@@ -1,5 +1,5 @@
-//! TLM on CUDA, checked: the jobs `emvolve dev device-check` compares between
-//! the CPU TLM engines and the CUDA TLM kernels, and that `emvolve dev tlm-emu`
+//! TLM on CUDA, checked: the jobs `emvolve-lab device-check` compares between
+//! the CPU TLM engines and the CUDA TLM kernels, and that `emvolve-lab tlm-emu`
 //! compares with a CPU emulation of the same kernel source. (The TLM rows of
 //! `emvolve bench --engine tlm` are in `bench/tlm.rs`.)
 
@@ -339,7 +339,7 @@ pub struct TlmEmuArgs {
     pub check_every: Option<usize>,
 }
 
-/// `emvolve dev tlm-emu`: the TLM check list (small) through the CUDA
+/// `emvolve-lab tlm-emu`: the TLM check list (small) through the CUDA
 /// backend's stepping loop on the CPU emulation of kernels/tlm.cu, against the
 /// CPU engines.
 pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
@@ -391,7 +391,7 @@ pub fn emu(a: TlmEmuArgs) -> anyhow::Result<i32> {
     Ok(if bad { 1 } else { 0 })
 }
 
-/// `emvolve dev tlm-emu --onchip-lib`: the check list (small; `--only-2d`: its
+/// `emvolve-lab tlm-emu --onchip-lib`: the check list (small; `--only-2d`: its
 /// 2D jobs) through the emulated backend's planner, the 2D designs on the
 /// emulated on-chip kernel, against the CPU engines. Fails when no design ran on-chip.
 fn emu_onchip(a: &TlmEmuArgs, oclib: &std::path::Path) -> anyhow::Result<i32> {

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::cli::history;
+use crate::common::cli::{history, lab};
 
 fn emvolve(args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_emvolve")).args(args).output().expect("runs");
@@ -126,12 +126,36 @@ fn two_objectives_run_nsga2_and_keep_a_pareto_front() {
 #[test]
 fn bench_rejects_a_bad_tile_origin_on_every_backend() {
     // The CPU has no tiles, but a malformed --origin is still an error that names the option.
-    let (ok, text) = emvolve(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--origin", "9"]);
+    let (ok, text) = lab(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--origin", "9"]);
     assert!(!ok && text.contains("--origin") && text.contains("expected auto or X,Y"), "{text}");
-    let (ok, text) = emvolve(&["bench", "--design", DESIGN, "--generation", "1", "--origin", "a,1"]);
+    let (ok, text) = lab(&["bench", "--design", DESIGN, "--generation", "1", "--origin", "a,1"]);
     assert!(!ok && text.contains("--origin: origin 'a,1'"), "{text}");
-    let (ok, text) = emvolve(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--origin", "0,0", "--origin", "auto"]);
+    let (ok, text) = lab(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--origin", "0,0", "--origin", "auto"]);
     assert!(ok, "{text}");
+}
+
+#[test]
+fn the_users_bench_has_the_users_options_and_the_lab_has_the_knobs() {
+    // The user's `emvolve bench`: the workloads and where to run them, with
+    // every command's defaults; the kernel-tuning knobs and the developer
+    // harnesses are emvolve-lab's.
+    let (ok, help) = emvolve(&["bench", "--help"]);
+    assert!(ok, "{help}");
+    for opt in ["--design", "--generation", "--backend", "--gpus", "--steps", "--population", "--engine"] {
+        assert!(help.contains(opt), "{opt} missing from emvolve bench --help:\n{help}");
+    }
+    for knob in ["--tiles", "--origin", "--scheme", "--lean", "--slim", "--zchunks", "--paths", "--tlm-shapes", "--onchip-threads", "--graphs"] {
+        assert!(!help.contains(knob), "{knob} in emvolve bench --help:\n{help}");
+    }
+    assert!(help.contains("[default: auto]") && help.contains("[default: all]"), "{help}");
+    let (ok, text) = emvolve(&["bench", "--n", "8", "--population", "0", "--steps", "2", "--tiles", "32x8"]);
+    assert!(!ok && text.contains("--tiles"), "{text}");
+    let (ok, text) = emvolve(&["dev", "kernel-emu"]);
+    assert!(!ok && text.contains("unrecognized subcommand 'dev'"), "{text}");
+    let (ok, help) = lab(&["bench", "--help"]);
+    assert!(ok && help.contains("--tiles") && help.contains("--origin") && help.contains("--design"), "{help}");
+    let (ok, help) = lab(&["--help"]);
+    assert!(ok && ["bench", "device-check", "kernel-emu", "tlm-emu"].iter().all(|c| help.contains(c)), "{help}");
 }
 
 /// `emvolve` run in directory `cwd`.

@@ -17,8 +17,8 @@ fn the_emulated_two_step_pass_matches_the_cpu_engine() {
     let tmp = tempfile::tempdir().unwrap();
     let lib = tmp.path().join("libfdtd.so");
     emvolve::engine::device::emu::build_library("scripts/kernel-emu/lib.cpp", &lib, &["-DEMV_TX=32", "-DEMV_TY=8", "-DEMV_NS=4"]).unwrap_or_else(|e| panic!("{e}"));
-    let out = Command::new(env!("CARGO_BIN_EXE_emvolve"))
-        .args(["dev", "kernel-emu", "--lib", lib.to_str().unwrap(), "--two-step", "--steps", "6", "--trace-chunk", "3"])
+    let out = Command::new(env!("CARGO_BIN_EXE_emvolve-lab"))
+        .args(["kernel-emu", "--lib", lib.to_str().unwrap(), "--two-step", "--steps", "6", "--trace-chunk", "3"])
         .output()
         .expect("runs");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

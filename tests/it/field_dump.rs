@@ -87,7 +87,8 @@ fn cuda_field_dft_on_the_emulated_device_matches_the_cpu() {
         .status()
         .unwrap();
     assert!(st.success(), "building the emulation library failed");
-    let (ok, text) = emvolve(&["dev", "kernel-emu", "--lib", lib.to_str().unwrap(), "--steps", "5"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_emvolve-lab")).args(["kernel-emu", "--lib", lib.to_str().unwrap(), "--steps", "5"]).output().expect("runs");
+    let (ok, text) = (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
     assert!(ok, "{text}");
     assert!(text.contains("DFT 0.0e0") && text.contains("kernel-emu PASS"), "{text}");
 }

@@ -22,8 +22,8 @@ fn the_emulated_onchip_path_matches_the_cpu_engine_on_2d_jobs() {
     let (lib, oclib) = (tmp.path().join("libtlm.so"), tmp.path().join("libtlmoc.so"));
     build("scripts/tlm-emu/emu.cpp", &lib, &["-DTLM_THREADS=32", "-DTLM_NPT=2", "-DTLM_PORT_THREADS=32", "-DTLM_SPLIT=0"]);
     build("scripts/tlm-emu/onchip.cpp", &oclib, &["-DTLM_OC_NT=64"]);
-    let out = Command::new(env!("CARGO_BIN_EXE_emvolve"))
-        .args(["dev", "tlm-emu", "--lib", lib.to_str().unwrap(), "--onchip-lib", oclib.to_str().unwrap(), "--only-2d", "--check-every", "50"])
+    let out = Command::new(env!("CARGO_BIN_EXE_emvolve-lab"))
+        .args(["tlm-emu", "--lib", lib.to_str().unwrap(), "--onchip-lib", oclib.to_str().unwrap(), "--only-2d", "--check-every", "50"])
         .output()
         .expect("runs");
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

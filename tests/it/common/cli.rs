@@ -22,6 +22,12 @@ pub fn emvolve(args: &[&str]) -> (bool, String) {
     (out.status.success(), text(&out))
 }
 
+/// The developers' program `emvolve-lab`, run to the end; (success, stdout + stderr).
+pub fn lab(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_emvolve-lab")).args(args).output().expect("runs");
+    (out.status.success(), text(&out))
+}
+
 pub fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
