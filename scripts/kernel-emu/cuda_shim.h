@@ -1,25 +1,31 @@
 // Minimal CUDA emulation for running kernels/*.cu on the CPU (no GPU needed):
-// the blocks of a launch run one after another, the threads of a block run as
-// OS threads and __syncthreads() is a std::barrier, so shared memory (static
-// here), barriers and races between threads behave as on the device.
-// Used by scripts/kernel-emu.sh only; not part of the shipped program.
+// the blocks of a launch run one after another on the calling OS thread, the
+// threads of a block as coroutines (ucontext), and __syncthreads() /
+// __syncwarp() switch until every thread of the block (of the warp) that has
+// not returned reaches them, so shared memory (static here) and barriers
+// behave as on the device. Between two barriers the threads run one after
+// another, in thread order after even barriers and in reverse order after odd
+// ones: a read that a missing barrier leaves unordered against another
+// thread's write sees the wrong value in one of the two orders.
+// (Coroutines, not OS threads: on two cores, a thread per device thread spent
+// most of its time creating threads and waking them at barriers.)
+// Used by scripts/kernel-emu.sh and the emulation tests only; not part of
+// the shipped program.
 #pragma once
-#include <barrier>
+#include <ucontext.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <mutex>
-#include <thread>
+#include <functional>
 #include <vector>
 
 struct dim3 {
     unsigned x = 1, y = 1, z = 1;
 };
-inline thread_local dim3 threadIdx, blockIdx;
-inline dim3 blockDim, gridDim;
-inline std::barrier<>* emu_barrier = nullptr;
+inline dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 // Dynamic shared memory (extern __shared__ on the device): one buffer per
 // block, sized by emu_set_shared before the launch and filled with a
@@ -36,12 +42,18 @@ inline unsigned char* emu_dyn_smem() { return emu_smem.data(); }
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
 
-inline void __syncthreads() { emu_barrier->arrive_and_wait(); }
+namespace emu {
+// Where a device thread stands: ready to run, waiting at the block's
+// barrier or its warp's, or returned.
+enum class At { Ready, Block, Warp, Done };
+inline void wait(At at);
+}  // namespace emu
+
+inline void __syncthreads() { emu::wait(emu::At::Block); }
 
 // __syncwarp(): a barrier of the calling thread's warp (32 threads, fewer in
 // a last partial warp), for the port warp's products in shared memory.
-inline std::vector<std::barrier<>*> emu_warp_barriers;
-inline void __syncwarp(unsigned = 0xffffffffu) { emu_warp_barriers[(threadIdx.x + threadIdx.y * blockDim.x) / 32]->arrive_and_wait(); }
+inline void __syncwarp(unsigned = 0xffffffffu) { emu::wait(emu::At::Warp); }
 
 // Vector types (shared-memory loads of 2 and 4 words).
 struct alignas(8) float2 {
@@ -59,9 +71,9 @@ inline double emu_shfl[1024];
 inline double __shfl_down_sync(unsigned, double v, unsigned d) {
     const unsigned t = threadIdx.x + threadIdx.y * blockDim.x;
     emu_shfl[t] = v;
-    emu_barrier->arrive_and_wait();
+    __syncthreads();
     const double r = (t & 31) + d < 32 ? emu_shfl[t + d] : v;
-    emu_barrier->arrive_and_wait();
+    __syncthreads();
     return r;
 }
 
@@ -87,8 +99,9 @@ struct EmuCopy {
     const float* src;
     bool ok;
 };
-inline thread_local std::vector<std::vector<EmuCopy>> emu_groups;
-inline thread_local std::vector<EmuCopy> emu_open;
+// The running thread's queues (each coroutine's own are swapped in and out).
+inline std::vector<std::vector<EmuCopy>> emu_groups;
+inline std::vector<EmuCopy> emu_open;
 inline void cp4(float* dst, const float* src, bool ok) { emu_open.push_back({dst, src, ok}); }
 inline void cp_commit() {
     emu_groups.push_back(std::move(emu_open));
@@ -103,48 +116,112 @@ inline void cp_wait() {
 }
 
 inline double atomicAdd(double* a, double v) {
-    static std::mutex m;
-    std::lock_guard<std::mutex> g(m);
     double o = *a;
     *a += v;
     return o;
 }
 
+namespace emu {
+struct Thread {
+    ucontext_t ctx;
+    std::vector<char> stack;
+    At at = At::Ready;
+    std::vector<std::vector<EmuCopy>> groups;
+    std::vector<EmuCopy> open;
+};
+inline ucontext_t sched;
+inline std::vector<Thread> threads;
+inline unsigned cur = 0;
+inline std::function<void()> body;
+
+// A device thread stops at a barrier: back to the scheduler until released.
+inline void wait(At at) {
+    threads[cur].at = at;
+    swapcontext(&threads[cur].ctx, &sched);
+}
+
+inline void trampoline() {
+    body();
+    if (!emu_groups.empty() || !emu_open.empty()) {
+        fprintf(stderr, "cp.async copies still pending when thread %u of block %u ended\n", cur, blockIdx.x);
+        abort();
+    }
+    threads[cur].at = At::Done;
+}
+
+// Run the device thread t until it stops at a barrier or returns.
+inline void resume(unsigned t, dim3 block) {
+    Thread& th = threads[t];
+    cur = t;
+    threadIdx.x = t % block.x;
+    threadIdx.y = t / block.x;
+    std::swap(emu_groups, th.groups);
+    std::swap(emu_open, th.open);
+    swapcontext(&sched, &th.ctx);
+    std::swap(emu_groups, th.groups);
+    std::swap(emu_open, th.open);
+}
+}  // namespace emu
+
 // Launch kernel f(args...) on grid x block (x, y only).
 template <class F, class... Args>
 void emu_launch(F f, dim3 grid, dim3 block, Args... args) {
+    using emu::At;
     gridDim = grid;
     blockDim = block;
     const unsigned nt = block.x * block.y;
+    emu::body = [=]() { f(args...); };
+    emu::threads.resize(std::max<size_t>(emu::threads.size(), nt));
     for (unsigned b = 0; b < grid.x; ++b) {
+        blockIdx.x = b;
         emu_smem.assign(emu_smem_bytes + 16, 0xCD);
-        std::barrier<> bar(nt);
-        emu_barrier = &bar;
-        std::vector<std::unique_ptr<std::barrier<>>> warps;
-        emu_warp_barriers.clear();
-        for (unsigned w = 0; w * 32 < nt; ++w) {
-            warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, nt - 32 * w)));
-            emu_warp_barriers.push_back(warps.back().get());
-        }
-        std::vector<std::thread> ts;
-        ts.reserve(nt);
         for (unsigned t = 0; t < nt; ++t) {
-            ts.emplace_back([=]() {
-                blockIdx.x = b;
-                threadIdx.x = t % block.x;
-                threadIdx.y = t / block.x;
-                emu_groups.clear();
-                emu_open.clear();
-                f(args...);
-                if (!emu_groups.empty() || !emu_open.empty()) {
-                    fprintf(stderr, "cp.async copies still pending when a thread of block %u ended\n", b);
+            auto& th = emu::threads[t];
+            th.stack.resize(256 * 1024);
+            getcontext(&th.ctx);
+            th.ctx.uc_stack.ss_sp = th.stack.data();
+            th.ctx.uc_stack.ss_size = th.stack.size();
+            th.ctx.uc_link = &emu::sched;
+            makecontext(&th.ctx, emu::trampoline, 0);
+            th.at = At::Ready;
+            th.groups.clear();
+            th.open.clear();
+        }
+        for (unsigned epoch = 0;; ++epoch) {
+            for (unsigned k = 0; k < nt; ++k) {
+                const unsigned t = epoch % 2 ? nt - 1 - k : k;
+                if (emu::threads[t].at == At::Ready) emu::resume(t, block);
+            }
+            // Every thread now waits at a barrier or has returned: release the
+            // warps whose live threads all wait at __syncwarp, else the block
+            // once all its live threads wait at __syncthreads.
+            bool live = false, released = false;
+            for (unsigned w = 0; w * 32 < nt; ++w) {
+                const unsigned lo = 32 * w, hi = std::min(nt, lo + 32);
+                bool all = true, any = false;
+                for (unsigned t = lo; t < hi; ++t) {
+                    const At a = emu::threads[t].at;
+                    live |= a != At::Done;
+                    any |= a == At::Warp;
+                    all &= a == At::Warp || a == At::Done;
+                }
+                if (any && all) {
+                    for (unsigned t = lo; t < hi; ++t)
+                        if (emu::threads[t].at == At::Warp) emu::threads[t].at = At::Ready;
+                    released = true;
+                }
+            }
+            if (!live) break;
+            if (!released) {
+                bool all = true;
+                for (unsigned t = 0; t < nt; ++t) all &= emu::threads[t].at == At::Block || emu::threads[t].at == At::Done;
+                if (!all) {
+                    fprintf(stderr, "block %u: threads wait at different barriers (__syncthreads and __syncwarp)\n", b);
                     abort();
                 }
-                // A thread that returned early must not block the others' barriers.
-                emu_barrier->arrive_and_drop();
-                emu_warp_barriers[t / 32]->arrive_and_drop();
-            });
+                for (unsigned t = 0; t < nt; ++t)
+                    if (emu::threads[t].at == At::Block) emu::threads[t].at = At::Ready;
+            }
         }
-        for (auto& th : ts) th.join();
     }
 }
