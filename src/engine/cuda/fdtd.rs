@@ -147,6 +147,18 @@ struct SlimRun {
     resident: usize,
 }
 
+/// The most steps any on-chip sub-batch drawn from `jobs` can take a launch
+/// ([`onchip_chunk`] of any subset, final fields asked for or not): the
+/// planner sizes each design's source buffer in shared memory by it, so a
+/// design that fits there still fits in whichever sub-batch it runs. Equal
+/// to `onchip_chunk(jobs)` (or `trace_chunk` if larger) when every job checks
+/// at the same interval, as a GA generation's do.
+pub fn onchip_stride_bound(jobs: &[&SimJob], opts: &CudaOptions) -> usize {
+    let ce = jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1);
+    let most = if opts.onchip_checks > 1 { ce * opts.onchip_checks } else { 1 };
+    most.max(opts.trace_chunk).max(1)
+}
+
 /// Steps of an on-chip sub-batch's launches at most (its sample and source
 /// buffers) and the energy checks one launch may span: several (`opts.onchip_checks`)
 /// where every job checks at the same interval and nothing of a job is kept
@@ -924,7 +936,7 @@ impl PathDecision {
 /// `--path onchip` for a design that cannot run on-chip.
 pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], init: Option<&[Fields]>, opts: &CudaOptions, max_shared: usize, device: &str) -> Result<Vec<PathDecision>, EngineError> {
     let all: Vec<&SimJob> = idx.iter().map(|&i| &jobs[i]).collect();
-    let gstride = onchip_chunk(&all, opts, false).0.max(opts.trace_chunk);
+    let gstride = onchip_stride_bound(&all, opts);
     let mut out = Vec::with_capacity(idx.len());
     for &i in idx {
         let o = ops.get(i).copied().flatten().ok_or_else(|| EngineError::Cuda(format!("job {i} has no operator")))?;
@@ -1056,5 +1068,29 @@ mod tests {
         let onchip = CudaOptions { path: PathChoice::Onchip, ..Default::default() };
         let e = plan_paths(&jobs, &ops, &[0], None, &onchip, 0, "test device").unwrap_err().to_string();
         assert!(e.contains(&jobs[0].label) && e.contains("test device"), "{e}");
+    }
+
+    #[test]
+    fn the_planned_source_stride_covers_every_sub_batch() {
+        // Jobs checking at different intervals: a sub-batch of the slow ones
+        // alone takes several checks a launch (its longest chunk), so the
+        // planner must size the designs' shared memory for it; a GA
+        // generation (one interval) plans exactly its chunk, as before.
+        let mut jobs = crate::bench::population_jobs(4, 8_000, 10);
+        for (k, j) in jobs.iter_mut().enumerate() {
+            j.stop.check_every = if k < 2 { 50 } else { 100 };
+        }
+        let all: Vec<&SimJob> = jobs.iter().collect();
+        for opts in [CudaOptions::default(), CudaOptions { onchip_checks: 1, ..Default::default() }, CudaOptions { trace_chunk: 4096, ..Default::default() }] {
+            let bound = onchip_stride_bound(&all, &opts);
+            for mask in 1..16u32 {
+                let sub: Vec<&SimJob> = (0..4).filter(|k| mask >> k & 1 == 1).map(|k| &jobs[k]).collect();
+                for fields in [false, true] {
+                    assert!(onchip_chunk(&sub, &opts, fields).0 <= bound, "subset {mask:#b}, fields {fields}: {:?} > {bound}", onchip_chunk(&sub, &opts, fields));
+                }
+            }
+            let same: Vec<&SimJob> = jobs[2..].iter().collect();
+            assert_eq!(onchip_stride_bound(&same, &opts), onchip_chunk(&same, &opts, false).0.max(opts.trace_chunk));
+        }
     }
 }
