@@ -49,8 +49,8 @@ for args in "" "--zero" "--trace-chunk 7" "--no-fields" "--no-fields --zero"; do
 done
 # The shipped filter's midpoint (2.5D, the GA's jobs: oc_loop25, and the
 # general loop on the same jobs), long enough to reach its CPML and ports.
-for general in 0 1; do
-    EMVOLVE_ONCHIP_GENERAL=$general "$BIN" kernel-emu --lib "$lib" --onchip-lib "$oclib" --path auto --steps 400 --design designs/wr28_iris_filter.ron || status=1
+for general in "" --onchip-general; do
+    "$BIN" kernel-emu --lib "$lib" --onchip-lib "$oclib" --path auto --steps 400 --design designs/wr28_iris_filter.ron $general || status=1
 done
 # One updating warp (64 threads): every design has more columns than the block
 # has updating threads (several units a thread; the port warp adds the sources).

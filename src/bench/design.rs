@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use super::GraphsChoice;
+use super::TuningArgs;
 use crate::engine::cuda::batch::{Origin, Tile};
 use crate::engine::cuda::{CudaBackend, CudaOptions, PathChoice};
 use crate::engine::{Backend, RunCtx, cpu::CpuBackend};
@@ -104,8 +104,10 @@ fn host_build(design: &crate::design::Design, cands: &[std::collections::BTreeMa
 /// One GA generation of a design as one batch: wall time, designs/s and
 /// cell updates/s, per tile variant on CUDA (where the kernel time is also known).
 #[allow(clippy::too_many_arguments)]
-pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], all_ports: bool, tiles: &[String], graphs: GraphsChoice, lean: GraphsChoice, (slim, slim_min_plane): (GraphsChoice, usize), paths: &[String], onchip_threads: &[usize], onchip_checks: &[usize], origins: &[String], verbose: bool) -> anyhow::Result<()> {
-    let origins = super::parse_origins(origins)?;
+pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>, n: usize, use_cuda: bool, gpus: &[usize], all_ports: bool, tune: &TuningArgs) -> anyhow::Result<()> {
+    let (graphs, lean, slim, slim_min_plane, verbose, onchip_general) = (tune.graphs, tune.lean, tune.slim, tune.slim_min_plane, tune.verbose, tune.onchip_general);
+    let (tiles, paths, onchip_threads, onchip_checks) = (&tune.tiles[..], &tune.paths[..], &tune.onchip_threads[..], &tune.onchip_checks[..]);
+    let origins = super::parse_origins(&tune.origins)?;
     let design = crate::design::Design::load(path)?;
     let drives = drives(&design, all_ports);
     let cands = random_candidates(&design, n);
@@ -180,7 +182,7 @@ pub fn generation(path: &std::path::Path, engine: Option<crate::job::EngineKind>
             // Two steps a pass for the slim designs among those streaming, or one.
             let slims = if p == PathChoice::Onchip { vec![true] } else { slim.values() };
             for (g, ln, org, sl) in super::combos(graphs, &leans, &origins, &slims) {
-                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, lean: ln, origin: org, slim: sl, slim_min_plane, ..Default::default() })?;
+                be.set_options(CudaOptions { tile, graphs: g, adapt: auto, path: p, verbose, onchip_threads: threads, onchip_checks: checks, onchip_general, lean: ln, origin: org, slim: sl, slim_min_plane, ..Default::default() })?;
                 // Warm-up (compiles the variant, grows the pool), then timed; a path that
                 // cannot run this generation (--paths onchip with a design too large) says why.
                 let (secs, upd, lo, hi) = match time(&be).and_then(|_| time(&be)) {

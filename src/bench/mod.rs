@@ -94,6 +94,10 @@ pub struct TuningArgs {
     /// (comma separated; 1: a launch ends at every check).
     #[arg(long, value_delimiter = ',', default_value = "8")]
     pub onchip_checks: Vec<usize>,
+    /// With --generation: the on-chip kernel's general step loop even for
+    /// 2.5D designs (which have their own), to time one loop against the other.
+    #[arg(long)]
+    pub onchip_general: bool,
     /// Print the on-chip planner's choice per design (stderr).
     #[arg(long)]
     pub verbose: bool,
@@ -248,7 +252,7 @@ pub fn run(a: &BenchArgs, t: &TuningArgs) -> anyhow::Result<()> {
         let engine = a.design_engine;
         design::midpoint(path, engine, use_cuda, &gpus, a.all_ports)?;
         if a.generation > 0 {
-            design::generation(path, engine, a.generation, use_cuda, &gpus, a.all_ports, &t.tiles, t.graphs, t.lean, (t.slim, t.slim_min_plane), &t.paths, &t.onchip_threads, &t.onchip_checks, &t.origins, t.verbose)?;
+            design::generation(path, engine, a.generation, use_cuda, &gpus, a.all_ports, t)?;
         }
     }
     if a.engine == EngineChoice::Tlm {

@@ -59,6 +59,9 @@ pub struct KernelEmuArgs {
     /// Tile origin of the fused kernel: auto (the planner's) or X,Y (batch::Origin).
     #[arg(long, default_value = "auto")]
     pub origin: String,
+    /// The on-chip kernel's general step loop even for 2.5D designs (CudaOptions::onchip_general).
+    #[arg(long)]
+    pub onchip_general: bool,
     /// The two-step pass (kernels/fdtd_slim.cuh): the jobs go without field DFT monitors, so that
     /// the guides take it, and at least one design must. Without it every
     /// design steps one step a pass.
@@ -103,7 +106,7 @@ pub fn run(a: KernelEmuArgs) -> anyhow::Result<i32> {
     let scheme = if a.split { Scheme::Split } else { Scheme::Fused };
     anyhow::ensure!(path == PathChoice::Streaming || a.onchip_lib.is_some(), "--path {}: needs --onchip-lib", a.path);
     let origin = crate::engine::cuda::batch::Origin::parse(&a.origin).map_err(|e| anyhow::anyhow!("--origin: {e}"))?;
-    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, slim: a.two_step, slim_min_plane: 0, ..Default::default() };
+    let opts = CudaOptions { scheme, zchunk: Some(a.zchunk), poison: true, trace_chunk: a.trace_chunk, graphs: false, path, verbose: true, origin, slim: a.two_step, slim_min_plane: 0, onchip_general: a.onchip_general, ..Default::default() };
     let mut libs = vec![a.lib.as_path()];
     libs.extend(a.onchip_lib.as_deref());
     let be = CudaBackend::emulated(&libs, opts)?;

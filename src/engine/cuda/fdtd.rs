@@ -544,9 +544,7 @@ impl<'a> FdtdDevBatch<'a> {
         let ce = jobs.iter().map(|j| j.stop.check_every.max(1)).max().unwrap_or(1);
         // From zero fields everything no update writes stays zero (else the kernel sums its energy once a launch).
         let mut flags = if init.is_none() { 2 } else { 0 };
-        // EMVOLVE_ONCHIP_GENERAL=1: the general step loop even for 2.5D designs
-        // (fdtd_onchip.cu EMV_OC_GENERAL: to time and check one loop against the other).
-        if std::env::var_os("EMVOLVE_ONCHIP_GENERAL").is_some_and(|v| v != "0") {
+        if opts.onchip_general {
             flags |= 4;
         }
         Ok(OcRun { m, idx, pattern: fits.iter().map(|f| f.pattern).collect(), smem: smem as u32, flags, threads: threads as u32, checks, ce })

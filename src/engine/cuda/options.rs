@@ -82,6 +82,10 @@ pub struct CudaOptions {
     /// energy at each): fewer launches and host round trips. 1: a launch ends
     /// at every check. Batches that keep final fields use 1.
     pub onchip_checks: usize,
+    /// The on-chip kernel's general step loop even for 2.5D designs, which
+    /// have their own (fdtd_onchip.cu EMV_OC_GENERAL): to time and check one
+    /// loop against the other.
+    pub onchip_general: bool,
     /// Print the planner's choice per design and sub-batch (stderr).
     pub verbose: bool,
     /// Fused scheme: run the blocks of a design's plain interior (no CPML,
@@ -104,7 +108,7 @@ pub struct CudaOptions {
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, verbose: false, lean: true, origin: Origin::Auto, slim: true, slim_min_plane: super::slim::MIN_PLANE }
+        CudaOptions { scheme: Scheme::Fused, tile: Tile::DEFAULT, zchunk: None, poison: false, trace_chunk: 256, mem_limit: None, graphs: true, adapt: true, path: PathChoice::Auto, onchip_threads: 1024, onchip_checks: 8, onchip_general: false, verbose: false, lean: true, origin: Origin::Auto, slim: true, slim_min_plane: super::slim::MIN_PLANE }
     }
 }
 
