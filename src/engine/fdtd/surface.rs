@@ -281,6 +281,19 @@ impl SurfaceTerms {
         Ok(Some((t, ab)))
     }
 
+    /// Append one node's term and the range of its metal's cell memories
+    /// (`first` must hold the previous term's end).
+    fn push_term(&mut self, x: &NodeTerm) {
+        self.comp.push(x.comp);
+        self.idx.push(x.idx);
+        self.metal.push(x.metal);
+        self.k.push(x.k);
+        self.inv_den.push(x.inv_den);
+        self.kb.push(x.kb);
+        let cells = self.cell_first[x.metal as usize + 1] - self.cell_first[x.metal as usize];
+        self.first.push(self.first.last().unwrap() + cells);
+    }
+
     /// Append the terms `nodes` (in scan order) and their E edges' gather
     /// lists: edges ascending by (component, flat index), each edge's nodes
     /// in term order.
@@ -288,14 +301,7 @@ impl SurfaceTerms {
         let t = self;
         t.first.push(0);
         for x in nodes {
-            t.comp.push(x.comp);
-            t.idx.push(x.idx);
-            t.metal.push(x.metal);
-            t.k.push(x.k);
-            t.inv_den.push(x.inv_den);
-            t.kb.push(x.kb);
-            let cells = t.cell_first[x.metal as usize + 1] - t.cell_first[x.metal as usize];
-            t.first.push(t.first.last().unwrap() + cells);
+            t.push_term(x);
         }
         // A counting sort by edge (a comparison sort of the reads cost more than
         // the scan): per E edge its count of reading nodes, then its first slot.

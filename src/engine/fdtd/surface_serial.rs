@@ -24,19 +24,12 @@ fn build_serial(job: &SimJob, op: &Operator) -> Result<SurfaceTerms, SimFailure>
                 for i in 0..hr[0] {
                     let Some(x) = ctx.term(c, [i, j, k]) else { continue };
                     let term = t.comp.len() as u32;
-                    t.comp.push(x.comp);
-                    t.idx.push(x.idx);
-                    t.metal.push(x.metal);
-                    t.k.push(x.k);
-                    t.inv_den.push(x.inv_den);
-                    t.kb.push(x.kb);
+                    t.push_term(&x);
                     for (ec, q, w) in x.reads {
                         if w != 0.0 {
                             reads.entry((ec, q)).or_default().push((term, w));
                         }
                     }
-                    let m = x.metal as usize;
-                    t.first.push(t.first.last().unwrap() + t.cell_first[m + 1] - t.cell_first[m]);
                 }
             }
         }
