@@ -79,7 +79,9 @@ pub struct BenchArgs {
 
 /// The kernel-tuning knobs of `emvolve-lab bench` (paths, tiles, kernel
 /// variants, launch shapes): developers' measurements, not the user's
-/// program. Their defaults are what the backends do unasked.
+/// program. Their defaults are the lab's fixed baselines (the streaming path,
+/// the 32x8 tile); [`TuningArgs::backend_choices`] is what the backends
+/// choose unasked.
 #[derive(Args, Debug, Clone)]
 pub struct TuningArgs {
     /// With --generation on CUDA: paths to time (onchip, streaming, auto; comma
@@ -149,6 +151,14 @@ impl Default for TuningArgs {
             tuning: TuningArgs,
         }
         <Only as clap::Parser>::parse_from(["bench"]).tuning
+    }
+}
+
+impl TuningArgs {
+    /// What the backends choose unasked, as a run gets it: the planner's path
+    /// per design and the adaptive tile (the user's `emvolve bench`).
+    pub fn backend_choices() -> TuningArgs {
+        TuningArgs { paths: vec!["auto".into()], tiles: vec!["auto".into()], ..TuningArgs::default() }
     }
 }
 
