@@ -234,6 +234,30 @@ struct SurfacePtrs {
     int n_reads;
 };
 
+// Tables of the conformal-metal kernels (fdtd_conformal.cuh; built by
+// conformal.rs ConformalPlan from src/engine/fdtd/conformal.rs).
+struct ConformalPtrs {
+    float* e[3];
+    float* h[3];
+    const FdtdDesign* designs;
+    const int* active;
+    const int* design;
+    const int* comp;
+    const int* idx;
+    const int* src_comp;
+    const int* src_idx;
+    const float* src_w;
+    float* pending;
+    const int* e_design;
+    const int* e_comp;
+    const int* e_idx;
+    const int* e_first;
+    const int* e_term;
+    const float* e_w;
+    int n_terms;
+    int n_reads;
+};
+
 // Tables of the two-step pass for slim designs (fdtd_step2, fdtd_slim.cuh;
 // built by slim.rs SlimPlan).
 struct SlimPtrs {

@@ -393,3 +393,5 @@ extern "C" __global__ void __launch_bounds__(EMV_NT) fdtd_update_e(FdtdPtrs P) {
 #include "fdtd_edges.cuh"
 
 #include "fdtd_surface.cuh"
+
+#include "fdtd_conformal.cuh"

@@ -163,6 +163,46 @@ impl Material {
     }
 }
 
+/// Perfect metal off the mesh lines (FDTD; TLM jobs have none): what
+/// cylinders, prisms, discs and polygons cover of each E edge and cell face
+/// they cut, for the locally conformal update of Dey & Mittra (IEEE MGWL
+/// 1997; `crate::engine::fdtd::conformal`). Shared by the jobs of one
+/// structure, like `cell_mat`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Conformal {
+    /// Edges the metal covers in part or whole (`open` 0: a PEC edge).
+    pub edges: Vec<EdgeFill>,
+    /// Faces (H nodes) next to those edges, with their open area.
+    pub faces: Vec<FaceFill>,
+}
+
+impl Conformal {
+    pub fn is_empty(&self) -> bool {
+        self.edges.is_empty() && self.faces.is_empty()
+    }
+}
+
+/// An E edge that metal covers in part: `open` is the fraction of its
+/// length outside the metal, in `[0, 1)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EdgeFill {
+    /// The edge's direction (its E component).
+    pub comp: Axis,
+    /// Its node index `(i, j, k)` over the whole mesh (padding included).
+    pub at: [u32; 3],
+    pub open: f32,
+}
+
+/// A cell face (the node of H component `comp`, spanned by the two other
+/// axes from node `at`) beside conformal metal: `open` is the fraction of
+/// its area outside the metal, in `[0, 1]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FaceFill {
+    pub comp: Axis,
+    pub at: [u32; 3],
+    pub open: f32,
+}
+
 /// A zero-thickness perfectly conducting rectangle lying on mesh plane `plane`
 /// normal to `normal`. It covers node indices `lo..=hi` along the two other
 /// axes (in the order of [`Axis::others`]). FDTD zeroes the tangential E edges
@@ -403,6 +443,9 @@ pub struct SimJob {
     /// Material index per cell (`mesh.idx`), shared by the jobs of one
     /// structure (one per driven port).
     pub cell_mat: Arc<Vec<u8>>,
+    /// Conformal metal (FDTD only).
+    #[serde(default, skip_serializing_if = "is_unshared_empty")]
+    pub conformal: Arc<Conformal>,
     pub sheets: Vec<Sheet>,
     /// Lumped R, L, C loads (FDTD only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -435,6 +478,7 @@ impl SimJob {
     /// method, so that one operator serves both.
     pub fn shares_structure(&self, other: &SimJob) -> bool {
         Arc::ptr_eq(&self.cell_mat, &other.cell_mat)
+            && (Arc::ptr_eq(&self.conformal, &other.conformal) || (self.conformal.is_empty() && other.conformal.is_empty()))
             && self.engine == other.engine
             && self.mesh == other.mesh
             && self.boundaries == other.boundaries
@@ -494,4 +538,8 @@ pub enum SimFailure {
     NonFinite { step: usize, location: String },
     #[error("invalid job: {0}")]
     Invalid(String),
+}
+
+fn is_unshared_empty(c: &Arc<Conformal>) -> bool {
+    c.is_empty()
 }

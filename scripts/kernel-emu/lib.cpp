@@ -36,6 +36,12 @@ extern "C" int emu_kernel(int k, const unsigned* g, const unsigned* b, void** a)
             emu_launch(fdtd_step2, grid, block, *(const FdtdPtrs*)a[0], *(const PortPtrs*)a[1], *(const SlimPtrs*)a[2],
                        *(const int*)a[3]);
             break;
+        case 9: emu_launch(fdtd_edges, grid, block, *(const EdgePtrs*)a[0]); break;
+        case 10: emu_launch(fdtd_surface, grid, block, *(const SurfacePtrs*)a[0]); break;
+        case 11: emu_launch(fdtd_surface_e, grid, block, *(const SurfacePtrs*)a[0]); break;
+        case 12: emu_launch(fdtd_conformal, grid, block, *(const ConformalPtrs*)a[0]); break;
+        case 13: emu_launch(fdtd_conformal_e, grid, block, *(const ConformalPtrs*)a[0]); break;
+        case 14: emu_launch(fdtd_conformal_rec, grid, block, *(const ConformalPtrs*)a[0]); break;
         default: return 1;
     }
     return 0;

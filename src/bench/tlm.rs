@@ -21,6 +21,7 @@ pub fn box_job(n: usize, steps: usize) -> SimJob {
         label: format!("TLM box {n}^3"),
         engine: EngineKind::Tlm,
         cell_mat: vec![0; mesh.cells()].into(),
+        conformal: Default::default(),
         mesh,
         boundaries: [[Boundary::Pec; 2]; 3],
         pml: [[0; 2]; 3],

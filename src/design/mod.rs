@@ -10,6 +10,7 @@
 //! (`voxel`).
 
 pub mod budget;
+pub mod conformal;
 pub mod error;
 pub mod expr;
 mod finite;

@@ -1,7 +1,8 @@
 //! Plane regions — polygons, discs and annuli in the `(u, v)` plane of an
 //! axis — and what the voxeliser and mesher need from them: whether a point
-//! lies inside (the cell-centre rule), their extremes (the mesher's lines)
-//! and the checks on a polygon as written.
+//! lies inside (the cell-centre rule), which parts of a segment lie inside
+//! (exact, for the conformal edge and face fractions), their extremes (the
+//! mesher's lines) and the checks on a polygon as written.
 
 /// A region of the plane normal to some axis, in metres, coordinates `(u, v)`
 /// in the order of [`crate::job::Axis::others`].
@@ -55,6 +56,88 @@ impl Region {
         }
     }
 
+    /// `contains`, with the boundary (to within `tol`) counted inside: an
+    /// edge lying on a metal face is metal.
+    pub fn contains_closed(&self, p: [f64; 2], tol: f64) -> bool {
+        if self.contains(p) {
+            return true;
+        }
+        match self {
+            Region::Polygon(v) => {
+                let n = v.len();
+                (0..n).any(|i| seg_dist(p, v[i], v[(i + 1) % n]) <= tol)
+            }
+            Region::Disc { c, r, r_in } => {
+                let d = (p[0] - c[0]).hypot(p[1] - c[1]);
+                (d - r).abs() <= tol || (*r_in > 0.0 && (d - r_in).abs() <= tol)
+            }
+        }
+    }
+
+    /// The parameter intervals `t in [0, 1]` of the segment `a + t (b - a)`
+    /// that lie inside (boundary within `tol` included), sorted and disjoint. Exact up to rounding, and
+    /// continuous in the region's coordinates (what makes conformal edge
+    /// fractions move smoothly with the parameters).
+    pub fn segment_inside(&self, a: [f64; 2], b: [f64; 2], tol: f64) -> Vec<(f64, f64)> {
+        let d = [b[0] - a[0], b[1] - a[1]];
+        let mut cuts = vec![0.0, 1.0];
+        match self {
+            Region::Polygon(v) => {
+                let n = v.len();
+                for i in 0..n {
+                    let (p, q) = (v[i], v[(i + 1) % n]);
+                    let e = [q[0] - p[0], q[1] - p[1]];
+                    let den = d[0] * e[1] - d[1] * e[0];
+                    if den.abs() < 1e-300 {
+                        continue; // parallel: its ends are crossings of its neighbours
+                    }
+                    let w = [p[0] - a[0], p[1] - a[1]];
+                    let t = (w[0] * e[1] - w[1] * e[0]) / den;
+                    let s = (w[0] * d[1] - w[1] * d[0]) / den;
+                    if (0.0..=1.0).contains(&s) && t > 0.0 && t < 1.0 {
+                        cuts.push(t);
+                    }
+                }
+            }
+            Region::Disc { c, r, r_in } => {
+                for rad in [*r, *r_in] {
+                    if rad <= 0.0 {
+                        continue;
+                    }
+                    let f = [a[0] - c[0], a[1] - c[1]];
+                    let qa = d[0] * d[0] + d[1] * d[1];
+                    let qb = 2.0 * (f[0] * d[0] + f[1] * d[1]);
+                    let qc = f[0] * f[0] + f[1] * f[1] - rad * rad;
+                    let disc = qb * qb - 4.0 * qa * qc;
+                    if qa > 0.0 && disc > 0.0 {
+                        let s = disc.sqrt();
+                        for t in [(-qb - s) / (2.0 * qa), (-qb + s) / (2.0 * qa)] {
+                            if t > 0.0 && t < 1.0 {
+                                cuts.push(t);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        cuts.sort_by(f64::total_cmp);
+        let mut out: Vec<(f64, f64)> = vec![];
+        for w in cuts.windows(2) {
+            let (t0, t1) = (w[0], w[1]);
+            if t1 <= t0 {
+                continue;
+            }
+            let tm = 0.5 * (t0 + t1);
+            if self.contains_closed([a[0] + tm * d[0], a[1] + tm * d[1]], tol) {
+                match out.last_mut() {
+                    Some(last) if last.1 >= t0 => last.1 = t1,
+                    _ => out.push((t0, t1)),
+                }
+            }
+        }
+        out
+    }
+
     /// Why a polygon cannot be used (None: it can): fewer than three
     /// vertices, two equal neighbours, no area, or edges that cross.
     pub fn polygon_problem(p: &[[f64; 2]], tol: f64) -> Option<String> {
@@ -88,6 +171,14 @@ impl Region {
     }
 }
 
+/// Distance from `p` to the segment `a..b`.
+fn seg_dist(p: [f64; 2], a: [f64; 2], b: [f64; 2]) -> f64 {
+    let d = [b[0] - a[0], b[1] - a[1]];
+    let l2 = d[0] * d[0] + d[1] * d[1];
+    let t = if l2 > 0.0 { (((p[0] - a[0]) * d[0] + (p[1] - a[1]) * d[1]) / l2).clamp(0.0, 1.0) } else { 0.0 };
+    (p[0] - a[0] - t * d[0]).hypot(p[1] - a[1] - t * d[1])
+}
+
 /// Whether two closed segments share a point.
 fn segments_cross(a: [f64; 2], b: [f64; 2], c: [f64; 2], d: [f64; 2]) -> bool {
     let orient = |p: [f64; 2], q: [f64; 2], r: [f64; 2]| (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
@@ -114,6 +205,36 @@ mod tests {
         assert!(u.contains([0.5, 2.0]) && u.contains([2.5, 2.0]) && u.contains([1.5, 0.5]) && !u.contains([1.5, 2.0]));
         assert_eq!(u.bbox(), ([0.0, 0.0], [3.0, 3.0]));
         assert_eq!(ring.bbox(), ([0.0, -1.0], [2.0, 1.0]));
+    }
+
+    fn len(iv: &[(f64, f64)]) -> f64 {
+        iv.iter().map(|(a, b)| b - a).sum()
+    }
+
+    #[test]
+    fn a_segment_through_a_disc_is_inside_over_its_chord() {
+        let d = Region::Disc { c: [0.0, 0.0], r: 1.0, r_in: 0.0 };
+        let iv = d.segment_inside([-2.0, 0.5], [2.0, 0.5], 1e-12);
+        let chord = 2.0 * (1.0f64 - 0.25).sqrt();
+        assert!((len(&iv) * 4.0 - chord).abs() < 1e-12, "{iv:?}");
+        let ring = Region::Disc { c: [0.0, 0.0], r: 1.0, r_in: 0.5 };
+        let iv = ring.segment_inside([-2.0, 0.0], [2.0, 0.0], 1e-12);
+        assert_eq!(iv.len(), 2);
+        assert!((len(&iv) * 4.0 - 1.0).abs() < 1e-12, "{iv:?}");
+        assert!(d.segment_inside([2.0, 2.0], [3.0, 2.0], 1e-12).is_empty());
+    }
+
+    #[test]
+    fn a_segment_through_a_concave_polygon_is_inside_where_it_should_be() {
+        // A U shape: the segment at v = 2 crosses both arms.
+        let u = Region::Polygon(vec![[0.0, 0.0], [3.0, 0.0], [3.0, 3.0], [2.0, 3.0], [2.0, 1.0], [1.0, 1.0], [1.0, 3.0], [0.0, 3.0]]);
+        let iv = u.segment_inside([-1.0, 2.0], [4.0, 2.0], 1e-12);
+        assert_eq!(iv.len(), 2, "{iv:?}");
+        assert!((len(&iv) * 5.0 - 2.0).abs() < 1e-12);
+        // Along an edge's line through a vertex: inside below v = 1 only.
+        let iv = u.segment_inside([0.5, -1.0], [0.5, 4.0], 1e-12);
+        assert!((len(&iv) * 5.0 - 4.0).abs() < 1e-12, "{iv:?}");
+        assert!(u.contains([0.5, 2.0]) && !u.contains([1.5, 2.0]));
     }
 
     #[test]

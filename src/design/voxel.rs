@@ -128,10 +128,15 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
     let g = &m.mesh;
     let mut cell_mat = vec![0u8; g.cells()];
     for x in &geo.solids {
-        paint(&s, &x.shape, &mut cell_mat);
+        // Perfect cylinders and prisms are conformal on FDTD: not painted.
+        if !matches!(x.shape, Shape::Extruded { mat, .. } if super::conformal::is_conformal_solid(geo, mat)) {
+            paint(&s, &x.shape, &mut cell_mat);
+        }
     }
-    // Discs and polygons: the cells of their plane whose centre they cover.
-    for x in &geo.shaped {
+    let conformal = conformal_fills(geo, m, u)?;
+    // Discs and polygons: the cells of their plane whose centre they cover
+    // (FDTD takes perfect ones conformally).
+    for x in geo.shaped.iter().filter(|x| !super::conformal::is_conformal_sheet(geo, x.conductor)) {
         let before = sheets.len();
         sheets.extend(shaped_rows(&s, x));
         if sheets.len() == before {
@@ -143,6 +148,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         sheet_at.extend(std::iter::repeat(x.origin.at.clone()).take(sheets.len() - before));
     }
     check_ports_not_shorted(geo, m, &ports, (&sheets, &sheet_at), &cell_mat, u)?;
+    check_ports_clear_of_fills(&ports, &conformal, u)?;
     let surfaces = if geo.surfaces.is_empty() { Default::default() } else { Surfaces { sheets: lossy_sheets, ..geo.surfaces.clone() } };
     check_metals(&surfaces, &sheets, &sheet_at, g, d.band.start.max(d.band.stop * 1e-3), u)?;
     let opts = d.engine.options();
@@ -155,6 +161,7 @@ pub(crate) fn voxelise(geo: &Geometry, m: &Meshed, d: &DesignFile, u: &Units, bu
         pml: m.pml,
         materials: geo.materials.clone(),
         cell_mat: cell_mat.into(),
+        conformal: conformal.into(),
         sheets,
         loads,
         surfaces,
@@ -251,7 +258,8 @@ fn check_covers(s: &Snap, x: &Solid, u: &Units) -> Result<(), DesignError> {
                 return Err(u.err(at.as_str(), "covers no cell centre: its radius is below half a cell, or it lies outside the domain"));
             }
         }
-        (_, Shape::Extruded { axis, lo, hi, region, .. }) => {
+        // Conformal bodies are checked on their edges (`conformal_fills`).
+        (_, Shape::Extruded { axis, lo, hi, region, mat }) if !super::conformal::is_conformal_solid(s.geo, *mat) => {
             // As for a Post: a shape thinner than a cell would vanish without a word.
             let (p, q) = axis.others();
             let (a, p, q) = (axis.index(), p.index(), q.index());
@@ -464,6 +472,28 @@ fn paint(s: &Snap, shape: &Shape, cell_mat: &mut [u8]) {
     }
 }
 
+/// The conformal fills of `geo` (FDTD), refusing a conformal body that
+/// covers no whole E edge: thinner than a cell there, it would all but
+/// vanish from the grid.
+fn conformal_fills(geo: &Geometry, m: &Meshed, u: &Units) -> Result<crate::job::Conformal, DesignError> {
+    let (fills, seen) = super::conformal::fills(geo, m);
+    let origins = geo
+        .solids
+        .iter()
+        .filter(|x| matches!(x.shape, Shape::Extruded { mat, .. } if super::conformal::is_conformal_solid(geo, mat)))
+        .map(|x| &x.origin)
+        .chain(geo.shaped.iter().filter(|x| super::conformal::is_conformal_sheet(geo, x.conductor)).map(|x| &x.origin));
+    for (origin, seen) in origins.zip(&seen) {
+        if !seen {
+            return Err(u.err(
+                origin.at.as_str(),
+                "covers no whole E edge of the mesh: it is thinner than a cell here and would all but vanish; refine the mesh (`max_cell`, `edge_cell`) or make it larger",
+            ));
+        }
+    }
+    Ok(fills)
+}
+
 /// A Disc or Polygon sheet on the cell-centre rule: per row of cells
 /// of its plane, runs of cells whose centre it covers, each a rectangle.
 fn shaped_rows(s: &Snap, x: &ShapedSheet) -> Vec<Sheet> {
@@ -491,6 +521,28 @@ fn shaped_rows(s: &Snap, x: &ShapedSheet) -> Vec<Sheet> {
     out
 }
 
+
+/// A lumped port's edges must not be cut by conformal metal (it would short
+/// or load the port where the file does not say so).
+fn check_ports_clear_of_fills(ports: &[Port], fills: &crate::job::Conformal, u: &Units) -> Result<(), DesignError> {
+    if fills.edges.is_empty() {
+        return Ok(());
+    }
+    let cut: std::collections::HashSet<(usize, [u32; 3])> = fills.edges.iter().map(|f| (f.comp.index(), f.at)).collect();
+    for (pi, port) in ports.iter().enumerate() {
+        let PortKind::Lumped { axis, .. } = port.kind else { continue };
+        let nodes = port_nodes(&port.kind);
+        for n in &nodes[..nodes.len() - 1] {
+            if cut.contains(&(axis.index(), n.map(|x| x as u32))) {
+                return Err(u.err(
+                    format!("ports[{pi}]"),
+                    format!("port `{}` is short-circuited: one of its edges along {} lies in or is cut by a conformal metal shape (Cylinder, Prism, Disc or Polygon)", port.name, axis.name()),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// A lumped port whose E edges touch a conductor would be short-circuited: the
 /// engines force every E edge touching a PEC cell, lying in a sheet or lying on a

@@ -89,6 +89,7 @@ pub fn base_job(label: &str, n: [usize; 3], d: f64, bnd: [[Boundary; 2]; 3], pml
             Material { name: "lossy".into(), eps_r: 3.0, sigma: 0.05, mu_r: 1.0, pec: false, poles: vec![] },
         ],
         cell_mat: vec![0; cells].into(),
+        conformal: Default::default(),
         sheets: vec![],
         loads: vec![],
         surfaces: Default::default(),
@@ -260,10 +261,41 @@ pub fn random_jobs(small: bool, steps: usize) -> Vec<SimJob> {
         v.push(j);
     }
 
+    // Conformal metal (kernels fdtd_conformal, _e, _rec): a cylinder, a
+    // slanted prism and a disc sheet off the mesh lines, PMC y, CPML z (the
+    // faces near it left out), graded cells.
+    v.push(conformal_job(small));
+
     for j in &mut v {
         j.stop = StopRule { decay_db: -1000.0, max_steps: steps, check_every: 50, max_time: None };
     }
     v
+}
+
+/// The conformal-metal job of [`random_jobs`], from a design file.
+pub fn conformal_job(small: bool) -> SimJob {
+    let (cell, zhi) = if small { (1.0, 9.0) } else { (0.5, 12.0) };
+    let text = format!(
+        r#"Design(
+            name: "conformal", units: Millimetre,
+            geometry: [
+                Cylinder(axis: Z, center: (1.3, 0.4, 0), radius: 2.2, from: 1.2, to: 4.4),
+                Prism(axis: X, points: [(-3.1, 1.3), (1.7, 0.6), (0.2, 4.9)], from: -4.6, to: -1.3),
+                Disc(normal: Z, at: 5.6, center: (-0.7, 1.1), radius: 1.9),
+            ],
+            domain: (x: (-5, 5), y: (-4, 4), z: (0, {zhi})),
+            boundaries: (x: Pec, y: Pmc, z: Faces(Pec, Absorbing)),
+            ports: [Lumped(name: "p", from: (3.8, -3, 0), to: (3.8, -3, 1))],
+            band: (start: 8e9, stop: 14e9, points: 11),
+            engine: Fdtd(cell: {cell}, pml: 5),
+            goals: [Goal(s: (1, 1), band: (10e9, 11e9), below_db: -10.0)],
+        )"#
+    );
+    let d = crate::design::Design::parse(&text, "conformal.ron").unwrap_or_else(|e| panic!("{e}"));
+    let mut j = d.jobs(&d.midpoint_values(), &[0], None).unwrap_or_else(|e| panic!("{e}")).remove(0);
+    assert!(!j.conformal.faces.is_empty(), "the conformal job has no cut faces");
+    j.label = "conformal: cylinder, prism, disc, pmc y, cpml z".into();
+    j
 }
 
 /// `job` on one cell along y (its first layer of materials), like a design

@@ -25,18 +25,21 @@ pub const SLIM_CUH: &str = include_str!("../../../kernels/fdtd_slim.cuh");
 pub const EDGES_CUH: &str = include_str!("../../../kernels/fdtd_edges.cuh");
 /// The surface-impedance kernel (lossy metal faces).
 pub const SURFACE_CUH: &str = include_str!("../../../kernels/fdtd_surface.cuh");
+/// The conformal-metal kernels (faces cut by round and slanted metal).
+pub const CONFORMAL_CUH: &str = include_str!("../../../kernels/fdtd_conformal.cuh");
 /// `kernels/fdtd_onchip.cu`: the on-chip path (one block per design, many steps per launch).
 pub const ONCHIP_CU: &str = include_str!("../../../kernels/fdtd_onchip.cu");
 
 /// The headers NVRTC gets pasted in, in the order they are inlined: a
 /// header before those it includes itself (fdtd_fused.cuh includes
 /// fdtd_lean.cuh, which includes fdtd_cell.cuh; guarded, so twice is harmless).
-const HEADERS: [(&str, &str); 8] = [
+const HEADERS: [(&str, &str); 9] = [
     ("fdtd_fused.cuh", FUSED_CUH),
     ("fdtd_ports.cuh", PORTS_CUH),
     ("fdtd_slim.cuh", SLIM_CUH),
     ("fdtd_edges.cuh", EDGES_CUH),
     ("fdtd_surface.cuh", SURFACE_CUH),
+    ("fdtd_conformal.cuh", CONFORMAL_CUH),
     ("fdtd_lean.cuh", LEAN_CUH),
     ("common.cuh", COMMON_CUH),
     ("fdtd_cell.cuh", CELL_CUH),
@@ -58,7 +61,23 @@ pub fn onchip_source() -> String {
 }
 
 /// The kernels of `kernels/fdtd.cu`, in the order of [`Kernel`].
-pub const KERNELS: [&str; 12] = ["fdtd_update_h", "fdtd_pmc_ghosts", "fdtd_update_e", "fdtd_step", "fdtd_inject", "fdtd_sample_ports", "fdtd_energy", "fdtd_dft", "fdtd_step2", "fdtd_edges", "fdtd_surface", "fdtd_surface_e"];
+pub const KERNELS: [&str; 15] = [
+    "fdtd_update_h",
+    "fdtd_pmc_ghosts",
+    "fdtd_update_e",
+    "fdtd_step",
+    "fdtd_inject",
+    "fdtd_sample_ports",
+    "fdtd_energy",
+    "fdtd_dft",
+    "fdtd_step2",
+    "fdtd_edges",
+    "fdtd_surface",
+    "fdtd_surface_e",
+    "fdtd_conformal",
+    "fdtd_conformal_e",
+    "fdtd_conformal_rec",
+];
 
 /// A kernel of `kernels/fdtd.cu` (index into [`KERNELS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +94,9 @@ pub enum Kernel {
     Edges = 9,
     Surface = 10,
     SurfaceE = 11,
+    Conformal = 12,
+    ConformalE = 13,
+    ConformalRec = 14,
 }
 
 /// Flag of a block-table entry's local block number (fdtd.cu `EMV_LEAN_FLAG`):
@@ -252,6 +274,31 @@ pub struct SurfacePtrs {
     pub n_reads: i32,
 }
 
+/// Device pointers of the conformal-metal kernels (`fdtd_conformal`, see `common.cuh`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConformalPtrs {
+    pub e: [u64; 3],
+    pub h: [u64; 3],
+    pub designs: u64,
+    pub active: u64,
+    pub design: u64,
+    pub comp: u64,
+    pub idx: u64,
+    pub src_comp: u64,
+    pub src_idx: u64,
+    pub src_w: u64,
+    pub pending: u64,
+    pub e_design: u64,
+    pub e_comp: u64,
+    pub e_idx: u64,
+    pub e_first: u64,
+    pub e_term: u64,
+    pub e_w: u64,
+    pub n_terms: i32,
+    pub n_reads: i32,
+}
+
 /// Tables of the two-step pass of slim designs (`fdtd_step2`, see `common.cuh`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
@@ -317,6 +364,7 @@ unsafe impl cudarc::driver::DeviceRepr for DftPtrs {}
 unsafe impl cudarc::driver::DeviceRepr for SlimPtrs {}
 unsafe impl cudarc::driver::DeviceRepr for EdgePtrs {}
 unsafe impl cudarc::driver::DeviceRepr for SurfacePtrs {}
+unsafe impl cudarc::driver::DeviceRepr for ConformalPtrs {}
 
 /// Names of the `extern "C" __global__` kernels declared in a `.cu` source
 /// (test support: the twin checks).
@@ -454,12 +502,13 @@ mod tests {
         );
         check("EdgePtrs", layout!(EdgePtrs; e, designs, active, design, comp, idx, s, g0, inv_den, first, e_prev, kp, kd, q0, q1, p, dd, n_edges, pad));
         check("SurfacePtrs", layout!(SurfacePtrs; e, h, designs, active, design, comp, idx, k, inv_den, kb, first, cell0, alpha, beta, rho, h_prev, psi, dh, e_design, e_comp, e_idx, e_first, e_term, e_w, n_terms, n_reads));
+        check("ConformalPtrs", layout!(ConformalPtrs; e, h, designs, active, design, comp, idx, src_comp, src_idx, src_w, pending, e_design, e_comp, e_idx, e_first, e_term, e_w, n_terms, n_reads));
         check("SlimPtrs", layout!(SlimPtrs; se, sh, blocks, dgrp, grp, src_item, tap));
         check("FdtdDftComp", layout!(FdtdDftComp; acc_off, tap_off, design, field, n_samples, taps, nf, slot, sample_off));
         check("DftPtrs", layout!(DftPtrs; e, h, designs, comps, sample_comp, tap, phase, active, acc_re, acc_im, n_samples, pstride, pad));
         // Every struct of the header is mirrored.
         let names: Vec<String> = parse_c_structs(COMMON_CUH).into_iter().map(|s| s.0).collect();
-        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs", "EdgePtrs", "SurfacePtrs", "SlimPtrs", "FdtdDftComp", "DftPtrs"]);
+        assert_eq!(names, ["FdtdDesign", "FdtdPtrs", "FdtdPort", "PortPtrs", "EdgePtrs", "SurfacePtrs", "ConformalPtrs", "SlimPtrs", "FdtdDftComp", "DftPtrs"]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::time::Instant;
 use super::abi::{self, DftPtrs, FdtdPtrs, PortPtrs, SlimPtrs};
 use super::dft::DftPlan;
 use super::edges::{DevEdges, EdgePlan};
+use super::conformal::{ConformalPlan, DevConformal};
 use super::surface::{DevSurface, SurfacePlan};
 use super::batch::{self, Plan, Tile};
 use super::onchip;
@@ -207,6 +208,7 @@ pub struct FdtdDevBatch<'a> {
     /// The edge currents (dispersive media, lumped loads), if any design has them.
     edges: Option<DevEdges>,
     surface: Option<DevSurface>,
+    conformal: Option<DevConformal>,
     oc: Option<OcRun>,
     slim: Option<SlimRun>,
     /// The source values of the chunk expected next (its first step, steps),
@@ -425,6 +427,16 @@ impl<'a> FdtdDevBatch<'a> {
         } else {
             None
         };
+        // Conformal faces: likewise, launched before the lossy faces (their record after the edge currents).
+        let conformal = if ops.iter().any(|o| !o.conformal.is_empty()) {
+            if onchip || two_step {
+                return Err(EngineError::Cuda("conformal metal faces run on the streaming path only".into()));
+            }
+            let plan = ConformalPlan::new(&ops).map_err(EngineError::Cuda)?;
+            Some(DevConformal::new(dev, plan, pools.e, pools.h, live.designs, live.active, init.as_deref())?)
+        } else {
+            None
+        };
         // Lossy metal faces: likewise, launched before the edge currents.
         let surface = if ops.iter().any(|o| !o.surface.is_empty()) {
             if onchip || two_step {
@@ -477,6 +489,7 @@ impl<'a> FdtdDevBatch<'a> {
             dft,
             edges,
             surface,
+            conformal,
             oc,
             slim,
             g_next: None,
@@ -623,11 +636,17 @@ impl<'a> FdtdDevBatch<'a> {
                 let dims = Dims::linear((n_src as u32).div_ceil(abi::INJECT_THREADS), abi::INJECT_THREADS);
                 device::launch(self.dev, m, abi::Kernel::Inject as usize, dims, &[&self.pptrs[cur], &si])?;
             }
+            if let Some(cf) = &self.conformal {
+                cf.launch(self.dev, m, cur)?;
+            }
             if let Some(sf) = &self.surface {
                 sf.launch(self.dev, m, cur)?;
             }
             if let Some(ed) = &self.edges {
                 ed.launch(self.dev, m, cur)?;
+            }
+            if let Some(cf) = &self.conformal {
+                cf.launch_rec(self.dev, m, cur)?;
             }
             if np > 0 {
                 device::launch(self.dev, m, abi::Kernel::SamplePorts as usize, Dims::linear(np as u32, abi::SAMPLE_THREADS), &[&self.pptrs[cur], &si])?;
@@ -644,7 +663,7 @@ impl<'a> FdtdDevBatch<'a> {
     /// Copy design `d`'s current fields back into a CPU [`Fields`] (psi left empty).
     fn download_fields(&mut self, d: usize) -> Result<Fields, EngineError> {
         let (off, len) = (self.plan.designs[d].off as usize, self.ops[d].len);
-        let mut f = Fields { e: [vec![], vec![], vec![]], h: [vec![], vec![], vec![]], psi_e: Default::default(), psi_h: Default::default(), edges: Default::default(), surface: Default::default() };
+        let mut f = Fields { e: [vec![], vec![], vec![]], h: [vec![], vec![], vec![]], psi_e: Default::default(), psi_h: Default::default(), edges: Default::default(), surface: Default::default(), conformal: Default::default() };
         for c in 0..3 {
             f.e[c] = download_vec(self.dev, self.pools.e[self.cur][c], off, len)?;
             f.h[c] = download_vec(self.dev, self.pools.h[self.cur][c], off, len)?;
@@ -654,6 +673,9 @@ impl<'a> FdtdDevBatch<'a> {
         }
         if let Some(sf) = &self.surface {
             f.surface = sf.state(self.dev, d, &self.ops[d].surface)?;
+        }
+        if let Some(cf) = &self.conformal {
+            f.conformal = cf.state(self.dev, d, &self.ops[d].conformal)?;
         }
         Ok(f)
     }
@@ -947,6 +969,8 @@ pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], ini
             Err("edge currents (dispersive media, loads) run on the streaming path".to_string())
         } else if !o.surface.is_empty() {
             Err("lossy metal faces run on the streaming path".to_string())
+        } else if !o.conformal.is_empty() {
+            Err("conformal metal faces run on the streaming path".to_string())
         } else {
             onchip::plan_design(o, jobs[i].drive, max_shared, gstride, init.map(|f| &f[i]))
         };
@@ -962,6 +986,8 @@ pub fn plan_paths(jobs: &[SimJob], ops: &[Option<&Operator>], idx: &[usize], ini
                     Err("edge currents need their pass after every step".to_string())
                 } else if !o.surface.is_empty() {
                     Err("lossy metal faces need their pass after every step".to_string())
+                } else if !o.conformal.is_empty() {
+                    Err("conformal metal faces need their pass after every step".to_string())
                 } else {
                     slim::fits(o, &jobs[i], opts.slim_min_plane)
                 };

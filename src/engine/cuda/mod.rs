@@ -18,6 +18,7 @@ pub mod fdtd;
 pub mod onchip;
 pub mod options;
 pub mod slim;
+pub mod conformal;
 pub mod surface;
 pub mod tlm;
 

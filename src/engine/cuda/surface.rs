@@ -60,13 +60,13 @@ impl SurfacePlan {
                 p.cell0.push(i32::try_from(cbase + t.cell_first[t.metal[m] as usize] as usize).map_err(|_| big("surface cells"))?);
             }
             let tbase = p.term_off[d];
-            for j in 0..t.e_idx.len() {
+            for j in 0..t.carry.e_idx.len() {
                 p.e_design.push(d as i32);
-                p.e_comp.push(t.e_comp[j] as i32);
-                p.e_idx.push(i32::try_from(t.e_idx[j]).map_err(|_| "a field index beyond 2^31".to_string())?);
-                for k in t.e_first[j] as usize..t.e_first[j + 1] as usize {
-                    p.e_term.push(i32::try_from(tbase + t.e_term[k] as usize).map_err(|_| big("surface terms"))?);
-                    p.e_w.push(t.e_w[k]);
+                p.e_comp.push(t.carry.e_comp[j] as i32);
+                p.e_idx.push(i32::try_from(t.carry.e_idx[j]).map_err(|_| "a field index beyond 2^31".to_string())?);
+                for k in t.carry.e_first[j] as usize..t.carry.e_first[j + 1] as usize {
+                    p.e_term.push(i32::try_from(tbase + t.carry.e_term[k] as usize).map_err(|_| big("surface terms"))?);
+                    p.e_w.push(t.carry.e_w[k]);
                 }
                 p.e_first.push(i32::try_from(p.e_term.len()).map_err(|_| big("surface reads"))?);
             }

@@ -300,6 +300,29 @@ pub fn fdtd_inject(op: &Operator, f: &mut Fields, d: usize, g: f64) {
     }
 }
 
+/// The faces cut by conformal metal after the step and the sources, before
+/// the lossy faces: their pending change (twin of the CUDA kernel
+/// `fdtd_conformal`), then the E edges that read them ([`fdtd_conformal_e`]).
+pub fn fdtd_conformal(op: &Operator, f: &mut Fields) {
+    if !op.conformal.is_empty() {
+        super::conformal::apply_h(&op.conformal, &mut f.h, &f.conformal);
+        fdtd_conformal_e(op, f);
+    }
+}
+
+/// The second half of [`fdtd_conformal`] (twin of the CUDA kernel `fdtd_conformal_e`).
+pub fn fdtd_conformal_e(op: &Operator, f: &mut Fields) {
+    op.conformal.carry.apply(&mut f.e, &f.conformal);
+}
+
+/// The end of a step, once `E(n+1)` is final: each conformal face's change
+/// for the next step (twin of the CUDA kernel `fdtd_conformal_rec`).
+pub fn fdtd_conformal_rec(op: &Operator, f: &mut Fields) {
+    if !op.conformal.is_empty() {
+        super::conformal::record(&op.conformal, &f.e, &mut f.conformal);
+    }
+}
+
 /// The lossy metal faces after the step and the sources, before the edge
 /// currents: their H nodes (twin of the CUDA kernel `fdtd_surface`), then
 /// the E edges that read them ([`fdtd_surface_e`]).

@@ -17,6 +17,8 @@ pub struct Fields {
     pub edges: EdgeState,
     /// Memories of the lossy metal faces.
     pub surface: SurfaceState,
+    /// Per conformal face term: its change pending for the next step.
+    pub conformal: Vec<f32>,
 }
 
 impl Fields {
@@ -30,6 +32,7 @@ impl Fields {
             psi_h: [0, 1, 2].map(|c| [0, 1, 2].map(|a| psi(c, a))),
             edges: EdgeState::new(&op.edges),
             surface: SurfaceState::new(&op.surface),
+            conformal: vec![0.0; op.conformal.len()],
         }
     }
 }

@@ -8,6 +8,8 @@ pub mod edges;
 pub mod simd;
 pub mod fields;
 pub mod operator;
+pub mod carry;
+pub mod conformal;
 pub mod surface;
 
 #[cfg(test)]
@@ -18,5 +20,7 @@ mod edges_tests;
 mod surface_tests;
 #[cfg(test)]
 mod shape_tests;
+#[cfg(test)]
+mod conformal_tests;
 
 pub use operator::Operator;

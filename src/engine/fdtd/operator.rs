@@ -19,6 +19,7 @@
 //! so a cell costs the same bytes as on a uniform mesh). The coefficient table
 //! holds `cb = dt / eps / (1 + s)` without any length.
 
+use super::conformal::ConformalTerms;
 use crate::consts::{C0, EPS0, ETA0, MU0};
 use super::edges::EdgeTerms;
 use super::surface::SurfaceTerms;
@@ -129,6 +130,9 @@ pub struct Operator {
     /// Lossy metal faces (`super::surface`), applied after the sources and
     /// before the edge currents.
     pub surface: SurfaceTerms,
+    /// Faces cut by conformal metal (`super::conformal`), applied after the
+    /// sources and before the lossy faces.
+    pub conformal: ConformalTerms,
 }
 
 impl Operator {
@@ -146,7 +150,21 @@ impl Operator {
 
     /// Build the operator of `job`.
     pub fn new(job: &SimJob) -> Result<Operator, SimFailure> {
-        Operator::build(job, Operator::fill_materials, Operator::mark_rows)
+        let op = Operator::build(job, Operator::fill_materials, Operator::mark_rows)?;
+        if op.conformal.is_empty() {
+            return Ok(op);
+        }
+        // Conformal faces stiffen the grid: keep the largest eigenvalue as far
+        // below the leapfrog limit as the job's Courant number keeps a regular
+        // grid's, with a smaller time step where they need one.
+        let rho = super::conformal::stiffness(&op, super::conformal::POWER_ITERATIONS) * super::conformal::STIFFNESS_MARGIN;
+        let limit = 4.0 * job.courant * job.courant;
+        if rho <= limit {
+            return Ok(op);
+        }
+        let mut slower = job.clone();
+        slower.courant = job.courant * (limit / rho).sqrt();
+        Operator::build(&slower, Operator::fill_materials, Operator::mark_rows)
     }
 
     /// `new` with the material fill and row marking given, so tests can build
@@ -204,10 +222,12 @@ impl Operator {
             h_rows: [vec![], vec![], vec![]],
             edges: EdgeTerms::default(),
             surface: SurfaceTerms::default(),
+            conformal: ConformalTerms::default(),
         };
         let mut table = CoefTable::default();
         fill(&mut op, job, &mut table)?;
         op.apply_sheets(job);
+        ConformalTerms::mark_edges(job, &mut op);
         op.build_ports(job, &mut table)?;
         op.ca = table.ca;
         op.cb = table.cb;
@@ -218,6 +238,7 @@ impl Operator {
         rows(&mut op);
         op.edges = EdgeTerms::build(job, &op)?;
         op.surface = SurfaceTerms::build(job, &op)?;
+        op.conformal = ConformalTerms::build(job, &op);
         Ok(op)
     }
 

@@ -39,6 +39,7 @@ use crate::job::{Boundary, Conductor, SimFailure, SimJob};
 use num_complex::Complex64;
 use std::f64::consts::PI;
 
+use super::carry::{node_reads, ECarry};
 use super::operator::{Operator, PEC_INDEX};
 use rayon::prelude::*;
 
@@ -164,17 +165,8 @@ pub struct SurfaceTerms {
     pub k: Vec<f32>,
     pub inv_den: Vec<f32>,
     pub kb: Vec<f32>,
-    /// The E edges reading some node (component, flat index), each with its
-    /// nodes `e_first[j]..e_first[j+1]` of `e_term` (ascending) and the
-    /// change of the edge per unit change of that node (`cb` times the
-    /// inverse dual spacing, signed). Gathered per edge rather than scattered
-    /// per node so that the sum's order, and so its bits, are the same on
-    /// every device.
-    pub e_comp: Vec<u8>,
-    pub e_idx: Vec<u32>,
-    pub e_first: Vec<u32>,
-    pub e_term: Vec<u32>,
-    pub e_w: Vec<f32>,
+    /// The E edges reading some node, with the weights of the nodes' changes.
+    pub carry: ECarry,
     /// Per term: the first of its memories (length terms + 1).
     pub first: Vec<u32>,
     /// Per conductor: its cells `cell_first[m]..cell_first[m+1]`.
@@ -303,32 +295,8 @@ impl SurfaceTerms {
         for x in nodes {
             t.push_term(x);
         }
-        // A counting sort by edge (a comparison sort of the reads cost more than
-        // the scan): per E edge its count of reading nodes, then its first slot.
-        let reads = || nodes.iter().enumerate().flat_map(|(term, x)| x.reads.iter().filter(|r| r.2 != 0.0).map(move |&(ec, q, w)| (ec as usize, q as usize, term as u32, w)));
-        let mut slot: [Vec<u32>; 3] = std::array::from_fn(|_| vec![0u32; len]);
-        for (ec, q, _, _) in reads() {
-            slot[ec][q] += 1;
-        }
-        t.e_first.push(0);
-        let mut total = 0u32;
-        for (ec, s) in slot.iter_mut().enumerate() {
-            for (q, v) in s.iter_mut().enumerate().filter(|(_, v)| **v > 0) {
-                t.e_comp.push(ec as u8);
-                t.e_idx.push(q as u32);
-                (*v, total) = (total, total + *v);
-                t.e_first.push(total);
-            }
-        }
-        // Each edge's nodes in term order.
-        t.e_term = vec![0; total as usize];
-        t.e_w = vec![0.0; total as usize];
-        for (ec, q, term, w) in reads() {
-            let s = &mut slot[ec][q];
-            t.e_term[*s as usize] = term;
-            t.e_w[*s as usize] = w;
-            *s += 1;
-        }
+        let reads: Vec<[(u8, u32, f32); 4]> = nodes.iter().map(|x| x.reads).collect();
+        t.carry = ECarry::build(&reads, len);
     }
 }
 
@@ -420,14 +388,6 @@ impl NodeCtx<'_> {
         let gsum: f64 = g.iter().map(|x| x.1).sum();
         let kk = op.db as f64 * gsum;
         let (aa, bb) = self.ab[m];
-        // The E edges reading this node: E_b at p (-) and p + sa (+) across a,
-        // E_a at p (+) and p + sb (-) across b; a mirrored PMC ghost doubles the face edge's share.
-        let w = |ec: usize, q: usize, ax: usize, qd: usize, sign: f64, ghost: bool| -> f32 {
-            let m = op.mat[ec][q] as usize;
-            (sign * op.cb[m] as f64 * op.inv_e[ax][qd + 1] as f64 * if ghost { 2.0 } else { 1.0 }) as f32
-        };
-        let (pa, pb) = (pos[a], pos[b]);
-        let read = |ec: usize, q: usize, wt: f32| (ec as u8, q as u32, wt);
         Some(NodeTerm {
             comp: c as u8,
             idx: p as u32,
@@ -435,12 +395,7 @@ impl NodeCtx<'_> {
             k: kk as f32,
             inv_den: (1.0 / (1.0 + kk * aa)) as f32,
             kb: (kk * bb) as f32,
-            reads: [
-                read(b, p, w(b, p, a, pa, -1.0, op.pmc[a][0] && pa == 0)),
-                read(b, p + sa, w(b, p + sa, a, pa + 1, 1.0, op.pmc[a][1] && pa + 1 == n[a])),
-                read(a, p, w(a, p, b, pb, 1.0, op.pmc[b][0] && pb == 0)),
-                read(a, p + sb, w(a, p + sb, b, pb + 1, -1.0, op.pmc[b][1] && pb + 1 == n[b])),
-            ],
+            reads: node_reads(op, c, pos),
         })
     }
 }
@@ -566,11 +521,7 @@ pub fn apply_h(t: &SurfaceTerms, h: &mut [Vec<f32>; 3], st: &mut SurfaceState) {
 /// Second half: carry each node's change into the E edges that read it
 /// (twin of the CUDA kernel `fdtd_surface_e`).
 pub fn apply_e(t: &SurfaceTerms, e: &mut [Vec<f32>; 3], st: &SurfaceState) {
-    for ((&c, &q), w) in t.e_comp.iter().zip(&t.e_idx).zip(t.e_first.windows(2)) {
-        let (k0, k1) = (w[0] as usize, w[1] as usize);
-        let x = &mut e[c as usize][q as usize];
-        *x = t.e_w[k0..k1].iter().zip(&t.e_term[k0..k1]).fold(*x, |v, (&wt, &term)| v + wt * st.dh[term as usize]);
-    }
+    t.carry.apply(e, &st.dh);
 }
 
 #[cfg(test)]

@@ -34,15 +34,15 @@ fn build_serial(job: &SimJob, op: &Operator) -> Result<SurfaceTerms, SimFailure>
             }
         }
     }
-    t.e_first.push(0);
+    t.carry.e_first.push(0);
     for ((c, q), list) in reads {
-        t.e_comp.push(c);
-        t.e_idx.push(q);
+        t.carry.e_comp.push(c);
+        t.carry.e_idx.push(q);
         for (term, w) in list {
-            t.e_term.push(term);
-            t.e_w.push(w);
+            t.carry.e_term.push(term);
+            t.carry.e_w.push(w);
         }
-        t.e_first.push(t.e_term.len() as u32);
+        t.carry.e_first.push(t.carry.e_term.len() as u32);
     }
     Ok(t)
 }
@@ -87,13 +87,13 @@ fn assert_same(a: &SurfaceTerms, b: &SurfaceTerms, label: &str) {
         }
     }
     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-    for (what, x, y) in [("comp", &a.comp, &b.comp), ("metal", &a.metal, &b.metal), ("e_comp", &a.e_comp, &b.e_comp)] {
+    for (what, x, y) in [("comp", &a.comp, &b.comp), ("metal", &a.metal, &b.metal), ("e_comp", &a.carry.e_comp, &b.carry.e_comp)] {
         same(&format!("{label}: {what}"), x, y);
     }
-    for (what, x, y) in [("idx", &a.idx, &b.idx), ("e_idx", &a.e_idx, &b.e_idx), ("e_first", &a.e_first, &b.e_first), ("e_term", &a.e_term, &b.e_term), ("first", &a.first, &b.first), ("cell_first", &a.cell_first, &b.cell_first)] {
+    for (what, x, y) in [("idx", &a.idx, &b.idx), ("e_idx", &a.carry.e_idx, &b.carry.e_idx), ("e_first", &a.carry.e_first, &b.carry.e_first), ("e_term", &a.carry.e_term, &b.carry.e_term), ("first", &a.first, &b.first), ("cell_first", &a.cell_first, &b.cell_first)] {
         same(&format!("{label}: {what}"), x, y);
     }
-    for (what, x, y) in [("k", &a.k, &b.k), ("inv_den", &a.inv_den, &b.inv_den), ("kb", &a.kb, &b.kb), ("e_w", &a.e_w, &b.e_w), ("alpha", &a.alpha, &b.alpha), ("beta", &a.beta, &b.beta), ("rho", &a.rho, &b.rho)] {
+    for (what, x, y) in [("k", &a.k, &b.k), ("inv_den", &a.inv_den, &b.inv_den), ("kb", &a.kb, &b.kb), ("e_w", &a.carry.e_w, &b.carry.e_w), ("alpha", &a.alpha, &b.alpha), ("beta", &a.beta, &b.beta), ("rho", &a.rho, &b.rho)] {
         same(&format!("{label}: {what}"), &bits(x), &bits(y));
     }
 }
@@ -151,8 +151,8 @@ fn the_parallel_build_gives_the_sequential_terms() {
     for job in &jobs {
         let op = Operator::new(job).unwrap_or_else(|e| panic!("{}: {e}", job.label));
         let reference = build_serial(job, &op).unwrap();
-        assert!(!reference.is_empty() && !reference.e_comp.is_empty(), "{}: no terms", job.label);
-        eprintln!("{}: {} terms, {} E edges", job.label, reference.len(), reference.e_comp.len());
+        assert!(!reference.is_empty() && !reference.carry.e_comp.is_empty(), "{}: no terms", job.label);
+        eprintln!("{}: {} terms, {} E edges", job.label, reference.len(), reference.carry.e_comp.len());
         for threads in [1, 3, 8] {
             let t = in_pool(threads, || SurfaceTerms::build(job, &op)).unwrap();
             assert_same(&t, &reference, &format!("{} on {threads} threads", job.label));

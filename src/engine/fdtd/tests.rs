@@ -19,6 +19,7 @@ pub(crate) fn empty_job(n: [usize; 3], d: [f64; 3], bnd: [[Boundary; 2]; 3], pml
         pml,
         materials: vec![Material::vacuum(), Material::pec()],
         cell_mat: vec![0; cells].into(),
+        conformal: Default::default(),
         sheets: vec![],
         loads: vec![],
         surfaces: Default::default(),

@@ -17,13 +17,15 @@ use crate::job::{PortTrace, Pulse};
 #[allow(clippy::too_many_arguments)]
 pub fn advance(op: &Operator, plan: &SimdPlan, f: &mut Fields, drive: usize, pulse: &Pulse, n: usize, k: usize, traces: &mut [PortTrace], dfts: &mut [FieldDftMonitor]) {
     match &plan.wave {
-        Some(w) if dfts.is_empty() && op.edges.is_empty() && op.surface.is_empty() => wave::run(op, plan, w, f, drive, pulse, n, k, traces),
+        Some(w) if dfts.is_empty() && op.edges.is_empty() && op.surface.is_empty() && op.conformal.is_empty() => wave::run(op, plan, w, f, drive, pulse, n, k, traces),
         _ => {
             for s in n..n + k {
                 step(op, plan, f);
                 cpu::fdtd_inject(op, f, drive, pulse.value((s as f64 + 0.5) * op.dt));
+                cpu::fdtd_conformal(op, f);
                 cpu::fdtd_surface(op, f);
                 cpu::fdtd_edges(op, f);
+                cpu::fdtd_conformal_rec(op, f);
                 cpu::fdtd_sample_ports(op, f, traces);
                 cpu::fdtd_dft(f, dfts, s);
             }
