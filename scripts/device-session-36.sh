@@ -9,7 +9,7 @@ set -u
 D=.device
 OUT="${OUT:-$D/out}"; mkdir -p "$OUT"
 RUNS=/tmp/s36-runs; rm -rf "$RUNS"; mkdir -p "$RUNS"
-cp scripts/device-check.sh "$D"/ 2>/dev/null
+cp scripts/device-check.sh scripts/sweep-resonance.py "$D"/ 2>/dev/null
 BIN=$D/emvolve
 t0=$(date +%s)
 if [ "${PART:-check}" = check ]; then
@@ -53,4 +53,8 @@ for m in "default:" "1.2/0.6:max_cell: 1.2, edge_cell: 0.6" "0.6/0.3:max_cell: 0
   $BIN simulate "$RUNS/cp_mesh.ron" --set a=16 --set feed=5.4 --backend cuda --out "$RUNS/conv_${name//\//_}" > "$OUT/conv_${name//\//_}.log" 2>&1
   echo "circular patch mesh $name: exit $?, $(( $(date +%s) - t1 )) s, $(grep -oE '[0-9,]+ cells' "$OUT/conv_${name//\//_}.log" | head -1), $(grep -oE 'steps of [0-9.]+ ps' "$OUT/conv_${name//\//_}.log" | head -1), resonance $(res "$RUNS/conv_${name//\//_}/sparams.csv")"
 done
+# The patch's smoothness (the device check's section 2d, whose script was not carried in the check run).
+$BIN sweep designs/patch_2g4.ron --param L=28.5:29.5:41 --set W=38 --set feed=5 --backend cuda --touchstone --quiet --out "$RUNS/patch-sweep" > "$OUT/patch-sweep.log" 2>&1
+echo "patch sweep exit code $?"
+python3 "$D/sweep-resonance.py" "$RUNS/patch-sweep/points" --check 2>&1 | grep -v "^every step" | tail -5
 echo "total $(( $(date +%s) - t0 )) s"
