@@ -459,7 +459,7 @@ fn monitor_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64) -> 
     let rcpu = fdtd_reference(&rjobs, Some(&init));
     let zcpu = fdtd_reference(&zjobs, None);
     let samples: usize = rjobs.iter().chain(&zjobs).flat_map(|j| &j.monitors).map(|m| match m {
-        Monitor::FieldDft { lo, hi, .. } => (0..3).map(|a| hi[a] - lo[a] + 1).product::<usize>(),
+        Monitor::FieldDft { lo, hi, .. } | Monitor::Absorbed { lo, hi, .. } => (0..3).map(|a| hi[a] - lo[a] + 1).product::<usize>(),
     }).sum();
     println!("monitors: CPU reference with 3 field DFT monitors a job ({samples} monitor nodes in all): {:.1} s", t.elapsed().as_secs_f64());
     let (mut worst, mut bad) = (0.0f64, false);

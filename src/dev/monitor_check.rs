@@ -32,7 +32,10 @@ pub fn diff(cpu: &[MonitorOutput], dev: &[MonitorOutput]) -> f64 {
     }
     let mut worst = 0.0f64;
     for (c, d) in cpu.iter().zip(dev) {
-        let (MonitorOutput::FieldDft { freqs: fc, components: cc, .. }, MonitorOutput::FieldDft { freqs: fd, components: cd, .. }) = (c, d);
+        let (MonitorOutput::FieldDft { freqs: fc, components: cc, .. }, MonitorOutput::FieldDft { freqs: fd, components: cd, .. }) = (c, d) else {
+            worst = worst.max(absorbed_diff(c, d));
+            continue;
+        };
         if fc != fd || cc.len() != cd.len() {
             return f64::INFINITY;
         }
@@ -52,6 +55,30 @@ pub fn diff(cpu: &[MonitorOutput], dev: &[MonitorOutput]) -> f64 {
     worst
 }
 
+/// Two absorbed-power results: max |P_dev - P_cpu| / max |P_cpu| over the
+/// three losses and the frequencies; other pairs are infinitely far.
+fn absorbed_diff(c: &MonitorOutput, d: &MonitorOutput) -> f64 {
+    let (
+        MonitorOutput::Absorbed { freqs: fc, conductor: c1, dielectric: c2, loads: c3, .. },
+        MonitorOutput::Absorbed { freqs: fd, conductor: d1, dielectric: d2, loads: d3, .. },
+    ) = (c, d)
+    else {
+        return f64::INFINITY;
+    };
+    if fc != fd {
+        return f64::INFINITY;
+    }
+    let (mut dmax, mut vmax) = (0.0f64, 0.0f64);
+    for (a, b) in [(c1, d1), (c2, d2), (c3, d3)] {
+        for (x, y) in a.iter().zip(b) {
+            let dd = (x - y).abs();
+            dmax = if dd.is_nan() { f64::INFINITY } else { dmax.max(dd) };
+            vmax = vmax.max(x.abs());
+        }
+    }
+    if vmax > 0.0 { dmax / vmax } else { dmax }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,12 +94,12 @@ mod tests {
         assert_eq!(a.len(), 3);
         assert_eq!(diff(&a, &a), 0.0);
         let mut b = a.clone();
-        let MonitorOutput::FieldDft { components, .. } = &mut b[1];
+        let MonitorOutput::FieldDft { components, .. } = &mut b[1] else { panic!("a field monitor") };
         let vmax = components.iter().flat_map(|c| &c.values).fold(0.0f64, |m, v| m.max(v.norm()));
         assert!(vmax > 0.0);
         components[0].values[0] += Complex64::new(0.0, 1e-3 * vmax);
         assert!((diff(&a, &b) - 1e-3).abs() < 1e-9);
-        let MonitorOutput::FieldDft { components, .. } = &mut b[1];
+        let MonitorOutput::FieldDft { components, .. } = &mut b[1] else { panic!("a field monitor") };
         components[0].count[0] += 1;
         assert_eq!(diff(&a, &b), f64::INFINITY);
         assert_eq!(diff(&a, &a[..2]), f64::INFINITY);

@@ -178,7 +178,7 @@ mod tests {
         assert_eq!(pl.outputs(0), cpu_a);
         assert_eq!(pl.outputs(1), cpu_b);
         // Something was recorded (the comparison is not of zeros).
-        let MonitorOutput::FieldDft { components, .. } = &cpu_a[1];
+        let MonitorOutput::FieldDft { components, .. } = &cpu_a[1] else { panic!("a field monitor") };
         assert!(components.iter().all(|c| c.values.iter().any(|v| v.norm() > 0.0)));
         assert!(pl.set_sums(0, &re[..3], &im[..3]).is_err());
     }
