@@ -13,6 +13,10 @@ use super::{Axis, Boundary, DftFields, Monitor, SimJob};
 /// Monitor names of the faces start with this ("nf2ff x-", "nf2ff z+").
 pub const FACE_PREFIX: &str = "nf2ff ";
 
+/// The name of the absorbed-power monitor over the box (the power lost
+/// inside it, for the efficiency by the second route: accepted minus absorbed).
+pub const ABSORBED: &str = "absorbed power";
+
 /// Cells between the absorbing layer's inner edge and the box, by default:
 /// far enough from the CPML's grading, close enough to enclose everything.
 pub const DEFAULT_GAP: usize = 3;
@@ -108,6 +112,12 @@ impl HuygensBox {
             .flat_map(|&a| (0..2).map(move |s| (a, s)))
             .filter(|&(a, s)| !self.mirror.is_some_and(|m| m.axis == a && m.side == s))
             .collect()
+    }
+
+    /// The absorbed-power monitor over the box at `freqs` (Hz): what the box
+    /// holds of lossy metal, dielectric and loads; records nothing without them.
+    pub fn absorbed(&self, freqs: &[f64]) -> Monitor {
+        Monitor::Absorbed { name: ABSORBED.into(), lo: self.lo, hi: self.hi, freqs: freqs.to_vec() }
     }
 
     /// One field DFT monitor per face at `freqs` (Hz).
