@@ -28,9 +28,10 @@
 //! curls are adjoint), so in a closed cavity they add up to the port's
 //! accepted power `Re(V I*)/2` (tested below). Against the continuous
 //! `1/2 Re Zs(w) |H|^2` and `1/2 w eps0 eps''(w) |E|^2` they differ by
-//! O((w dt)^2): under 1 % at 15 cells per wavelength (tested below). The
-//! port's own resistor (a lumped port's edges) is not counted: the accepted
-//! power is measured beyond it.
+//! O((w dt)^2): under 1 % at 15 cells per wavelength (tested below). A
+//! lumped port's edges are not counted (its resistor, and a dispersive
+//! medium's current on them): the accepted power is measured by their H
+//! loop, so it already excludes them.
 
 use num_complex::Complex64;
 
@@ -151,8 +152,8 @@ pub fn groups(op: &Operator, lo: &[usize; 3], hi: &[usize; 3], freqs: &[f64]) ->
             out.push(g);
         }
     }
-    // Lossy, dispersive or loaded E edges: the table's conductivity (not on a
-    // port's edges, whose entry is the port's resistor) and the edge terms.
+    // Lossy, dispersive or loaded E edges: the table's conductivity and the
+    // edge terms, but not on a lumped port's edges (below).
     let ports: std::collections::HashSet<(usize, usize)> =
         op.lumped.iter().flatten().flat_map(|l| l.edges.iter().map(move |&p| (l.comp, p))).collect();
     let te = &op.edges;
@@ -170,10 +171,14 @@ pub fn groups(op: &Operator, lo: &[usize; 3], hi: &[usize; 3], freqs: &[f64]) ->
                     }
                     let p = op.at(i as isize, j as isize, k as isize);
                     let mi = op.mat[c][p];
-                    if mi == PEC_INDEX {
+                    // A lumped port's edges lie inside the port branch: the
+                    // accepted power is measured through their H loop, so
+                    // what they absorb (a dispersive medium's current there
+                    // too) is not part of it.
+                    if mi == PEC_INDEX || ports.contains(&(c, p)) {
                         continue;
                     }
-                    let sigma = if ports.contains(&(c, p)) { 0.0 } else { (1.0 - op.ca[mi as usize] as f64) / op.cb[mi as usize] as f64 };
+                    let sigma = (1.0 - op.ca[mi as usize] as f64) / op.cb[mi as usize] as f64;
                     let m = if te.is_empty() { None } else { find_edge(op, c, p) };
                     if sigma <= 0.0 && m.is_none() {
                         continue;
