@@ -228,4 +228,4 @@ fn find_edge(op: &Operator, c: usize, p: usize) -> Option<usize> {
 
 #[cfg(test)]
 #[path = "absorbed_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -43,6 +43,16 @@ fn cavity(materials: &str, geometry: &str, walls: &str) -> SimJob {
     job
 }
 
+/// A cavity with all three losses (1e5 S/m walls, a wideband FR-4 floor
+/// slab, an R-C load) and its absorbed-power monitor over the whole box.
+pub(crate) fn lossy_cavity() -> SimJob {
+    cavity(
+        r#""brass": Metal(conductivity: 1e5), "fr4": Dielectric(eps_r: 4.3, tan_delta: 0.02, loss: Wideband)"#,
+        r#"Box(material: "fr4", min: (0, 0, 0), max: (30, 24, 3)), Load(name: "rc", from: (22, 16, 0), to: (22, 16, 12), r: 100, c: 1e-12),"#,
+        r#", walls: "brass""#,
+    )
+}
+
 /// Per frequency (P_acc, conductor, dielectric, loads) of `job` on the CPU.
 fn balance(job: &SimJob) -> Vec<(f64, f64, f64, f64, f64)> {
     let out = crate::engine::fdtd::cpu_batch::run(job).unwrap();
