@@ -1,13 +1,13 @@
 //! Field DFT monitors in the device harnesses: the monitors attached to the
 //! check jobs (a Huygens-like plane inside, a box of all six components at a
 //! corner, a plane on the low x face whose averaged components read the ghost
-//! layer) and how a device's monitor results are held against the CPU's:
+//! layer, and the absorbed power of the lossy parts) and how a device's monitor results are held against the CPU's:
 //! per monitor max |X_dev - X_cpu| / max |X_cpu| over every component,
 //! sample and frequency; a different layout is infinitely far.
 
 use crate::job::{Axis, DftFields, Monitor, MonitorOutput, SimJob};
 
-/// Give `job` the three check monitors at frequencies of its band.
+/// Give `job` the four check monitors at frequencies of its band.
 pub fn attach(job: &mut SimJob) {
     let n = job.mesh.n();
     let f = |k: usize| job.freqs[(k * job.freqs.len() / 4).min(job.freqs.len().saturating_sub(1))];
@@ -22,6 +22,13 @@ pub fn attach(job: &mut SimJob) {
         },
         Monitor::FieldDft { name: "corner box".into(), lo: [0; 3], hi: [n[0].min(4), n[1].min(3), n[2].min(3)], fields: DftFields::All, freqs: vec![f2] },
         Monitor::FieldDft { name: "x0 face".into(), lo: [0; 3], hi: [0, n[1], n[2]], fields: DftFields::Tangential(Axis::X), freqs: vec![f1, f2] },
+        // The whole grid of a small job (its lossy walls, media and loads), a corner of a large one.
+        Monitor::Absorbed {
+            name: "absorbed power".into(),
+            lo: [0; 3],
+            hi: if job.mesh.cells() <= 200_000 { n } else { n.map(|x| x.min(16)) },
+            freqs: vec![f1, f3],
+        },
     ];
 }
 
@@ -91,7 +98,7 @@ mod tests {
         let op = crate::engine::fdtd::Operator::new(&job).unwrap();
         let mut f = crate::dev::device_check::random_fields(&op, 5);
         let a = crate::engine::fdtd::cpu_batch::run_from(&job, &op, &mut f).unwrap().monitors;
-        assert_eq!(a.len(), 3);
+        assert_eq!(a.len(), 4);
         assert_eq!(diff(&a, &a), 0.0);
         let mut b = a.clone();
         let MonitorOutput::FieldDft { components, .. } = &mut b[1] else { panic!("a field monitor") };
@@ -103,5 +110,15 @@ mod tests {
         components[0].count[0] += 1;
         assert_eq!(diff(&a, &b), f64::INFINITY);
         assert_eq!(diff(&a, &a[..2]), f64::INFINITY);
+        // The absorbed power compares relatively too; a field output against it is infinitely far.
+        let MonitorOutput::Absorbed { dielectric, .. } = &mut b[3] else { panic!("an absorbed-power monitor") };
+        assert!(dielectric.iter().all(|&p| p > 0.0), "the box job's lossy medium absorbs");
+        let mut c = a.clone();
+        let MonitorOutput::Absorbed { dielectric, .. } = &mut c[3] else { panic!("an absorbed-power monitor") };
+        dielectric[0] *= 1.0 + 1e-3;
+        assert!(diff(&a, &c) > 0.0 && diff(&a, &c) <= 1e-3 + 1e-12);
+        let mut e = a.clone();
+        e[3] = a[0].clone();
+        assert_eq!(diff(&a, &e), f64::INFINITY);
     }
 }
