@@ -2,7 +2,9 @@
 //! planes a few cells inside the absorbing layers, recorded as one
 //! [`Monitor::FieldDft`] per face (tangential E and H, `DftFields::Tangential`).
 //! Plain field DFT monitors, so every engine that runs those (CPU, CUDA)
-//! records the box; `analysis::nf2ff` turns them into far fields.
+//! records the box; `analysis::nf2ff` turns them into far fields. A far-field
+//! job also records the box's [`Monitor::Absorbed`] (what its lossy parts
+//! absorb inside the box), the second route to the radiation efficiency.
 //!
 //! An open problem has absorbing faces all round, or all round but one PEC or
 //! PMC face (a ground plane, a symmetry plane): that face is not part of the
