@@ -336,12 +336,23 @@ pub enum Monitor {
     /// [`ComponentDft`]), E at `t = (n + 1) dt`, H at `(n + 1/2) dt` after step
     /// n: `X(f) = sum x(t) exp(-j 2 pi f t) dt`.
     FieldDft { name: String, lo: [usize; 3], hi: [usize; 3], fields: DftFields, freqs: Vec<f64> },
+    /// The power the structure absorbs inside the mesh nodes `lo..=hi` at
+    /// `freqs` (Hz), from running DFTs of the fields on its lossy parts only:
+    /// H on every lossy-metal surface node, E on every edge with a
+    /// conductivity, dispersive poles or a load (see `engine::fdtd::absorbed`).
+    /// Keep the region outside the absorbing layers (a Huygens box is).
+    Absorbed { name: String, lo: [usize; 3], hi: [usize; 3], freqs: Vec<f64> },
 }
 
 impl Monitor {
     pub fn name(&self) -> &str {
         match self {
-            Monitor::FieldDft { name, .. } => name,
+            Monitor::FieldDft { name, .. } | Monitor::Absorbed { name, .. } => name,
+        }
+    }
+    pub fn freqs(&self) -> &[f64] {
+        match self {
+            Monitor::FieldDft { freqs, .. } | Monitor::Absorbed { freqs, .. } => freqs,
         }
     }
 }
@@ -367,6 +378,11 @@ pub struct ComponentDft {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum MonitorOutput {
     FieldDft { name: String, freqs: Vec<f64>, components: Vec<ComponentDft> },
+    /// Per frequency, the time-averaged power (W for a 1 V source, in the
+    /// units of the port's `Re(V I*) / 2` from DFTs `sum x(t) exp(-j w t) dt`)
+    /// absorbed by the lossy metal faces, by the lossy and dispersive
+    /// dielectric edges, and by the lumped loads.
+    Absorbed { name: String, freqs: Vec<f64>, conductor: Vec<f64>, dielectric: Vec<f64>, loads: Vec<f64> },
 }
 
 /// When a simulation ends.

@@ -102,7 +102,9 @@ impl Radiator {
         let mut faces = 0;
         for (m, o) in job.monitors.iter().zip(&out.monitors) {
             let Some((axis, side)) = parse_face(m.name()) else { continue };
-            let MonitorOutput::FieldDft { freqs: fs, components, .. } = o;
+            let MonitorOutput::FieldDft { freqs: fs, components, .. } = o else {
+                return Err(format!("far-field face `{}` did not record fields", m.name()));
+            };
             if freqs.as_ref().is_some_and(|f| f != fs) {
                 return Err(format!("far-field face `{}` has other frequencies than the others", m.name()));
             }

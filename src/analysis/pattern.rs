@@ -3,6 +3,11 @@
 //! port's waves, and what an antenna engineer reads off them: directivity,
 //! gain (IEEE, on accepted power), realised gain (on incident power),
 //! radiation efficiency, beam direction, front-to-back, E- and H-plane cuts.
+//!
+//! Radiation efficiency comes two ways: the pattern's power over the accepted
+//! power (NF2FF), and the accepted power less what the structure absorbs
+//! inside the box (the box's absorbed-power monitor, `engine::fdtd::absorbed`:
+//! lossy metal, dielectric and loads) over the accepted power.
 
 use std::sync::Arc;
 
@@ -11,7 +16,7 @@ use serde::Serialize;
 
 use super::dft::dft;
 use super::nf2ff::{FarPoint, Radiator};
-use crate::job::{SimJob, SimOutput};
+use crate::job::{MonitorOutput, SimJob, SimOutput};
 
 /// Far fields of one simulation at its far-field frequencies.
 #[derive(Debug, Clone)]
@@ -36,6 +41,23 @@ pub struct Pattern {
     pub p_acc: f64,
     pub p_inc: f64,
     pub p_flux: f64,
+    /// Power absorbed inside the box by lossy metal, dielectrics and loads
+    /// (same units); `None` where the run had no absorbed-power monitor.
+    pub p_abs: Option<Absorbed>,
+}
+
+/// The power absorbed inside the Huygens box, by mechanism.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Absorbed {
+    pub conductor: f64,
+    pub dielectric: f64,
+    pub loads: f64,
+}
+
+impl Absorbed {
+    pub fn total(&self) -> f64 {
+        self.conductor + self.dielectric + self.loads
+    }
 }
 
 /// The numbers of one pattern, for files and messages.
@@ -46,6 +68,19 @@ pub struct Summary {
     pub gain_dbi: f64,
     pub realized_gain_dbi: f64,
     pub radiation_efficiency: f64,
+    /// The second route: (accepted - absorbed inside the box) / accepted.
+    /// Differs from `radiation_efficiency` by what leaves the box without
+    /// radiating (a substrate's surface wave) and the two routes' errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub radiation_efficiency_by_loss: Option<f64>,
+    /// Absorbed power over accepted power, by mechanism: lossy metal,
+    /// dielectrics, lumped loads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conductor_loss_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dielectric_loss_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_loss_share: Option<f64>,
     /// Power through the Huygens box over the integrated pattern (a check: ~1).
     pub flux_over_pattern: f64,
     pub beam_theta_deg: f64,
@@ -67,6 +102,7 @@ impl FarField {
         let tr = &out.traces[job.drive];
         let v = dft(&tr.v, out.dt, out.v_offset, &rad.freqs);
         let i = dft(&tr.i, out.dt, out.i_offset, &rad.freqs);
+        let absorbed = absorbed_of(job, out, &rad.freqs)?;
         let nt = (180.0 / step_deg).round() as usize;
         let np = (360.0 / step_deg).round() as usize;
         let thetas: Vec<f64> = (0..=nt).map(|k| 180.0 * k as f64 / nt as f64).collect();
@@ -87,7 +123,8 @@ impl FarField {
                 let z = port.z_ref(rad.freqs[fi]);
                 let p_acc = 0.5 * (v[fi] * i[fi].conj()).re;
                 let p_inc = (v[fi] + z * i[fi]).norm_sqr() / (8.0 * z.re.max(1e-300));
-                Pattern { freq: rad.freqs[fi], thetas: thetas.clone(), phis: phis.clone(), points, p_rad, p_acc, p_inc, p_flux: rad.p_flux[fi] }
+                let p_abs = absorbed.as_ref().map(|a| a[fi]);
+                Pattern { freq: rad.freqs[fi], thetas: thetas.clone(), phis: phis.clone(), points, p_rad, p_acc, p_inc, p_flux: rad.p_flux[fi], p_abs }
             })
             .collect();
         Ok(Some(FarField { radiator: Arc::new(rad), step_deg, patterns }))
@@ -135,6 +172,10 @@ impl FarField {
             gain_dbi: dbp(four_pi * umax / p.p_acc),
             realized_gain_dbi: dbp(four_pi * umax / p.p_inc),
             radiation_efficiency: p.p_rad / p.p_acc,
+            radiation_efficiency_by_loss: p.p_abs.map(|a| (p.p_acc - a.total()) / p.p_acc),
+            conductor_loss_share: p.p_abs.map(|a| a.conductor / p.p_acc),
+            dielectric_loss_share: p.p_abs.map(|a| a.dielectric / p.p_acc),
+            load_loss_share: p.p_abs.map(|a| a.loads / p.p_acc),
             flux_over_pattern: p.p_flux / p.p_rad,
             beam_theta_deg: bt,
             beam_phi_deg: bp,
@@ -164,6 +205,24 @@ impl FarField {
             [Cut::horizontal(self, fi, "E-plane"), Cut::vertical(self, fi, "H-plane", bp)]
         }
     }
+}
+
+/// Per far-field frequency the power absorbed inside the box, from the
+/// job's absorbed-power monitor; `None` without one.
+fn absorbed_of(job: &SimJob, out: &SimOutput, freqs: &[f64]) -> Result<Option<Vec<Absorbed>>, String> {
+    for (m, o) in job.monitors.iter().zip(&out.monitors) {
+        if m.name() != crate::job::huygens::ABSORBED {
+            continue;
+        }
+        let MonitorOutput::Absorbed { freqs: fs, conductor, dielectric, loads, .. } = o else {
+            return Err(format!("monitor `{}` did not record absorbed power", m.name()));
+        };
+        if fs != freqs {
+            return Err(format!("monitor `{}` has other frequencies than the far field", m.name()));
+        }
+        return Ok(Some((0..fs.len()).map(|k| Absorbed { conductor: conductor[k], dielectric: dielectric[k], loads: loads[k] }).collect()));
+    }
+    Ok(None)
 }
 
 /// The direction opposite (theta, phi), in degrees.

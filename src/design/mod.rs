@@ -197,7 +197,10 @@ impl Design {
             Some(f) => {
                 let hb = crate::job::huygens::HuygensBox::place(&job, f.gap.unwrap_or(crate::job::huygens::DEFAULT_GAP))
                     .map_err(|m| DesignError::invalid(&self.origin, "far_field", m))?;
-                Some((f.port - 1, hb.monitors(&self.far_field_freqs())))
+                let freqs = self.far_field_freqs();
+                let mut monitors = hb.monitors(&freqs);
+                monitors.push(hb.absorbed(&freqs));
+                Some((f.port - 1, monitors))
             }
             None => None,
         };

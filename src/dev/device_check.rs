@@ -491,9 +491,9 @@ fn monitor_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64) -> 
     let rcpu = fdtd_reference(&rjobs, Some(&init));
     let zcpu = fdtd_reference(&zjobs, None);
     let samples: usize = rjobs.iter().chain(&zjobs).flat_map(|j| &j.monitors).map(|m| match m {
-        Monitor::FieldDft { lo, hi, .. } => (0..3).map(|a| hi[a] - lo[a] + 1).product::<usize>(),
+        Monitor::FieldDft { lo, hi, .. } | Monitor::Absorbed { lo, hi, .. } => (0..3).map(|a| hi[a] - lo[a] + 1).product::<usize>(),
     }).sum();
-    println!("monitors: CPU reference with 3 field DFT monitors a job ({samples} monitor nodes in all): {:.1} s", t.elapsed().as_secs_f64());
+    println!("monitors: CPU reference with 4 check monitors a job (3 field DFTs, 1 absorbed power) ({samples} monitor nodes in all): {:.1} s", t.elapsed().as_secs_f64());
     let (mut worst, mut bad) = (0.0f64, false);
     for (scheme, graphs) in [(Scheme::Fused, true), (Scheme::Fused, false), (Scheme::Split, true)] {
         be.set_options(CudaOptions { scheme, tile, graphs, poison: scheme == Scheme::Fused, ..Default::default() })?;
@@ -509,7 +509,7 @@ fn monitor_section(be: &mut CudaBackend, tile: Tile, steps: usize, tol: f64) -> 
         bad |= b;
         println!("{tag} both batches on the device: {:.2} s", t.elapsed().as_secs_f64());
         // Every monitored job that ran reports its monitors.
-        bad |= g.iter().flatten().any(|r| r.out.monitors.len() != 3);
+        bad |= g.iter().flatten().any(|r| r.out.monitors.len() != 4);
     }
     Ok((worst, bad))
 }

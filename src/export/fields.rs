@@ -84,7 +84,9 @@ impl FieldMagnitudes {
     /// The magnitudes of the whole-grid monitor `m` of `job`, divided by the
     /// source spectrum of the run `out`.
     pub fn new(job: &SimJob, out: &SimOutput, m: &MonitorOutput) -> Result<FieldMagnitudes, String> {
-        let MonitorOutput::FieldDft { freqs, components, .. } = m;
+        let MonitorOutput::FieldDft { freqs, components, .. } = m else {
+            return Err("the whole-grid monitor did not record fields".into());
+        };
         let n = job.mesh.n();
         let cells = n[0] * n[1] * n[2];
         let mut e = vec![];

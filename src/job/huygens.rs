@@ -2,7 +2,9 @@
 //! planes a few cells inside the absorbing layers, recorded as one
 //! [`Monitor::FieldDft`] per face (tangential E and H, `DftFields::Tangential`).
 //! Plain field DFT monitors, so every engine that runs those (CPU, CUDA)
-//! records the box; `analysis::nf2ff` turns them into far fields.
+//! records the box; `analysis::nf2ff` turns them into far fields. A far-field
+//! job also records the box's [`Monitor::Absorbed`] (what its lossy parts
+//! absorb inside the box), the second route to the radiation efficiency.
 //!
 //! An open problem has absorbing faces all round, or all round but one PEC or
 //! PMC face (a ground plane, a symmetry plane): that face is not part of the
@@ -12,6 +14,10 @@ use super::{Axis, Boundary, DftFields, Monitor, SimJob};
 
 /// Monitor names of the faces start with this ("nf2ff x-", "nf2ff z+").
 pub const FACE_PREFIX: &str = "nf2ff ";
+
+/// The name of the absorbed-power monitor over the box (the power lost
+/// inside it, for the efficiency by the second route: accepted minus absorbed).
+pub const ABSORBED: &str = "absorbed power";
 
 /// Cells between the absorbing layer's inner edge and the box, by default:
 /// far enough from the CPML's grading, close enough to enclose everything.
@@ -108,6 +114,12 @@ impl HuygensBox {
             .flat_map(|&a| (0..2).map(move |s| (a, s)))
             .filter(|&(a, s)| !self.mirror.is_some_and(|m| m.axis == a && m.side == s))
             .collect()
+    }
+
+    /// The absorbed-power monitor over the box at `freqs` (Hz): what the box
+    /// holds of lossy metal, dielectric and loads; records nothing without them.
+    pub fn absorbed(&self, freqs: &[f64]) -> Monitor {
+        Monitor::Absorbed { name: ABSORBED.into(), lo: self.lo, hi: self.hi, freqs: freqs.to_vec() }
     }
 
     /// One field DFT monitor per face at `freqs` (Hz).

@@ -26,12 +26,13 @@ pub fn plot(path: &Path, ff: &FarField, fi: usize, title: &str) -> anyhow::Resul
     head.draw(&Text::new(title.to_string(), (20, 10), ("sans-serif", 22))).map_err(&e)?;
     let fb = s.front_to_back_db.map_or("front-to-back: - (ground plane)".to_string(), |x| format!("front-to-back {x:.1} dB"));
     let line1 = format!(
-        "{:.4} GHz: directivity {:.2} dBi, gain {:.2} dBi, realised gain {:.2} dBi, radiation efficiency {:.1} %",
+        "{:.4} GHz: directivity {:.2} dBi, gain {:.2} dBi, realised gain {:.2} dBi, radiation efficiency {:.1} %{}",
         s.freq_hz / 1e9,
         s.directivity_dbi,
         s.gain_dbi,
         s.realized_gain_dbi,
-        100.0 * s.radiation_efficiency
+        100.0 * s.radiation_efficiency,
+        s.radiation_efficiency_by_loss.map_or(String::new(), |e| format!(" ({:.1} % by loss)", 100.0 * e))
     );
     let line2 = format!(
         "beam towards theta {:.0} deg, phi {:.0} deg; {fb}; box flux / pattern power {:.3}",

@@ -325,10 +325,12 @@ fn bad_pattern_goals_and_far_field_settings() {
     says(&ff("(freqs: [2e9], port: 3)"), &["ms.ron", "far_field.port", "port 3 does not exist"]);
     says(&ff("()"), &["ms.ron", "far_field.freqs", "at least one frequency"]);
     says(&ff("(freqs: [2e9], gap: 40)"), &["ms.ron", "far_field", "no room along y", "lower far_field.gap"]);
-    // A valid far field loads, and its drive carries the six-face box minus the ground.
+    // A valid far field loads, and its drive carries the six-face box minus the
+    // ground, and the box's absorbed-power monitor (the second efficiency route).
     let d = Design::parse(&MS.replacen("engine: Fdtd(", "far_field: (freqs: [2e9, 3e9]),\n    engine: Fdtd(", 1), "ms.ron").unwrap();
     let jobs = d.jobs(&d.midpoint_values(), &[0, 1], None).unwrap();
-    assert_eq!(jobs[0].monitors.len(), 5);
+    assert_eq!(jobs[0].monitors.len(), 6);
+    assert!(matches!(&jobs[0].monitors[5], emvolve::job::Monitor::Absorbed { freqs, .. } if freqs == &vec![2e9, 3e9]));
     assert!(jobs[1].monitors.is_empty());
 }
 

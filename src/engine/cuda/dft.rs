@@ -151,25 +151,33 @@ mod tests {
             Monitor::FieldDft { name: "box".into(), lo: [0, 0, 0], hi: [3, 2, 2], fields: DftFields::All, freqs: vec![14e9] },
         ];
         b.monitors = vec![Monitor::FieldDft { name: "x face".into(), lo: [0, 1, 1], hi: [0, 8, 7], fields: DftFields::Tangential(Axis::X), freqs: vec![3e9, 4e9, 5e9] }];
+        // The absorbed-power monitor of a cavity with every loss: its samples are taps too.
+        let mut c = crate::engine::fdtd::absorbed::tests::lossy_cavity();
+        c.monitors[0] = Monitor::Absorbed { name: "absorbed".into(), lo: [0; 3], hi: c.mesh.n(), freqs: vec![5e9, 7e9] };
         let oa = Operator::new(&a).unwrap();
         let ob = Operator::new(&b).unwrap();
-        let mut pl = DftPlan::new(&[&a, &b], &[&oa, &ob]).unwrap();
-        assert_eq!(pl.slots.len(), 6);
-        assert_eq!(pl.acc_range[1].end, pl.acc_len);
+        let oc = Operator::new(&c).unwrap();
+        let mut pl = DftPlan::new(&[&a, &b, &c], &[&oa, &ob, &oc]).unwrap();
+        assert_eq!(pl.slots.len(), 8);
+        assert_eq!(pl.acc_range[2].end, pl.acc_len);
         // Random-looking fields, stepped on the CPU; the plan's sums follow the same fields.
         let mut fa = crate::dev::device_check::random_fields(&oa, 3);
         let mut fb = crate::dev::device_check::random_fields(&ob, 4);
+        let mut fc = crate::dev::device_check::random_fields(&oc, 5);
         let mut ma: Vec<FieldDftMonitor> = a.monitors.iter().map(|m| FieldDftMonitor::new(m, &oa).unwrap()).collect();
         let mut mb: Vec<FieldDftMonitor> = b.monitors.iter().map(|m| FieldDftMonitor::new(m, &ob).unwrap()).collect();
+        let mut mc: Vec<FieldDftMonitor> = c.monitors.iter().map(|m| FieldDftMonitor::new(m, &oc).unwrap()).collect();
         let (mut re, mut im) = (vec![0.0; pl.acc_len], vec![0.0; pl.acc_len]);
         for n in 0..3 {
             fcpu::fdtd_step(&oa, &mut fa);
             fcpu::fdtd_step(&ob, &mut fb);
             fcpu::fdtd_dft(&fa, &mut ma, n);
             fcpu::fdtd_dft(&fb, &mut mb, n);
-            emulate(&pl, &[&fa, &fb], &[oa.dt, ob.dt], n, &mut re, &mut im);
+            fcpu::fdtd_step(&oc, &mut fc);
+            fcpu::fdtd_dft(&fc, &mut mc, n);
+            emulate(&pl, &[&fa, &fb, &fc], &[oa.dt, ob.dt, oc.dt], n, &mut re, &mut im);
         }
-        for d in 0..2 {
+        for d in 0..3 {
             let r = pl.acc_range[d].clone();
             pl.set_sums(d, &re[r.clone()], &im[r]).unwrap();
         }
@@ -177,8 +185,12 @@ mod tests {
         let cpu_b: Vec<MonitorOutput> = mb.iter().map(FieldDftMonitor::output).collect();
         assert_eq!(pl.outputs(0), cpu_a);
         assert_eq!(pl.outputs(1), cpu_b);
+        let cpu_c: Vec<MonitorOutput> = mc.iter().map(FieldDftMonitor::output).collect();
+        assert_eq!(pl.outputs(2), cpu_c);
+        let MonitorOutput::Absorbed { conductor, dielectric, loads, .. } = &cpu_c[0] else { panic!("an absorbed-power monitor") };
+        assert!([conductor, dielectric, loads].iter().all(|v| v.iter().all(|&p| p > 0.0)), "{:?}", cpu_c[0]);
         // Something was recorded (the comparison is not of zeros).
-        let MonitorOutput::FieldDft { components, .. } = &cpu_a[1];
+        let MonitorOutput::FieldDft { components, .. } = &cpu_a[1] else { panic!("a field monitor") };
         assert!(components.iter().all(|c| c.values.iter().any(|v| v.norm() > 0.0)));
         assert!(pl.set_sums(0, &re[..3], &im[..3]).is_err());
     }

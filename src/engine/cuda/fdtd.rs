@@ -1037,7 +1037,7 @@ pub fn run_share(
         for &i in &group {
             // Two steps a pass: the snapshot set of the first step's port taps (six full arrays).
             let snap = if path == SubPath::TwoStep { op(i)?.len * 24 } else { 0 };
-            needs.push(batch::device_bytes(op(i)?) + snap + jobs[i].monitors.iter().map(crate::engine::fdtd::dft::FieldDftMonitor::device_bytes).sum::<usize>());
+            needs.push(batch::device_bytes(op(i)?) + snap + { let o = op(i)?; jobs[i].monitors.iter().map(|m| crate::engine::fdtd::dft::FieldDftMonitor::device_bytes(m, o)).sum::<usize>() });
         }
         let parts = batch::split_to_fit(&needs, budget).map_err(|k| batch::too_big(&jobs[group[k]].label, needs[k], &dev.describe(), budget))?;
         for part in parts {

@@ -12,9 +12,14 @@
 //! into tables for the kernel `fdtd_dft` of `kernels/fdtd_ports.cuh`, with the phase
 //! factors of [`phases`], and hands the sums back through
 //! [`FieldDftMonitor::set_sums`]: both produce the same [`MonitorOutput`].
+//!
+//! The absorbed-power monitor ([`Monitor::Absorbed`]) rides on the same
+//! machinery: its components list the lossy samples of `super::absorbed`
+//! (one tap each, not a box) and its output sums their weighted `|X|^2`.
 
 use num_complex::Complex64;
 
+use super::absorbed::{self, Class};
 use super::fields::Fields;
 use super::operator::Operator;
 use crate::job::{Axis, ComponentDft, DftFields, Field, Monitor, MonitorOutput, SimFailure};
@@ -49,6 +54,9 @@ pub struct FieldDftMonitor {
     freqs: Vec<f64>,
     dt: f64,
     comps: Vec<Comp>,
+    /// An absorbed-power monitor: per component its class and weights
+    /// (`[f][sample]`, power per |X|^2); `None` for a field monitor.
+    loss: Option<Vec<(Class, Vec<f64>)>>,
 }
 
 /// The phase factors `exp(-j 2 pi f t)` of step `n` at `freq`: (E at
@@ -99,7 +107,7 @@ fn place(field: Field, c: usize, lo: &[usize; 3], hi: &[usize; 3]) -> ([usize; 3
 impl FieldDftMonitor {
     /// Check `m` against the operator's mesh (the same errors on every engine).
     pub fn check(m: &Monitor, op: &Operator) -> Result<(), SimFailure> {
-        let Monitor::FieldDft { name, lo, hi, freqs, .. } = m;
+        let (Monitor::FieldDft { name, lo, hi, freqs, .. } | Monitor::Absorbed { name, lo, hi, freqs }) = m;
         let bad = |why: String| Err(SimFailure::Invalid(format!("field monitor `{name}`: {why}")));
         for a in 0..3 {
             if lo[a] > hi[a] || hi[a] > op.n[a] {
@@ -109,12 +117,21 @@ impl FieldDftMonitor {
         if freqs.is_empty() || freqs.iter().any(|f| !f.is_finite()) {
             return bad("needs at least one finite frequency".into());
         }
+        if matches!(m, Monitor::Absorbed { .. }) && freqs.iter().any(|&f| f <= 0.0) {
+            return bad("absorbed power needs positive frequencies".into());
+        }
         Ok(())
     }
 
-    /// Bytes the CUDA backend holds for `m` (taps, sample table, f64 sums).
-    pub fn device_bytes(m: &Monitor) -> usize {
-        let Monitor::FieldDft { lo, hi, fields, freqs, .. } = m;
+    /// Bytes the CUDA backend holds for `m` on `op` (taps, sample table, f64 sums).
+    pub fn device_bytes(m: &Monitor, op: &Operator) -> usize {
+        let (lo, hi, fields, freqs) = match m {
+            Monitor::FieldDft { lo, hi, fields, freqs, .. } => (lo, hi, fields, freqs),
+            Monitor::Absorbed { lo, hi, freqs, .. } => {
+                let samples: usize = absorbed::groups(op, lo, hi, &freqs[..1]).iter().map(|g| g.taps.len()).sum();
+                return samples * (8 + 16 * freqs.len());
+            }
+        };
         wanted(*fields)
             .into_iter()
             .map(|(f, c)| {
@@ -128,7 +145,10 @@ impl FieldDftMonitor {
     /// Check `m` against the operator's mesh and lay out its samples.
     pub fn new(m: &Monitor, op: &Operator) -> Result<FieldDftMonitor, SimFailure> {
         Self::check(m, op)?;
-        let Monitor::FieldDft { name, lo, hi, fields, freqs } = m;
+        let (name, lo, hi, fields, freqs) = match m {
+            Monitor::FieldDft { name, lo, hi, fields, freqs } => (name, lo, hi, fields, freqs),
+            Monitor::Absorbed { name, lo, hi, freqs } => return Ok(Self::absorbed(name, lo, hi, freqs, op)),
+        };
         let mut comps = vec![];
         for (field, c) in wanted(*fields) {
             let (first, count, at_nodes, mean) = place(field, c, lo, hi);
@@ -158,7 +178,20 @@ impl FieldDftMonitor {
             let acc = vec![Complex64::new(0.0, 0.0); taps.len() / ntap * freqs.len()];
             comps.push(Comp { field, axis: c, first, count, at_nodes, ntap, taps, acc });
         }
-        Ok(FieldDftMonitor { name: name.clone(), freqs: freqs.clone(), dt: op.dt, comps })
+        Ok(FieldDftMonitor { name: name.clone(), freqs: freqs.clone(), dt: op.dt, comps, loss: None })
+    }
+
+    /// An absorbed-power monitor: one component per group of lossy samples.
+    fn absorbed(name: &str, lo: &[usize; 3], hi: &[usize; 3], freqs: &[f64], op: &Operator) -> FieldDftMonitor {
+        let mut comps = vec![];
+        let mut loss = vec![];
+        for g in absorbed::groups(op, lo, hi, freqs) {
+            let ns = g.taps.len();
+            let acc = vec![Complex64::new(0.0, 0.0); ns * freqs.len()];
+            comps.push(Comp { field: g.field, axis: g.axis, first: [0; 3], count: [ns, 1, 1], at_nodes: [false; 3], ntap: 1, taps: g.taps, acc });
+            loss.push((g.class, g.weights));
+        }
+        FieldDftMonitor { name: name.to_string(), freqs: freqs.to_vec(), dt: op.dt, comps, loss: Some(loss) }
     }
 
     /// The recorded components, in the order of the output.
@@ -201,8 +234,25 @@ impl FieldDftMonitor {
         }
     }
 
-    /// The DFTs so far.
+    /// The DFTs so far (an absorbed-power monitor: the power they give).
     pub fn output(&self) -> MonitorOutput {
+        if let Some(loss) = &self.loss {
+            let nf = self.freqs.len();
+            let (mut conductor, mut dielectric, mut loads) = (vec![0.0; nf], vec![0.0; nf], vec![0.0; nf]);
+            let dt2 = self.dt * self.dt;
+            for (c, (class, w)) in self.comps.iter().zip(loss) {
+                let sum = match class {
+                    Class::Conductor => &mut conductor,
+                    Class::Dielectric => &mut dielectric,
+                    Class::Load => &mut loads,
+                };
+                for (fi, s) in sum.iter_mut().enumerate() {
+                    let r = fi * c.samples()..(fi + 1) * c.samples();
+                    *s += c.acc[r.clone()].iter().zip(&w[r]).map(|(x, w)| w * x.norm_sqr()).sum::<f64>() * dt2;
+                }
+            }
+            return MonitorOutput::Absorbed { name: self.name.clone(), freqs: self.freqs.clone(), conductor, dielectric, loads };
+        }
         let components = self
             .comps
             .iter()

@@ -52,6 +52,10 @@ pub struct EdgeTerms {
     pub g0: Vec<f32>,
     /// Per edge: `1 / (1 + s (g1 + sum q1))`.
     pub inv_den: Vec<f32>,
+    /// Per edge (host only, for the absorbed power): the instantaneous
+    /// current's E(n+1) coefficient `g1` (P units), and whether a load sits on it.
+    pub g1: Vec<f32>,
+    pub load: Vec<bool>,
     /// Per edge, its poles `first[m]..first[m+1]` (length edges + 1).
     pub first: Vec<u32>,
     /// Per pole.
@@ -118,6 +122,8 @@ struct EdgeBuild {
     /// Instantaneous capacitance in P units per E: C dl / (A eps0).
     cap: f64,
     poles: Vec<Coef>,
+    /// A load's edge (not only a dispersive medium's).
+    load: bool,
 }
 
 impl EdgeTerms {
@@ -153,6 +159,7 @@ impl EdgeTerms {
                     lb.half_g += b.half_g;
                     lb.cap += b.cap;
                     lb.poles.extend(b.poles);
+                    lb.load |= b.load;
                 }
                 _ => merged.push((k, b)),
             }
@@ -191,6 +198,8 @@ impl EdgeTerms {
             t.s.push(s as f32);
             t.g0.push(g0 as f32);
             t.inv_den.push((1.0 / (1.0 + s * (g1 + sum_q1))) as f32);
+            t.g1.push(g1 as f32);
+            t.load.push(b.load);
             t.first.push(t.kp.len() as u32);
         }
         Ok(t)
@@ -293,7 +302,7 @@ fn load_edges(job: &SimJob, op: &Operator, l: &Load, out: &mut Vec<((u8, u32), E
         let share = dl / total;
         let (r, ind, cap) = (l.r.map(|r| r * share), l.l.map(|x| x * share), l.c.map(|x| x / share));
         let dt = op.dt;
-        let mut eb = EdgeBuild::default();
+        let mut eb = EdgeBuild { load: true, ..Default::default() };
         match l.topology {
             Topology::Parallel => {
                 if let Some(r) = r {

@@ -3,6 +3,7 @@
 
 pub mod cpu;
 pub mod cpu_batch;
+pub mod absorbed;
 pub mod dft;
 pub mod edges;
 pub mod simd;

@@ -176,6 +176,9 @@ pub struct SurfaceTerms {
     pub alpha: Vec<f32>,
     pub beta: Vec<f32>,
     pub rho: Vec<f32>,
+    /// Per conductor: the fitted network the cells above discretise (host
+    /// only: the absorbed-power monitor weighs |H|^2 with its resistance).
+    pub fits: Vec<Foster>,
 }
 
 /// The memories of a job's surface terms (part of its [`super::fields::Fields`]).
@@ -268,6 +271,7 @@ impl SurfaceTerms {
                 t.rho.push((r * (1.0 + al) / 2.0) as f32);
             }
             ab.push((a, b));
+            t.fits.push(fit);
         }
         t.cell_first.push(t.alpha.len() as u32);
         Ok(Some((t, ab)))

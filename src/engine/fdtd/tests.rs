@@ -490,7 +490,7 @@ fn field_dft_monitor_sees_the_cavity_mode_on_a_plane_and_a_box() {
     ];
     let out = cpu::run(&job).unwrap();
     assert_eq!(out.monitors.len(), 2);
-    let MonitorOutput::FieldDft { name, freqs, components } = &out.monitors[0];
+    let MonitorOutput::FieldDft { name, freqs, components } = &out.monitors[0] else { panic!("a field monitor") };
     assert_eq!((name.as_str(), freqs.len(), components.len()), ("mid-z", 1, 4));
     // Tangential on z: Ex, Ey, Hx, Hy; on the plane z = 5 (one sample along z).
     for c in components {
@@ -503,7 +503,7 @@ fn field_dft_monitor_sees_the_cavity_mode_on_a_plane_and_a_box() {
     assert_eq!((hy.count[0], hy.count[1], hy.at_nodes), (20, 16, [false, true, true]));
     let at = |c: &ComponentDft, i: usize, j: usize| c.values[j * c.count[0] + i].norm();
     assert!(at(hy, 0, 7) > 5.0 * at(hy, 10, 7), "{} vs {}", at(hy, 0, 7), at(hy, 10, 7));
-    let MonitorOutput::FieldDft { components: bx, freqs: bf, .. } = &out.monitors[1];
+    let MonitorOutput::FieldDft { components: bx, freqs: bf, .. } = &out.monitors[1] else { panic!("a field monitor") };
     assert_eq!((bx.len(), bf.len()), (6, 2));
     let ez = bx.iter().find(|c| c.field == Field::E && c.axis == Axis::Z).unwrap();
     // Ez between lines along z (cells 2..4), on lines across: 5 x 4 x 2 samples per frequency.
@@ -513,7 +513,7 @@ fn field_dft_monitor_sees_the_cavity_mode_on_a_plane_and_a_box() {
     // Over the port's two edges the monitor's Ez is the port voltage's DFT: V = -sum Ez dl.
     job.monitors = vec![Monitor::FieldDft { name: "port".into(), lo: [4, 4, 4], hi: [4, 4, 6], fields: DftFields::All, freqs: vec![f110] }];
     let out = cpu::run(&job).unwrap();
-    let MonitorOutput::FieldDft { components: pc, .. } = &out.monitors[0];
+    let MonitorOutput::FieldDft { components: pc, .. } = &out.monitors[0] else { panic!("a field monitor") };
     let ez = pc.iter().find(|c| c.field == Field::E && c.axis == Axis::Z).unwrap();
     assert_eq!(ez.count, [1, 1, 2]);
     let v_mon = -(ez.values[0] + ez.values[1]) * 1e-3;
