@@ -135,7 +135,7 @@ fn microstrip_lowpass() {
 /// builds: the optimiser will visit the extremes.
 #[test]
 fn every_feasible_corner_builds() {
-    for name in ["wr28_iris_filter.ron", "wr28_iris_filter_copper.ron", "patch_2g4.ron", "microstrip_lowpass.ron"] {
+    for name in ["wr28_iris_filter.ron", "wr28_iris_filter_copper.ron", "patch_2g4.ron", "microstrip_lowpass.ron", "circular_patch_2g4.ron"] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("designs").join(name);
         let d = Design::load(&path).unwrap();
         let genes = d.genes();
@@ -170,7 +170,7 @@ fn random_candidates_mesh_and_voxelise() {
         seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (seed >> 11) as f64 / (1u64 << 53) as f64
     };
-    for (name, count) in [("wr28_iris_filter.ron", 300), ("wr28_iris_filter_copper.ron", 30), ("patch_2g4.ron", 30), ("microstrip_lowpass.ron", 30)] {
+    for (name, count) in [("wr28_iris_filter.ron", 300), ("wr28_iris_filter_copper.ron", 30), ("patch_2g4.ron", 30), ("microstrip_lowpass.ron", 30), ("circular_patch_2g4.ron", 30)] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("designs").join(name);
         let d = Design::load(&path).unwrap();
         let genes = d.genes();

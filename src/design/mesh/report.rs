@@ -32,6 +32,9 @@ pub struct MeshReport {
     pub cells: usize,
     /// The FDTD time step the smallest cells allow at the job's Courant number.
     pub dt: f64,
+    /// Whether the job has conformal metal faces, whose stiffness may call
+    /// for a shorter step (chosen when its operator is built).
+    pub conformal: bool,
     /// The shortest wavelength (top frequency, densest material).
     pub lambda: f64,
 }
@@ -60,7 +63,7 @@ impl MeshReport {
                 AxisReport { axis: ax, cells: d.len(), pml, min, max, grading, per_wavelength: lambda / max, invariant: invariant == Some(ax) }
             })
             .collect();
-        MeshReport { axes, cells: job.mesh.cells(), dt: fdtd_dt(job), lambda }
+        MeshReport { axes, cells: job.mesh.cells(), dt: fdtd_dt(job), conformal: !job.conformal.faces.is_empty(), lambda }
     }
 
     /// The table `emvolve mesh` prints (lengths in `unit`, `per_unit` metres each).
@@ -88,10 +91,11 @@ impl MeshReport {
         }
         let _ = writeln!(
             s,
-            "{} cells in all (padding included), lengths in {unit}; shortest wavelength {} {unit}; time step {:.4} ps",
+            "{} cells in all (padding included), lengths in {unit}; shortest wavelength {} {unit}; time step {:.4} ps{}",
             self.cells,
             l(self.lambda),
-            self.dt * 1e12
+            self.dt * 1e12,
+            if self.conformal { " (conformal metal may take a shorter one, chosen from the cut grid when the job runs)" } else { "" }
         );
         s
     }
