@@ -231,9 +231,13 @@ mod tests {
         let iv = u.segment_inside([-1.0, 2.0], [4.0, 2.0], 1e-12);
         assert_eq!(iv.len(), 2, "{iv:?}");
         assert!((len(&iv) * 5.0 - 2.0).abs() < 1e-12);
-        // Along an edge's line through a vertex: inside below v = 1 only.
+        // Up the left arm: inside from v = 0 to v = 3.
         let iv = u.segment_inside([0.5, -1.0], [0.5, 4.0], 1e-12);
-        assert!((len(&iv) * 5.0 - 4.0).abs() < 1e-12, "{iv:?}");
+        assert!((len(&iv) * 5.0 - 3.0).abs() < 1e-12, "{iv:?}");
+        // Along the inner edge of the left arm (x = 1), boundary included:
+        // the arm's edge from v = 1 to 3 and the base below it.
+        let iv = u.segment_inside([1.0, -1.0], [1.0, 4.0], 1e-12);
+        assert!((len(&iv) * 5.0 - 3.0).abs() < 1e-12, "{iv:?}");
         assert!(u.contains([0.5, 2.0]) && !u.contains([1.5, 2.0]));
     }
 

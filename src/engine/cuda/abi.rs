@@ -535,7 +535,24 @@ mod tests {
         all.sort();
         assert_eq!(
             all,
-            ["fdtd_dft", "fdtd_edges", "fdtd_energy", "fdtd_inject", "fdtd_onchip", "fdtd_pmc_ghosts", "fdtd_sample_ports", "fdtd_step", "fdtd_step2", "fdtd_surface", "fdtd_surface_e", "fdtd_update_e", "fdtd_update_h"],
+            [
+                "fdtd_conformal",
+                "fdtd_conformal_e",
+                "fdtd_conformal_rec",
+                "fdtd_dft",
+                "fdtd_edges",
+                "fdtd_energy",
+                "fdtd_inject",
+                "fdtd_onchip",
+                "fdtd_pmc_ghosts",
+                "fdtd_sample_ports",
+                "fdtd_step",
+                "fdtd_step2",
+                "fdtd_surface",
+                "fdtd_surface_e",
+                "fdtd_update_e",
+                "fdtd_update_h"
+            ],
             "kernels found in kernels/*.cu"
         );
         for k in &all {
